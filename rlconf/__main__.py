@@ -1,0 +1,5 @@
+import sys
+
+from rlconf.cli import main
+
+sys.exit(main())

@@ -1,0 +1,105 @@
+"""The agent interfaces: an agent sees states and returns actions; nothing else about the world."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import torch
+
+from rlconf.core import State, StateArray
+
+
+class Agent(ABC):
+    """An agent for one environment: ``act(state) -> action``.
+
+    Learning happens inside ``act``: the agent decides when to store experience and when to update. The
+    state carries the reward for the previous action and whether the episode ended.
+    """
+
+    @abstractmethod
+    def act(self, state: State) -> Any: ...
+
+    def state_dict(self) -> dict:
+        """Everything needed to continue learning: models, optimisers, counters, schedules."""
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        pass
+
+
+class ParallelAgent(ABC):
+    """An agent for a batch of environments: ``act(states: StateArray) -> actions`` (one per environment)."""
+
+    @abstractmethod
+    def act(self, states: StateArray) -> torch.Tensor: ...
+
+    def state_dict(self) -> dict:
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        pass
+
+
+class TestAgent(ABC):
+    """How a trained agent behaves when it is evaluated: no learning, usually greedy."""
+
+    @abstractmethod
+    def act(self, states: StateArray) -> torch.Tensor: ...
+
+
+@dataclass
+class BuildContext:
+    """What an agent's builder may know about the run: spaces, sizes, device and budget, never the env."""
+
+    observation_space: gym.Space
+    action_space: gym.Space
+    n_envs: int
+    device: torch.device
+    total_steps: int
+    approximation: dict = field(default_factory=dict)
+    logger: Any = None
+    seed: int = 0
+
+
+class Buildable:
+    """Mixin for registry agents: a typed ``Config`` dataclass and ``from_config`` that builds the agent."""
+
+    Config: ClassVar[type]
+
+    @classmethod
+    def from_config(cls, config: Any, context: BuildContext) -> ParallelAgent:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def test_agent(self) -> TestAgent:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+class SingleEnvAgent(ParallelAgent):
+    """Lets an ``Agent`` written for one State run in the vectorised loop (with one environment)."""
+
+    def __init__(self, agent: Agent):
+        self.agent = agent
+
+    def act(self, states: StateArray) -> torch.Tensor:
+        action = self.agent.act(states[0])
+        return torch.as_tensor(action).unsqueeze(0)
+
+    def state_dict(self) -> dict:
+        return self.agent.state_dict()
+
+    def load_state_dict(self, state: dict) -> None:
+        self.agent.load_state_dict(state)
+
+    def test_agent(self) -> TestAgent:
+        return _SingleEnvTestAgent(self.agent.test_agent())
+
+
+class _SingleEnvTestAgent(TestAgent):
+    def __init__(self, agent):
+        self.agent = agent
+
+    def act(self, states: StateArray) -> torch.Tensor:
+        return torch.stack([torch.as_tensor(self.agent.act(states[i])) for i in range(len(states))])

@@ -1,0 +1,156 @@
+"""PPO (Schulman et al. 2017): clipped policy-gradient updates on GAE advantages from parallel environments.
+
+The agent collects ``n_steps`` steps from each of its ``n_envs`` environments, computes generalised advantage
+estimates, then runs ``epochs`` passes of minibatch updates maximising the clipped surrogate
+``min(ratio * A, clip(ratio, 1 - clip, 1 + clip) * A)`` plus an entropy bonus, and regresses the value head on
+the returns. Policy and value heads sit on shared features or on a trunk each (``approximation.shared``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from rlconf.agents._agent import Buildable, BuildContext, ParallelAgent, TestAgent
+from rlconf.approximation import Approximation, FeatureNetwork, Identity, VNetwork, linear_lr_schedule
+from rlconf.core import StateArray
+from rlconf.memory import GeneralizedAdvantageBuffer, Rollout
+from rlconf.nn import MLPSettings, head, mlp_head, mlp_trunk
+from rlconf.optim import Clock, schedule
+from rlconf.policies import SoftmaxPolicy
+
+
+@dataclass
+class PPOConfig:
+    discount_factor: float = 0.99
+    lam: float = 0.95  # GAE lambda
+    lr: float = 3e-4
+    lr_final: float | None = None  # decay the learning rate linearly to this over the run
+    adam_eps: float = 1e-5
+    clip: float = 0.2  # surrogate clipping range ...
+    clip_final: float | None = None  # ... optionally decayed linearly to this over the run
+    n_steps: int = 128  # steps per environment in each rollout
+    epochs: int = 4
+    batch_size: int = 64  # minibatch size
+    entropy_loss_scaling: float = 0.0
+    value_loss_scaling: float = 0.5
+    clip_grad: float = 0.5
+    normalize_advantages: bool = True
+
+
+class PPO(ParallelAgent, Buildable):
+    Config = PPOConfig
+
+    def __init__(self, features: Approximation, v: VNetwork, policy: SoftmaxPolicy,
+                 buffer: GeneralizedAdvantageBuffer, clock: Clock, config: PPOConfig, clip):
+        self.features = features
+        self.v = v
+        self.policy = policy
+        self.buffer = buffer
+        self.clock = clock
+        self.config = config
+        self.clip = clip
+        self.generator = torch.Generator()
+
+    @classmethod
+    def from_config(cls, config: PPOConfig, context: BuildContext) -> PPO:
+        space, device = context.observation_space, context.device
+        n_actions = int(context.action_space.n)
+        settings = MLPSettings(**context.approximation)
+        clock = Clock()
+
+        def approximation(kind, model, name):
+            model = model.to(device)
+            optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, eps=config.adam_eps)
+            lr_schedule = None
+            if config.lr_final is not None:
+                lr = schedule(1.0, config.lr_final / config.lr, context.total_steps, clock, "lr")
+                lr_schedule = linear_lr_schedule(optimizer, lambda: float(lr))
+            return kind(model, optimizer, clip_grad=config.clip_grad, scheduler=lr_schedule, name=name,
+                        logger=context.logger)
+
+        if settings.shared:
+            trunk, width = mlp_trunk(settings, space)
+            features = approximation(FeatureNetwork, trunk, "features")
+            policy_model, value_model = head(width, n_actions, settings, 0.01), head(width, 1, settings, 1.0)
+        else:
+            features = Identity()
+            policy_model = mlp_head(settings, space, n_actions, out_gain=0.01)
+            value_model = mlp_head(settings, space, 1, out_gain=1.0)
+        policy = approximation(SoftmaxPolicy, policy_model, "policy")
+        v = approximation(VNetwork, value_model, "v")
+        buffer = GeneralizedAdvantageBuffer(
+            config.n_steps, context.n_envs, space.shape, torch.as_tensor(np.zeros(0, space.dtype)).dtype,
+            discount_factor=config.discount_factor, lam=config.lam, device=device)
+        clip = schedule(config.clip, config.clip_final, context.total_steps, clock, "clip")
+        agent = cls(features, v, policy, buffer, clock, config, clip)
+        agent.generator.manual_seed(context.seed)
+        return agent
+
+    def act(self, states: StateArray) -> torch.Tensor:
+        self.clock.tick(len(states))
+        self.buffer.store_state(states)
+        if self.buffer.full:
+            self._train()
+        with torch.no_grad():
+            distribution = self.policy.no_grad(self.features.no_grad(states.as_input()))
+            actions = distribution.sample()
+            self.buffer.store_action(actions, distribution.log_prob(actions))
+        return actions
+
+    def _train(self) -> None:
+        observations = self.buffer.observation
+        with torch.no_grad():
+            flat = observations.view(-1, *observations.shape[2:])
+            values = self.v.no_grad(self.features.no_grad(flat)).view(observations.shape[:2])
+        rollout = self.buffer.rollout(values)
+        n, batch_size = len(rollout), self.config.batch_size
+        for _ in range(self.config.epochs):
+            order = torch.randperm(n, generator=self.generator)
+            for start in range(0, n, batch_size):
+                self._update(rollout, order[start : start + batch_size])
+
+    def _update(self, rollout: Rollout, index: torch.Tensor) -> None:
+        advantages = rollout.advantage[index]
+        if self.config.normalize_advantages and len(index) > 1:
+            advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+        features = self.features(rollout.observation[index])
+        distribution = self.policy(features)
+        ratio = torch.exp(distribution.log_prob(rollout.action[index]) - rollout.log_prob[index])
+        clip = float(self.clip)
+        surrogate = torch.min(ratio * advantages, ratio.clamp(1.0 - clip, 1.0 + clip) * advantages)
+        policy_loss = -surrogate.mean()
+        if self.config.entropy_loss_scaling:
+            policy_loss = policy_loss - self.config.entropy_loss_scaling * distribution.entropy().mean()
+        value_loss = F.mse_loss(self.v(features), rollout.returns[index])
+        self.policy.reinforce(policy_loss)
+        self.v.reinforce(self.config.value_loss_scaling * value_loss)
+        self.features.reinforce()
+
+    def test_agent(self) -> TestAgent:
+        return PPOTestAgent(self.features, self.policy)
+
+    def state_dict(self) -> dict:
+        return {"features": self.features.state_dict(), "policy": self.policy.state_dict(),
+                "v": self.v.state_dict(), "buffer": self.buffer.state_dict(), "steps": self.clock.steps}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.features.load_state_dict(state["features"])
+        self.policy.load_state_dict(state["policy"])
+        self.v.load_state_dict(state["v"])
+        self.buffer.load_state_dict(state["buffer"])
+        self.clock.steps = state["steps"]
+
+
+class PPOTestAgent(TestAgent):
+    """Takes the policy's most probable action."""
+
+    def __init__(self, features: Approximation, policy: SoftmaxPolicy):
+        self.features = features
+        self.policy = policy
+
+    def act(self, states: StateArray) -> torch.Tensor:
+        return self.policy.greedy(self.features.eval(states.as_input()))

@@ -1,0 +1,183 @@
+"""Approximation: a model together with everything needed to train it.
+
+The agent asks for values (``approx(x)``, ``approx.no_grad(x)``, ``approx.eval(x)``, ``approx.target(x)``) and
+hands back a loss (``approx.reinforce(loss)``). The optimiser, gradient clipping, loss scaling, learning-rate
+schedule, target network and checkpoint state all live here, so algorithm code reads like the paper.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+from rlconf.approximation.target import TargetNetwork, TrivialTarget
+
+
+class Approximation:
+    def __init__(
+        self,
+        model: nn.Module,
+        optimizer: torch.optim.Optimizer | None = None,
+        *,
+        clip_grad: float = 0.0,
+        loss_scaling: float = 1.0,
+        scheduler: torch.optim.lr_scheduler.LRScheduler | None = None,
+        target: TargetNetwork | None = None,
+        name: str = "approximation",
+        logger=None,
+    ):
+        self.model = model
+        self.optimizer = optimizer
+        self.clip_grad = clip_grad
+        self.loss_scaling = loss_scaling
+        self.scheduler = scheduler
+        self.name = name
+        self.logger = logger
+        self._target = target or TrivialTarget()
+        self._target.init(model)
+        self._params = [p for p in model.parameters() if p.requires_grad]
+        self.updates = 0
+
+    # -- forward passes ------------------------------------------------------------------------------
+    def __call__(self, *inputs) -> torch.Tensor:
+        """A forward pass that records gradients, for computing a loss."""
+        return self.model(*inputs)
+
+    @torch.no_grad()
+    def no_grad(self, *inputs) -> torch.Tensor:
+        return self.model(*inputs)
+
+    def eval(self, *inputs) -> torch.Tensor:
+        """A forward pass in eval mode and without gradients; the model's mode is restored afterwards."""
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            with torch.no_grad():
+                return self.model(*inputs)
+        finally:
+            self.model.train(was_training)
+
+    def target(self, *inputs) -> torch.Tensor:
+        return self._target(*inputs)
+
+    @property
+    def target_network(self) -> TargetNetwork:
+        return self._target
+
+    # -- training ------------------------------------------------------------------------------------
+    def reinforce(self, loss: torch.Tensor) -> Approximation:
+        """Backpropagate ``loss`` and take one optimiser step (with clipping, schedule and target update)."""
+        self.zero_grad()
+        (loss * self.loss_scaling if self.loss_scaling != 1.0 else loss).backward()
+        self.step(loss)
+        return self
+
+    def step(self, loss: torch.Tensor | None = None) -> Approximation:
+        """One optimiser step, given that gradients are in place."""
+        if self.clip_grad:
+            torch.nn.utils.clip_grad_norm_(self._params, self.clip_grad, foreach=True)
+        self.optimizer.step()
+        if self.scheduler is not None:
+            self.scheduler.step()
+        self._target.update()
+        self.updates += 1
+        if loss is not None and self.logger is not None and self.logger.wants_debug(self.updates):
+            self.logger.add_scalar(f"loss/{self.name}", loss.item())
+        return self
+
+    def zero_grad(self) -> Approximation:
+        self.optimizer.zero_grad(set_to_none=True)
+        return self
+
+    # -- checkpoints ---------------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        state = {"model": self.model.state_dict(), "target": self._target.state_dict(), "updates": self.updates}
+        if self.optimizer is not None:
+            state["optimizer"] = self.optimizer.state_dict()
+        if self.scheduler is not None:
+            state["scheduler"] = self.scheduler.state_dict()
+        return state
+
+    def load_state_dict(self, state: dict) -> None:
+        self.model.load_state_dict(state["model"])
+        self._target.load_state_dict(state["target"])
+        self.updates = state.get("updates", 0)
+        if self.optimizer is not None and "optimizer" in state:
+            self.optimizer.load_state_dict(state["optimizer"])
+        if self.scheduler is not None and "scheduler" in state:
+            self.scheduler.load_state_dict(state["scheduler"])
+
+
+class QNetwork(Approximation):
+    """Action values Q(s, .) for a discrete action space: the model maps observations to one value per action."""
+
+    def __init__(self, model: nn.Module, optimizer=None, name: str = "q", **kwargs):
+        super().__init__(model, optimizer, name=name, **kwargs)
+
+
+class VNetwork(Approximation):
+    """State values V(s): the model's single output is squeezed to one number per state."""
+
+    def __init__(self, model: nn.Module, optimizer=None, name: str = "v", **kwargs):
+        super().__init__(_Squeeze(model), optimizer, name=name, **kwargs)
+
+
+class FeatureNetwork(Approximation):
+    """Shared features for several heads.
+
+    ``features(x)`` runs the model once and hands the heads a detached copy, so each head's loss stops at the
+    features; the heads' gradients collect on that copy and ``reinforce()`` (no argument) pushes their sum
+    back through the shared layers in one backward pass.
+    """
+
+    def __init__(self, model: nn.Module, optimizer=None, name: str = "features", **kwargs):
+        super().__init__(model, optimizer, name=name, **kwargs)
+        self._cache: list[tuple[torch.Tensor, torch.Tensor]] = []
+
+    def __call__(self, *inputs) -> torch.Tensor:
+        out = self.model(*inputs)
+        detached = out.detach().requires_grad_(True)
+        self._cache.append((out, detached))
+        return detached
+
+    def reinforce(self, loss: torch.Tensor | None = None) -> FeatureNetwork:  # type: ignore[override]
+        outs = [o for o, d in self._cache if d.grad is not None]
+        grads = [d.grad for o, d in self._cache if d.grad is not None]
+        self._cache.clear()
+        self.zero_grad()
+        if outs:
+            torch.autograd.backward(outs, grads)
+        self.step()
+        return self
+
+
+class Identity(Approximation):
+    """Features that are the input itself: no parameters, nothing to train."""
+
+    def __init__(self, name: str = "features"):
+        super().__init__(nn.Identity(), None, name=name)
+
+    def reinforce(self, loss: torch.Tensor | None = None) -> Identity:  # type: ignore[override]
+        return self
+
+    def step(self, loss: torch.Tensor | None = None) -> Identity:
+        return self
+
+    def zero_grad(self) -> Identity:
+        return self
+
+
+class _Squeeze(nn.Module):
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, *inputs):
+        return self.model(*inputs).squeeze(-1)
+
+
+def linear_lr_schedule(optimizer: torch.optim.Optimizer, fraction: Callable[[], float]):
+    """Scale the learning rate by ``fraction()`` (read from the agent's clock) at every optimiser step."""
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: fraction())

@@ -1,0 +1,271 @@
+"""The ``rlconf`` command: ``run`` composes a config with Hydra and trains; ``list`` shows the options.
+
+Bad input never reaches Hydra's launch: overrides are checked first (group options, keys, types,
+values), and any problem is one line on stderr with exit status 2, before anything is written.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from rlconf.paths import config_dir
+
+USAGE = """usage: rlconf run [-m] [--cfg {job,hydra,all}] [--config-dir DIR] key=value ...
+       rlconf list [GROUP | components]
+
+Compose a run from config groups and train it:
+  rlconf run agent=dqn env=classic/cartpole
+  rlconf run agent=ppo env=classic/cartpole seed=3 steps=50000 logger=tensorboard
+  rlconf run -m agent=dqn,ppo env=classic/cartpole seed=0,1,2
+
+options:
+  -m, --multirun        sweep over comma-separated values (Hydra's multirun)
+  --cfg {job,hydra,all} print the composed config instead of running
+  --config-dir DIR      add a folder of your own config groups (may repeat)
+  -h, --help            this help
+"""
+
+HIDDEN_GROUPS = {"family", "preset", "hydra"}
+REQUIRED_GROUPS = ("agent", "env")
+
+
+class UsageError(Exception):
+    """Bad input: reported as one line, exit status 2."""
+
+
+def fail(message: str) -> None:
+    print(f"rlconf: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+# -- config groups on disk ------------------------------------------------------------------------------
+def search_dirs(extra: list[str]) -> list[Path]:
+    return [config_dir(), *(Path(d).resolve() for d in extra)]
+
+
+def group_options(dirs: list[Path]) -> dict[str, dict[str, str]]:
+    """group -> option -> description, from the YAML files of every config directory."""
+    groups: dict[str, dict[str, str]] = {}
+    for root in dirs:
+        for path in sorted(root.glob("*/**/*.yaml")):
+            group = path.relative_to(root).parts[0]
+            option = path.relative_to(root / group).with_suffix("").as_posix()
+            groups.setdefault(group, {})[option] = _description(path)
+    return groups
+
+
+def _description(path: Path) -> str:
+    for line in path.read_text().splitlines():
+        text = line.strip()
+        if text.startswith("#") and "@package" not in text:
+            return text.lstrip("# ").strip()
+        if text and not text.startswith("#"):
+            break
+    return ""
+
+
+# -- rlconf list ----------------------------------------------------------------------------------------
+def cmd_list(args: list[str]) -> int:
+    config_dirs = _take_config_dirs(args)
+    groups = {g: o for g, o in group_options(search_dirs(config_dirs)).items() if g not in HIDDEN_GROUPS}
+    if args and args[0] == "components":
+        return _list_components()
+    if args:
+        name = args[0]
+        if name not in groups:
+            from rlconf.registry import unknown_message
+
+            raise UsageError(unknown_message("group", name, sorted(groups) + ["components"]))
+        groups = {name: groups[name]}
+    for group, options in sorted(groups.items()):
+        print(f"{group}:")
+        width = max(len(o) for o in options)
+        for option, text in sorted(options.items()):
+            print(f"  {option:<{width}}  {text}")
+    return 0
+
+
+def _list_components() -> int:
+    from rlconf import registry
+
+    registry.load_plugins()
+    for kind in registry.KINDS:
+        print(f"{kind}:")
+        entries = registry.describe(kind)
+        width = max((len(n) for n, _ in entries), default=0)
+        for name, text in entries:
+            print(f"  {name:<{width}}  {text}")
+    return 0
+
+
+# -- rlconf run -----------------------------------------------------------------------------------------
+def cmd_run(args: list[str]) -> int:
+    if "-h" in args or "--help" in args:
+        print(USAGE)
+        return cmd_list([])
+    multirun = any(a in ("-m", "--multirun") for a in args)
+    config_dirs = _take_config_dirs(args)
+    cfg_mode = _take_option(args, "--cfg")
+    overrides = [a for a in args if a not in ("-m", "--multirun")]
+    for arg in overrides:
+        if arg.startswith("-"):
+            raise UsageError(f"unknown option {arg!r}; allowed: -m/--multirun, --cfg, --config-dir, --help")
+    precheck(overrides, config_dirs, multirun)
+    return launch(overrides, config_dirs, multirun, cfg_mode)
+
+
+def _take_option(args: list[str], name: str) -> str | None:
+    """Remove ``name VALUE`` or ``name=VALUE`` from ``args`` and return VALUE (the last one given)."""
+    value = None
+    i = 0
+    while i < len(args):
+        if args[i] == name:
+            if i + 1 >= len(args):
+                raise UsageError(f"{name} needs a value")
+            value = args[i + 1]
+            del args[i : i + 2]
+        elif args[i].startswith(name + "="):
+            value = args.pop(i).split("=", 1)[1]
+        else:
+            i += 1
+    return value
+
+
+def _take_config_dirs(args: list[str]) -> list[str]:
+    dirs = []
+    while (d := _take_option(args, "--config-dir")) is not None:
+        if not Path(d).is_dir():
+            raise UsageError(f"--config-dir {d}: no such directory")
+        dirs.append(d)
+    return dirs
+
+
+def precheck(overrides: list[str], config_dirs: list[str], multirun: bool) -> None:
+    """Compose and validate every value a sweep will use, so bad input fails before anything runs."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(overrides)
+    except Exception as error:  # Hydra's parser errors are multi-line; keep the first line
+        raise UsageError(f"cannot parse overrides: {str(error).splitlines()[0]}") from None
+
+    groups = group_options(search_dirs(config_dirs))
+    choices: dict[str, list[str]] = {}
+    for override in parsed:
+        key = override.get_key_element()
+        values = list(override.sweep_string_iterator()) if override.is_sweep_override() else [
+            override.get_value_element_as_str()]
+        if override.is_sweep_override() and not multirun:
+            raise UsageError(f"{key}={','.join(values)} is a sweep: add -m to run one job per value")
+        choices[key] = values
+        if key in groups and key not in HIDDEN_GROUPS:
+            for value in values:
+                if value not in groups[key]:
+                    from rlconf.registry import unknown_message
+
+                    raise UsageError(unknown_message(key, value, sorted(groups[key])))
+    for group in REQUIRED_GROUPS:
+        if group not in choices:
+            options = ", ".join(sorted(groups.get(group, {})))
+            raise UsageError(f"missing {group}: choose one with {group}=NAME; available: {options}")
+
+    base = {key: values[0] for key, values in choices.items()}
+    variants = [base] + [{**base, key: v} for key, values in choices.items() for v in values[1:]]
+    for variant in variants:
+        check_composition([f"{k}={v}" for k, v in variant.items()], config_dirs)
+
+
+def compose(overrides: list[str], config_dirs: list[str]):
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    extra = [f"hydra.searchpath=[{','.join('file://' + str(Path(d).resolve()) for d in config_dirs)}]"] \
+        if config_dirs else []
+    with initialize_config_dir(config_dir=str(config_dir()), version_base=None):
+        return hydra_compose(config_name="config", overrides=overrides + extra)
+
+
+def check_composition(overrides: list[str], config_dirs: list[str]) -> None:
+    from rlconf.config import ConfigError, validate
+
+    try:
+        cfg = compose(overrides, config_dirs)
+    except Exception as error:
+        raise UsageError(_hydra_message(error)) from None
+    try:
+        validate(cfg)
+    except ConfigError as error:
+        raise UsageError(str(error)) from None
+
+
+def _hydra_message(error: Exception) -> str:
+    """Hydra's composition errors, reduced to one line that names the key."""
+    text = " ".join(str(error).split())
+    if "not in struct" in text or "Could not override" in text:
+        key = text.split("'")[1] if "'" in text else text
+        return f"unknown key {key!r}; see the composed config with: rlconf run agent=... env=... --cfg job"
+    return text.split(". Set the environment variable")[0]
+
+
+def launch(overrides: list[str], config_dirs: list[str], multirun: bool, cfg_mode: str | None) -> int:
+    """Hand the checked overrides to Hydra, which composes again and runs (or sweeps) the job."""
+    import hydra
+
+    argv = ["rlconf", *overrides]
+    if multirun:
+        argv.append("--multirun")
+    if cfg_mode:
+        argv += ["--cfg", cfg_mode]
+    for d in config_dirs:
+        argv += ["--config-dir", str(Path(d).resolve())]
+
+    @hydra.main(config_path=str(config_dir()), config_name="config", version_base=None)
+    def task(cfg) -> None:
+        from hydra.core.hydra_config import HydraConfig
+        from hydra.types import RunMode
+
+        from rlconf.config import ConfigError
+        from rlconf.experiments.run import run
+
+        hydra_cfg = HydraConfig.get()
+        parent = hydra_cfg.sweep.dir if hydra_cfg.mode == RunMode.MULTIRUN else None
+        try:
+            run(cfg, parent_dir=parent, overrides=list(hydra_cfg.overrides.task))
+        except ConfigError as error:
+            fail(str(error))
+
+    saved = sys.argv
+    sys.argv = argv
+    try:
+        task()
+    finally:
+        sys.argv = saved
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help"):
+        print(USAGE)
+        return 0
+    if args[0] == "--version":
+        from rlconf import __version__
+
+        print(f"rlconf {__version__}")
+        return 0
+    commands = {"run": cmd_run, "list": cmd_list}
+    command = commands.get(args[0])
+    try:
+        if command is None:
+            from rlconf.registry import unknown_message
+
+            raise UsageError(unknown_message("command", args[0], sorted(commands)))
+        return command(args[1:])
+    except UsageError as error:
+        fail(str(error))
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,179 @@
+"""Typed settings for a composed run config, and the checks that turn bad input into one clear line.
+
+Hydra composes YAML into a DictConfig; ``validate`` checks every group against a dataclass schema (the
+top-level keys and the env, hardware, body and logger groups here; the agent's and the model's schemas
+come from the registry) before anything is built. Any problem raises ``ConfigError`` whose message names
+the key, the value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from rlconf import registry
+
+
+class ConfigError(ValueError):
+    """Bad input: the message is one line meant for the user."""
+
+
+def require(ok: bool, key: str, value: Any, allowed: str) -> None:
+    """Raise a ConfigError naming ``key``, its ``value`` and what is ``allowed`` unless ``ok``."""
+    if not ok:
+        raise ConfigError(f"{key}={value}: {allowed}")
+
+
+@dataclass
+class RunSettings:
+    seed: int = 0
+    steps: int = 100_000  # environment-step budget
+    test_episodes: int = 100  # greedy episodes of the final test
+    eval_every: int = 10_000  # environment steps between periodic evaluations (0: none)
+    eval_episodes: int = 10
+    checkpoint_every: int = 50_000  # environment steps between checkpoints (and one at the end)
+    logdir: str = "runs"
+    quiet: bool = False
+    verbose: bool = False  # also log losses and schedules
+    plugins: list[str] = field(default_factory=list)  # modules to import (they may register components)
+
+    def __post_init__(self):
+        require(self.steps > 0, "steps", self.steps, "must be a positive integer (environment steps)")
+        require(self.seed >= 0, "seed", self.seed, "must be a non-negative integer")
+        for key in ("test_episodes", "eval_every", "eval_episodes", "checkpoint_every"):
+            require(getattr(self, key) >= 0, key, getattr(self, key), "must be a non-negative integer")
+
+
+@dataclass
+class EnvSettings:
+    name: str = "???"  # the config's own name, e.g. classic/cartpole
+    family: str = "classic"
+    id: str = "???"  # the simulator's id, e.g. CartPole-v1
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    max_episode_steps: int | None = None
+
+    def __post_init__(self):
+        require(self.family in registry.names("environment"), "env.family", self.family,
+                f"allowed: {', '.join(registry.names('environment'))}")
+        require(self.max_episode_steps is None or self.max_episode_steps > 0, "env.max_episode_steps",
+                self.max_episode_steps, "must be a positive integer or null")
+
+
+@dataclass
+class HardwareSettings:
+    device: str = "cpu"
+    n_envs: int = 1  # parallel training environments
+    torch_threads: int = 1
+    vectorization: str = "auto"  # auto, sync, async (subprocesses) or native (gymnasium's vector version)
+    eval_envs: int = 16  # parallel environments for evaluation
+
+    def __post_init__(self):
+        require(self.n_envs >= 1, "hardware.n_envs", self.n_envs, "must be at least 1")
+        require(self.torch_threads >= 1, "hardware.torch_threads", self.torch_threads, "must be at least 1")
+        require(self.eval_envs >= 1, "hardware.eval_envs", self.eval_envs, "must be at least 1")
+        modes = ("auto", "sync", "async", "native")
+        require(self.vectorization in modes, "hardware.vectorization", self.vectorization,
+                f"allowed: {', '.join(modes)}")
+        require(self.device == "cpu" or self.device.startswith(("cuda", "mps")), "hardware.device",
+                self.device, "allowed: cpu, cuda, cuda:N, mps")
+
+
+@dataclass
+class BodySettings:
+    name: str = "none"
+
+    def __post_init__(self):
+        require(self.name in registry.names("body"), "body.name", self.name,
+                f"allowed: {', '.join(registry.names('body'))}")
+
+
+@dataclass
+class LoggerSettings:
+    backends: list[str] = field(default_factory=lambda: ["csv"])
+    debug_every: int = 100  # with verbose=true, log losses every this many updates
+
+    def __post_init__(self):
+        for backend in self.backends:
+            require(backend in registry.names("logger"), "logger.backends", backend,
+                    f"allowed: {', '.join(registry.names('logger'))}")
+        require(self.debug_every >= 1, "logger.debug_every", self.debug_every, "must be at least 1")
+
+
+@dataclass
+class Settings:
+    """Everything a run needs, checked and typed."""
+
+    run: RunSettings
+    agent_name: str
+    agent_class: Any
+    agent: Any  # the agent's own Config dataclass
+    env: EnvSettings
+    approximation: dict[str, Any]
+    body: BodySettings
+    hardware: HardwareSettings
+    logger: LoggerSettings
+
+
+GROUP_SCHEMAS = {"env": EnvSettings, "hardware": HardwareSettings, "body": BodySettings, "logger": LoggerSettings}
+TOP_LEVEL_GROUPS = ("family", "agent", "env", "approximation", "body", "hardware", "logger")
+
+
+def check(schema: type, node: Any, prefix: str = "") -> Any:
+    """``node`` (a DictConfig or dict) as an instance of the dataclass ``schema``, or a ConfigError."""
+    node = OmegaConf.create(node) if not isinstance(node, DictConfig) else node
+    allowed = [f.name for f in dataclasses.fields(schema)]
+    for key in node:
+        if key not in allowed:
+            raise ConfigError(registry.unknown_message("key", f"{prefix}{key}", [prefix + a for a in allowed]))
+    try:
+        merged = OmegaConf.merge(OmegaConf.structured(schema), node)
+        return OmegaConf.to_object(merged)
+    except ConfigError:
+        raise
+    except OmegaConfBaseException as error:
+        key = f"{prefix}{error.full_key}" if getattr(error, "full_key", None) else prefix.rstrip(".")
+        value = getattr(error, "value", None)
+        expected = _expected_type(schema, str(error.full_key or ""))
+        raise ConfigError(f"{key}={value}: {expected}") from None
+
+
+def _expected_type(schema: type, key: str) -> str:
+    hints = {f.name: f.type for f in dataclasses.fields(schema)}
+    name = key.split(".")[0].split("[")[0]
+    kind = str(hints.get(name, "a valid value"))
+    return f"expected {kind}"
+
+
+def validate(cfg: DictConfig) -> Settings:
+    """Check a composed config from top to bottom; the first problem raises ConfigError."""
+    top = {k: v for k, v in cfg.items() if k not in TOP_LEVEL_GROUPS}
+    run = check(RunSettings, OmegaConf.create(top))
+    registry.load_plugins(run.plugins)
+    groups = {name: check(schema, cfg.get(name) or {}, f"{name}.") for name, schema in GROUP_SCHEMAS.items()}
+
+    agent_node = OmegaConf.to_container(cfg.agent, resolve=True)
+    agent_name = agent_node.pop("name", None)
+    target = agent_node.pop("_target_", None)
+    if target:
+        agent_class = registry.import_path(target)
+    else:
+        require(agent_name is not None, "agent", None, "the agent config needs a 'name' (or a '_target_')")
+        try:
+            agent_class = registry.get("agent", agent_name)
+        except registry.UnknownComponent as error:
+            raise ConfigError(f"agent.name: {error}") from None
+    agent = check(agent_class.Config, agent_node, "agent.")
+
+    approximation = OmegaConf.to_container(cfg.get("approximation") or {}, resolve=True)
+    model = approximation.get("model", "mlp")
+    try:
+        model_schema = registry.get("model", model)
+    except registry.UnknownComponent as error:
+        raise ConfigError(f"approximation.model: {error}") from None
+    approximation = dataclasses.asdict(check(model_schema, approximation, "approximation."))
+    return Settings(run=run, agent_name=agent_name or agent_class.__name__.lower(), agent_class=agent_class,
+                    agent=agent, approximation=approximation, **groups)

@@ -1,0 +1,35 @@
+"""TensorBoard event files in the run directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from rlconf.logging.base import Logger
+
+
+class TensorBoardLogger(Logger):
+    def __init__(self, run_dir: str | Path):
+        super().__init__()
+        from torch.utils.tensorboard import SummaryWriter  # imported here: tensorboard is slow to import
+
+        self.writer = SummaryWriter(log_dir=str(run_dir), flush_secs=30)
+
+    def add_scalar(self, name, value, step=None) -> None:
+        self.writer.add_scalar(name, value, self.step if step is None else step)
+
+    def add_episode(self, step, episode, returns, length, wall_seconds) -> None:
+        self.writer.add_scalar("train/return", returns, step)
+        self.writer.add_scalar("train/episode_length", length, step)
+
+    def add_evaluation(self, step, returns) -> None:
+        r = np.asarray(returns)
+        self.writer.add_scalar("eval/return_mean", r.mean(), step)
+        self.writer.add_scalar("eval/return_std", r.std(), step)
+
+    def flush(self) -> None:
+        self.writer.flush()
+
+    def close(self) -> None:
+        self.writer.close()

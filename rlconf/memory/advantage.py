@@ -1,0 +1,102 @@
+"""Rollout storage for on-policy agents, with generalised advantage estimation (GAE)."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+
+from rlconf.core import State
+
+
+class Rollout(NamedTuple):
+    """The valid transitions of one rollout, flattened: what an on-policy update trains on."""
+
+    observation: torch.Tensor
+    action: torch.Tensor
+    log_prob: torch.Tensor
+    advantage: torch.Tensor
+    returns: torch.Tensor
+
+    def __len__(self) -> int:
+        return len(self.action)
+
+
+class GeneralizedAdvantageBuffer:
+    """Stores ``n_steps`` steps of ``n_envs`` environments, then computes GAE(lambda) advantages.
+
+    Row ``t`` holds the states at step ``t`` (observation, the reward and mask of arriving there, whether the
+    episode had ended) and the action taken; row ``n_steps`` holds the states the rollout ends in, whose
+    values bootstrap the last advantages. Truncated episodes bootstrap from their final state; terminal
+    states do not; the reset step after an episode's end is left out of training.
+    """
+
+    def __init__(self, n_steps: int, n_envs: int, observation_shape: tuple[int, ...],
+                 observation_dtype: torch.dtype, action_shape: tuple[int, ...] = (),
+                 action_dtype: torch.dtype = torch.int64, discount_factor: float = 0.99, lam: float = 0.95,
+                 device: str | torch.device = "cpu"):
+        self.n_steps = n_steps
+        self.n_envs = n_envs
+        self.discount_factor = discount_factor
+        self.lam = lam
+        rows = n_steps + 1
+        self.observation = torch.zeros((rows, n_envs, *observation_shape), dtype=observation_dtype, device=device)
+        self.reward = torch.zeros((rows, n_envs), device=device)
+        self.mask = torch.zeros((rows, n_envs), device=device)
+        self.done = torch.zeros((rows, n_envs), dtype=torch.bool, device=device)
+        self.action = torch.zeros((n_steps, n_envs, *action_shape), dtype=action_dtype, device=device)
+        self.log_prob = torch.zeros((n_steps, n_envs), device=device)
+        self.t = 0
+
+    @property
+    def full(self) -> bool:
+        return self.t == self.n_steps
+
+    def store_state(self, states: State) -> None:
+        t = self.t
+        self.observation[t] = states["observation"]
+        self.reward[t] = states["reward"]
+        self.mask[t] = states["mask"]
+        self.done[t] = states["done"]
+
+    def store_action(self, actions: torch.Tensor, log_prob: torch.Tensor) -> None:
+        self.action[self.t] = actions
+        self.log_prob[self.t] = log_prob
+        self.t += 1
+
+    def advantages(self, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """GAE advantages and returns for rows 0..n_steps-1, given V of rows 0..n_steps."""
+        gamma, lam = self.discount_factor, self.lam
+        deltas = self.reward[1:] + gamma * self.mask[1:] * values[1:] - values[:-1]
+        continues = (~self.done[1:]).float() * (gamma * lam)
+        advantages = torch.zeros_like(deltas)
+        running = torch.zeros_like(deltas[0])
+        for t in range(self.n_steps - 1, -1, -1):
+            running = deltas[t] + continues[t] * running
+            advantages[t] = running
+        return advantages, advantages + values[:-1]
+
+    def rollout(self, values: torch.Tensor) -> Rollout:
+        """The flattened valid transitions with their advantages; then start the next rollout."""
+        advantages, returns = self.advantages(values)
+        valid = ~self.done[:-1]
+        rollout = Rollout(self.observation[:-1][valid], self.action[valid], self.log_prob[valid],
+                          advantages[valid], returns[valid])
+        self._carry_last_row()
+        return rollout
+
+    def _carry_last_row(self) -> None:
+        """The states the rollout ended in are the first states of the next one."""
+        for name in ("observation", "reward", "mask", "done"):
+            tensor = getattr(self, name)
+            tensor[0] = tensor[-1]
+        self.t = 0
+
+    def state_dict(self) -> dict:
+        names = ("observation", "reward", "mask", "done", "action", "log_prob")
+        return {name: getattr(self, name) for name in names} | {"t": self.t}
+
+    def load_state_dict(self, state: dict) -> None:
+        for name in ("observation", "reward", "mask", "done", "action", "log_prob"):
+            getattr(self, name).copy_(state[name])
+        self.t = state["t"]

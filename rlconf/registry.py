@@ -1,0 +1,112 @@
+"""The registry: the one table from names to components.
+
+Configs name components (``agent.name: dqn``, ``env.family: classic``, ``approximation.model: mlp``); the
+registry turns a name into the class that builds it. Built-in entries are import paths, so reading the
+table (``rlconf list``) imports no torch. A user's own components join with the ``register`` decorator, from
+a module named in the ``plugins`` config key or from a package that declares an ``rlconf.plugins`` entry point.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from collections.abc import Callable
+from importlib.metadata import entry_points
+from typing import Any
+
+KINDS = ("agent", "environment", "model", "body", "logger", "buffer", "approximation", "policy")
+
+# kind -> name -> (import path "module:attribute", one-line description)
+_BUILTIN: dict[str, dict[str, tuple[str, str]]] = {
+    "agent": {
+        "dqn": ("rlconf.agents.dqn:DQN", "Deep Q-Network: replay, target network, epsilon-greedy"),
+        "ppo": ("rlconf.agents.ppo:PPO", "Proximal Policy Optimisation: clipped surrogate, GAE, parallel envs"),
+    },
+    "environment": {
+        "classic": ("rlconf.environments.gym:GymVectorEnvironment", "gymnasium environments, vectorised"),
+    },
+    "model": {
+        "mlp": ("rlconf.nn.builders:MLPSettings", "fully connected layers on the flattened observation"),
+    },
+    "body": {
+        "none": ("rlconf.bodies.body:Body", "pass-through: the agent sees the environment's states"),
+    },
+    "logger": {
+        "csv": ("rlconf.logging.csv:CSVLogger", "episodes.csv, returns100.csv, evaluations.csv (always on)"),
+        "tensorboard": ("rlconf.logging.tensorboard:TensorBoardLogger", "TensorBoard event files"),
+    },
+    "buffer": {
+        "replay": ("rlconf.memory.replay:ReplayBuffer", "uniform replay on preallocated tensors"),
+        "gae": ("rlconf.memory.advantage:GeneralizedAdvantageBuffer", "on-policy rollouts with GAE"),
+    },
+    "approximation": {
+        "q": ("rlconf.approximation.approximation:QNetwork", "action values Q(s, a)"),
+        "v": ("rlconf.approximation.approximation:VNetwork", "state values V(s)"),
+        "features": ("rlconf.approximation.approximation:FeatureNetwork", "shared features for several heads"),
+    },
+    "policy": {
+        "greedy": ("rlconf.policies.greedy:ParallelGreedyPolicy", "epsilon-greedy over Q (schedulable)"),
+        "softmax": ("rlconf.policies.softmax:SoftmaxPolicy", "categorical distribution over logits"),
+    },
+}
+_USER: dict[str, dict[str, tuple[Any, str]]] = {kind: {} for kind in KINDS}
+_loaded_entry_points = False
+
+
+class UnknownComponent(LookupError):
+    """A name the registry does not know; the message names the kind, the options and the nearest match."""
+
+
+def register(kind: str, name: str, description: str = "") -> Callable[[Any], Any]:
+    """Decorator adding a class to the registry: ``@register("agent", "my_dqn", "DQN with a twist")``."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown registry kind {kind!r}; allowed: {', '.join(KINDS)}")
+
+    def add(obj):
+        doc = description or (obj.__doc__ or "").strip().splitlines()[0:1]
+        _USER[kind][name] = (obj, doc if isinstance(doc, str) else (doc[0] if doc else ""))
+        return obj
+
+    return add
+
+
+def names(kind: str) -> list[str]:
+    return sorted({*_BUILTIN.get(kind, {}), *_USER[kind]})
+
+
+def describe(kind: str) -> list[tuple[str, str]]:
+    table = {name: text for name, (_, text) in _BUILTIN.get(kind, {}).items()}
+    table.update({name: text for name, (_, text) in _USER[kind].items()})
+    return sorted(table.items())
+
+
+def get(kind: str, name: str) -> Any:
+    """The component registered as ``name``; import errors of optional extras propagate to the caller."""
+    if name in _USER[kind]:
+        return _USER[kind][name][0]
+    if name in _BUILTIN.get(kind, {}):
+        return import_path(_BUILTIN[kind][name][0])
+    raise UnknownComponent(unknown_message(kind, name, names(kind)))
+
+
+def import_path(path: str) -> Any:
+    """``package.module:attribute`` (or ``package.module.attribute``) to the object it names."""
+    module, _, attribute = path.partition(":") if ":" in path else path.rpartition(".")
+    return getattr(importlib.import_module(module), attribute)
+
+
+def unknown_message(what: str, value: str, allowed: list[str]) -> str:
+    nearest = difflib.get_close_matches(value, allowed, n=1, cutoff=0.5)
+    hint = f" (did you mean {nearest[0]!r}?)" if nearest else ""
+    return f"unknown {what} {value!r}{hint}; available: {', '.join(allowed)}"
+
+
+def load_plugins(modules: list[str] | tuple[str, ...] = ()) -> None:
+    """Import the modules named in the config and, once, every ``rlconf.plugins`` entry point."""
+    global _loaded_entry_points
+    if not _loaded_entry_points:
+        _loaded_entry_points = True
+        for point in entry_points(group="rlconf.plugins"):
+            point.load()
+    for module in modules:
+        importlib.import_module(module)
