@@ -47,7 +47,7 @@ class _CopiedTarget(TargetNetwork):
         self.source = model
         self.model = copy.deepcopy(model)
         self.model.requires_grad_(False)
-        self._pairs = list(zip(self.model.parameters(), self.source.parameters()))
+        self._pairs = list(zip(self.model.parameters(), self.source.parameters(), strict=True))
 
     @torch.no_grad()
     def __call__(self, *inputs) -> torch.Tensor:
@@ -96,7 +96,7 @@ class PolyakTarget(_CopiedTarget):
 
     @torch.no_grad()
     def update(self) -> None:
-        targets, sources = zip(*self._pairs)
+        targets, sources = zip(*self._pairs, strict=True)
         torch._foreach_lerp_(list(targets), list(sources), self.rate)
 
 

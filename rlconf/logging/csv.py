@@ -19,7 +19,7 @@ SCALAR_FIELDS = ["step", "name", "value"]
 class _Table:
     def __init__(self, path: Path, fields: list[str]):
         new = not path.exists() or path.stat().st_size == 0
-        self.file = open(path, "a", newline="")
+        self.file = open(path, "a", newline="")  # noqa: SIM115 - open for the run's lifetime
         self.writer = csv.writer(self.file)
         if new:
             self.writer.writerow(fields)
