@@ -28,6 +28,7 @@ options:
 
 HIDDEN_GROUPS = {"family", "preset", "hydra"}
 REQUIRED_GROUPS = ("agent", "env")
+CFG_MODES = ("job", "hydra", "all")
 
 
 class UsageError(Exception):
@@ -107,6 +108,8 @@ def cmd_run(args: list[str]) -> int:
     multirun = any(a in ("-m", "--multirun") for a in args)
     config_dirs = _take_config_dirs(args)
     cfg_mode = _take_option(args, "--cfg")
+    if cfg_mode not in (None, *CFG_MODES):  # else Hydra's argparse prints its whole usage, many lines
+        raise UsageError(f"--cfg {cfg_mode}: allowed: {', '.join(CFG_MODES)}")
     overrides = [a for a in args if a not in ("-m", "--multirun")]
     for arg in overrides:
         if arg.startswith("-"):
@@ -159,7 +162,8 @@ def precheck(overrides: list[str], config_dirs: list[str], multirun: bool) -> No
         if override.is_sweep_override() and not multirun:
             raise UsageError(f"{key}={','.join(values)} is a sweep: add -m to run one job per value")
         choices[key] = values
-        if key in groups and key not in HIDDEN_GROUPS:
+        # Hidden groups too: an optional one (preset) would otherwise skip a misspelt choice silently.
+        if key in groups:
             for value in values:
                 if value not in groups[key]:
                     from rlconf.registry import unknown_message
@@ -205,7 +209,8 @@ def _hydra_message(error: Exception) -> str:
     if "not in struct" in text or "Could not override" in text:
         key = text.split("'")[1] if "'" in text else text
         return f"unknown key {key!r}; see the composed config with: rlconf run agent=... env=... --cfg job"
-    return text.split(". Set the environment variable")[0]
+    # Hydra appends its search path and a hint about HYDRA_FULL_ERROR: noise on a one-line error.
+    return text.split(". Set the environment variable")[0].split(" Config search path:")[0]
 
 
 def launch(overrides: list[str], config_dirs: list[str], multirun: bool, cfg_mode: str | None) -> int:

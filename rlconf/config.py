@@ -152,14 +152,20 @@ def validate(cfg: DictConfig) -> Settings:
     """Check a composed config from top to bottom; the first problem raises ConfigError."""
     top = {k: v for k, v in cfg.items() if k not in TOP_LEVEL_GROUPS}
     run = check(RunSettings, OmegaConf.create(top))
-    registry.load_plugins(run.plugins)
+    try:
+        registry.load_plugins(run.plugins)
+    except ImportError as error:  # a misspelt module or one off the path: the user's input, not a crash
+        raise ConfigError(f"plugins={run.plugins}: {error} (is its folder on PYTHONPATH?)") from None
     groups = {name: check(schema, cfg.get(name) or {}, f"{name}.") for name, schema in GROUP_SCHEMAS.items()}
 
     agent_node = OmegaConf.to_container(cfg.agent, resolve=True)
     agent_name = agent_node.pop("name", None)
     target = agent_node.pop("_target_", None)
     if target:
-        agent_class = registry.import_path(target)
+        try:
+            agent_class = registry.import_path(target)
+        except (ImportError, AttributeError, ValueError) as error:  # ValueError: an empty module name
+            raise ConfigError(f"agent._target_={target}: cannot import it: {error}") from None
     else:
         require(agent_name is not None, "agent", None, "the agent config needs a 'name' (or a '_target_')")
         try:

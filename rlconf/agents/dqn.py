@@ -15,7 +15,8 @@ import torch
 import torch.nn.functional as F
 
 from rlconf.agents._agent import Buildable, BuildContext, ParallelAgent, TestAgent
-from rlconf.approximation import FixedTarget, QNetwork, linear_lr_schedule, make_target
+from rlconf.approximation import FixedTarget, QNetwork, adam, linear_lr_schedule, make_target
+from rlconf.config import require
 from rlconf.core import StateArray
 from rlconf.memory import ReplayBuffer
 from rlconf.nn import MLPSettings, mlp_head
@@ -23,6 +24,7 @@ from rlconf.optim import Clock, schedule
 from rlconf.policies import ParallelGreedyPolicy
 
 LOSSES = {"mse": F.mse_loss, "huber": F.smooth_l1_loss}
+TARGETS = ("fixed", "polyak", "trivial")
 
 
 @dataclass
@@ -46,6 +48,17 @@ class DQNConfig:
     epsilon_decay_steps: int = 10_000  # ... after this many environment steps
     eval_epsilon: float = 0.0  # exploration of the test agent
 
+    def __post_init__(self):
+        require(self.loss in LOSSES, "agent.loss", self.loss, f"allowed: {', '.join(LOSSES)}")
+        require(self.target in TARGETS, "agent.target", self.target, f"allowed: {', '.join(TARGETS)}")
+        require(self.lr > 0, "agent.lr", self.lr, "must be positive")
+        require(0 <= self.discount_factor <= 1, "agent.discount_factor", self.discount_factor, "must be in [0, 1]")
+        for key in ("batch_size", "replay_buffer_size", "update_frequency", "gradient_steps",
+                    "target_update_frequency", "epsilon_decay_steps"):
+            require(getattr(self, key) >= 1, f"agent.{key}", getattr(self, key), "must be at least 1")
+        for key in ("epsilon", "epsilon_final", "eval_epsilon", "target_rate"):
+            require(0 <= getattr(self, key) <= 1, f"agent.{key}", getattr(self, key), "must be in [0, 1]")
+
 
 class DQN(ParallelAgent, Buildable):
     Config = DQNConfig
@@ -62,6 +75,7 @@ class DQN(ParallelAgent, Buildable):
         self._train_every = max(1, config.update_frequency // n_envs)
         self._sync_every = max(1, config.target_update_frequency // n_envs)
         self._calls = 0
+        self._target_stale = False
 
     @classmethod
     def from_config(cls, config: DQNConfig, context: BuildContext) -> DQN:
@@ -69,7 +83,7 @@ class DQN(ParallelAgent, Buildable):
         n_actions = int(context.action_space.n)
         clock = Clock()
         model = mlp_head(MLPSettings(**context.approximation), space, n_actions).to(context.device)
-        optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, eps=config.adam_eps)
+        optimizer = adam(model.parameters(), config.lr, config.adam_eps)
         lr_schedule = None
         if config.lr_final is not None:
             lr = schedule(1.0, config.lr_final / config.lr, context.total_steps, clock, "lr")
@@ -89,8 +103,10 @@ class DQN(ParallelAgent, Buildable):
         self._calls += 1
         actions = self.policy(states)
         self.replay.store(states, actions)
-        if self._calls % self._sync_every == 0 and isinstance(self.q.target_network, FixedTarget):
-            self.q.target_network.sync()
+        if self._calls % self._sync_every == 0:
+            # Weights only change inside _train, so copying them just before the next burst is the same
+            # as copying them now, and several refreshes between two bursts cost one copy.
+            self._target_stale = True
         if self.clock.steps >= self.config.replay_start_size and self._calls % self._train_every == 0:
             self._train()
         return actions
@@ -99,6 +115,9 @@ class DQN(ParallelAgent, Buildable):
         n, b = self.config.gradient_steps, self.config.batch_size
         # One draw for the whole burst: n independent uniform minibatches, gathered in one indexing op.
         batch = self.replay.sample(n * b)
+        if self._target_stale and isinstance(self.q.target_network, FixedTarget):
+            self.q.target_network.sync()
+            self._target_stale = False
         if isinstance(self.q.target_network, FixedTarget):
             # The target network does not move during a burst, so all its targets come from one pass.
             targets = self._td_targets(batch.reward, batch.next_observation, batch.next_mask)
@@ -120,12 +139,14 @@ class DQN(ParallelAgent, Buildable):
         return DQNTestAgent(self.q, self.policy.n_actions, self.config.eval_epsilon)
 
     def state_dict(self) -> dict:
-        return {"q": self.q.state_dict(), "steps": self.clock.steps, "calls": self._calls}
+        return {"q": self.q.state_dict(), "steps": self.clock.steps, "calls": self._calls,
+                "target_stale": self._target_stale}
 
     def load_state_dict(self, state: dict) -> None:
         self.q.load_state_dict(state["q"])
         self.clock.steps = state["steps"]
         self._calls = state["calls"]
+        self._target_stale = state["target_stale"]
 
 
 class DQNTestAgent(TestAgent):

@@ -15,7 +15,16 @@ import torch
 import torch.nn.functional as F
 
 from rlconf.agents._agent import Buildable, BuildContext, ParallelAgent, TestAgent
-from rlconf.approximation import Approximation, FeatureNetwork, Identity, VNetwork, linear_lr_schedule
+from rlconf.approximation import (
+    Approximation,
+    FeatureNetwork,
+    Identity,
+    VNetwork,
+    adam,
+    linear_lr_schedule,
+    reinforce_together,
+)
+from rlconf.config import require
 from rlconf.core import StateArray
 from rlconf.memory import GeneralizedAdvantageBuffer, Rollout
 from rlconf.nn import MLPSettings, head, mlp_head, mlp_trunk
@@ -39,6 +48,14 @@ class PPOConfig:
     value_loss_scaling: float = 0.5
     clip_grad: float = 0.5
     normalize_advantages: bool = True
+
+    def __post_init__(self):
+        require(self.lr > 0, "agent.lr", self.lr, "must be positive")
+        for key in ("discount_factor", "lam"):
+            require(0 <= getattr(self, key) <= 1, f"agent.{key}", getattr(self, key), "must be in [0, 1]")
+        for key in ("n_steps", "epochs", "batch_size"):
+            require(getattr(self, key) >= 1, f"agent.{key}", getattr(self, key), "must be at least 1")
+        require(self.clip > 0, "agent.clip", self.clip, "must be positive")
 
 
 class PPO(ParallelAgent, Buildable):
@@ -64,7 +81,7 @@ class PPO(ParallelAgent, Buildable):
 
         def approximation(kind, model, name):
             model = model.to(device)
-            optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, eps=config.adam_eps)
+            optimizer = adam(model.parameters(), config.lr, config.adam_eps)
             lr_schedule = None
             if config.lr_final is not None:
                 lr = schedule(1.0, config.lr_final / config.lr, context.total_steps, clock, "lr")
@@ -126,8 +143,7 @@ class PPO(ParallelAgent, Buildable):
         if self.config.entropy_loss_scaling:
             policy_loss = policy_loss - self.config.entropy_loss_scaling * distribution.entropy().mean()
         value_loss = F.mse_loss(self.v(features), rollout.returns[index])
-        self.policy.reinforce(policy_loss)
-        self.v.reinforce(self.config.value_loss_scaling * value_loss)
+        reinforce_together((self.policy, policy_loss), (self.v, self.config.value_loss_scaling * value_loss))
         self.features.reinforce()
 
     def test_agent(self) -> TestAgent:

@@ -6,7 +6,9 @@ from rlconf.approximation.approximation import (
     Identity,
     QNetwork,
     VNetwork,
+    adam,
     linear_lr_schedule,
+    reinforce_together,
 )
 from rlconf.approximation.target import FixedTarget, PolyakTarget, TargetNetwork, TrivialTarget, make_target
 
@@ -20,6 +22,8 @@ __all__ = [
     "TargetNetwork",
     "TrivialTarget",
     "VNetwork",
+    "adam",
     "linear_lr_schedule",
     "make_target",
+    "reinforce_together",
 ]

@@ -178,6 +178,26 @@ class _Squeeze(nn.Module):
         return self.model(*inputs).squeeze(-1)
 
 
+def adam(parameters, lr: float, eps: float = 1e-8) -> torch.optim.Adam:
+    """Adam with torch's fused kernel: one call updates every tensor, a third faster than the default on
+    small networks, where per-tensor overhead dominates."""
+    return torch.optim.Adam(parameters, lr=lr, eps=eps, fused=True)
+
+
+def reinforce_together(*losses: tuple[Approximation, torch.Tensor]) -> None:
+    """Train several approximations from one backward pass through the sum of their losses.
+
+    Same result as calling ``reinforce`` on each (their parameters are disjoint) at the price of one
+    autograd traversal instead of several.
+    """
+    for approximation, _ in losses:
+        approximation.zero_grad()
+    total = sum(loss * approximation.loss_scaling for approximation, loss in losses)
+    total.backward()
+    for approximation, loss in losses:
+        approximation.step(loss)
+
+
 def linear_lr_schedule(optimizer: torch.optim.Optimizer, fraction: Callable[[], float]):
     """Scale the learning rate by ``fraction()`` (read from the agent's clock) at every optimiser step."""
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: fraction())

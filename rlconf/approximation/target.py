@@ -78,7 +78,10 @@ class FixedTarget(_CopiedTarget):
 
     @torch.no_grad()
     def sync(self) -> None:
-        self.model.load_state_dict(self.source.state_dict())
+        targets, sources = zip(*self._pairs, strict=True)
+        torch._foreach_copy_(list(targets), list(sources))
+        for target, source in zip(self.model.buffers(), self.source.buffers(), strict=True):
+            target.copy_(source)
 
     def state_dict(self) -> dict:
         return {**super().state_dict(), "updates": self._updates}

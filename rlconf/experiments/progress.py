@@ -44,4 +44,4 @@ class ConsoleProgress:
 
     def print(self, message: str) -> None:
         if not self.quiet:
-            self.console.print(message, highlight=False)
+            self.console.print(message, highlight=False, soft_wrap=True)  # one greppable line

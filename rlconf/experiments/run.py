@@ -45,6 +45,14 @@ def make_env(settings: Settings, n_envs: int):
         raise
 
 
+def check_device(device: str) -> None:
+    """Checked when building, not in validate(): a Slurm login node may have no GPU for the job it submits."""
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError(f"hardware.device={device}: no CUDA device is visible here; allowed: cpu")
+    if device.startswith("mps") and not torch.backends.mps.is_available():
+        raise ConfigError(f"hardware.device={device}: MPS is not available here; allowed: cpu")
+
+
 def build_agent(settings: Settings, env, logger) -> ParallelAgent:
     context = BuildContext(
         observation_space=env.observation_space, action_space=env.action_space,
@@ -70,6 +78,7 @@ def seed_everything(seed: int) -> None:
 def run(cfg: DictConfig, parent_dir: str | Path | None = None, overrides: list[str] | None = None) -> dict:
     """Run one experiment described by a composed config; returns the summary (also in summary.json)."""
     settings = validate(cfg)
+    check_device(settings.hardware.device)
     torch.set_num_threads(settings.hardware.torch_threads)
     seed_everything(settings.run.seed)
     hardware = settings.hardware

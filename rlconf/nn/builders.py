@@ -13,7 +13,8 @@ import gymnasium as gym
 import numpy as np
 from torch import nn
 
-from rlconf.nn.models import Flatten, mlp
+from rlconf.config import require
+from rlconf.nn.models import ACTIVATIONS, Flatten, mlp
 
 
 @dataclass
@@ -27,6 +28,12 @@ class MLPSettings:
     shared: bool = False
     # Orthogonal initialisation (hidden gain sqrt 2, small policy head), as PPO implementations use.
     ortho_init: bool = False
+
+    def __post_init__(self):
+        require(self.activation in ACTIVATIONS, "approximation.activation", self.activation,
+                f"allowed: {', '.join(ACTIVATIONS)}")
+        require(all(size >= 1 for size in self.hidden), "approximation.hidden", self.hidden,
+                "layer sizes must be at least 1")
 
 
 def flat_size(space: gym.Space) -> int:

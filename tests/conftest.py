@@ -1,0 +1,72 @@
+"""Shared helpers: the real ``rlconf`` command in a subprocess, and the run directories it leaves.
+
+Nothing here hides a failure: no warning filters beyond the project's own, no retries, no skips.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+# Small budgets: every real run in the fast suite finishes in a few seconds on one core.
+FAST_RUN = ["test_episodes=2", "eval_every=0", "quiet=true"]
+
+
+def cli_env(pythonpath: list[Path] | None = None) -> dict[str, str]:
+    """The environment of a CLI subprocess: warnings off (they are not what these tests judge), and no
+    user setting that would change how errors are reported."""
+    env = dict(os.environ)
+    env["PYTHONWARNINGS"] = "ignore"
+    env.pop("HYDRA_FULL_ERROR", None)
+    if pythonpath:
+        env["PYTHONPATH"] = os.pathsep.join([*map(str, pythonpath), *filter(None, [env.get("PYTHONPATH")])])
+    return env
+
+
+def run_cli_in(*args: str, cwd: Path, pythonpath: list[Path] | None = None,
+               timeout: float = 300) -> subprocess.CompletedProcess:
+    """``python -m rlconf ARGS`` in ``cwd``; stdout and stderr captured as text."""
+    return subprocess.run([sys.executable, "-m", "rlconf", *args], cwd=cwd, env=cli_env(pythonpath),
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture
+def run_cli() -> Callable[..., subprocess.CompletedProcess]:
+    """``run_cli(*args, cwd=..., pythonpath=[...])`` returns the CompletedProcess of the real CLI."""
+    return run_cli_in
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    """An empty working directory for a CLI call, so tests can check that nothing was written there."""
+    path = tmp_path / "cwd"
+    path.mkdir()
+    return path
+
+
+def run_dirs(logdir: Path) -> list[Path]:
+    """The run directories under ``logdir`` (each has a config.yaml), sorted by name."""
+    return sorted(p.parent for p in Path(logdir).glob("*/config.yaml"))
+
+
+def only_run_dir(logdir: Path) -> Path:
+    dirs = run_dirs(logdir)
+    assert len(dirs) == 1, f"expected one run directory under {logdir}, found {dirs}"
+    return dirs[0]
+
+
+def one_error_line(result: subprocess.CompletedProcess) -> str:
+    """Assert the CLI refused its input the way the design asks (exit 2, one line on stderr, no traceback,
+    nothing on stdout) and return that line."""
+    assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("rlconf: error: "), lines[0]
+    assert result.stdout == "", result.stdout
+    return lines[0]

@@ -1,0 +1,281 @@
+"""The real ``rlconf`` command in a subprocess: listing, refusing bad input, and short real runs."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import FAST_RUN, cli_env, one_error_line, only_run_dir, run_dirs
+from omegaconf import OmegaConf
+
+RUN_DIR_NAME = re.compile(r"^(?P<agent>[a-z_]+)_(?P<env>[a-z_-]+)_(?P<stamp>\d{8}-\d{6})_s(?P<seed>\d+)(-\d+)?$")
+SUMMARY_KEYS = {"steps", "episodes", "wall_seconds", "steps_per_second", "test_return_mean", "test_return_std",
+                "test_episodes", "seed"}
+
+
+def read_csv(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    with open(path, newline="") as file:
+        reader = csv.DictReader(file)
+        return list(reader.fieldnames or []), list(reader)
+
+
+# -- rlconf list ------------------------------------------------------------------------------------------
+def test_list_agent_with_the_installed_script(workdir):
+    script = Path(sys.executable).with_name("rlconf")
+    assert script.exists(), "the rlconf console script is installed beside the interpreter"
+    result = subprocess.run([str(script), "list", "agent"], cwd=workdir, env=cli_env(), capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "agent:"
+    options = {line.split()[0] for line in lines[1:]}
+    assert {"dqn", "ppo"} <= options
+    assert result.stderr == ""
+
+
+def test_list_shows_every_public_group_and_hides_internal_ones(run_cli, workdir):
+    result = run_cli("list", cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    headers = {line[:-1] for line in result.stdout.splitlines() if line and not line.startswith(" ")}
+    assert {"agent", "env", "approximation", "body", "hardware", "logger"} <= headers
+    assert not headers & {"family", "preset", "hydra"}
+    assert "classic/cartpole" in result.stdout
+    assert list(workdir.iterdir()) == []
+
+
+def test_list_components_reads_the_registry(run_cli, workdir):
+    result = run_cli("list", "components", cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    assert "agent:" in result.stdout and "model:" in result.stdout
+    assert re.search(r"^\s+dqn\s+\S", result.stdout, re.M)
+    assert re.search(r"^\s+mlp\s+\S", result.stdout, re.M)
+
+
+def test_list_unknown_group_is_one_line(run_cli, workdir):
+    line = one_error_line(run_cli("list", "nosuchgroup", cwd=workdir))
+    assert "'nosuchgroup'" in line and "agent" in line and "env" in line
+
+
+def test_unknown_command_is_one_line(run_cli, workdir):
+    line = one_error_line(run_cli("rnu", cwd=workdir))
+    assert "'rnu'" in line and "run" in line
+
+
+def test_version_and_help(run_cli, workdir):
+    version = run_cli("--version", cwd=workdir)
+    assert version.returncode == 0 and re.fullmatch(r"rlconf \d+\.\d+\.\d+\S*\n", version.stdout)
+    bare = run_cli(cwd=workdir)
+    assert bare.returncode == 0 and "usage: rlconf run" in bare.stdout
+
+
+def test_listing_imports_no_torch(workdir):
+    """``rlconf list`` must answer fast: neither the CLI module nor listing may import torch."""
+    code = ("import sys; from rlconf.cli import main; rc = main(['list', 'agent']); "
+            "assert rc == 0; assert 'torch' not in sys.modules, 'torch was imported'; "
+            "main(['list', 'components']); assert 'torch' not in sys.modules, 'torch was imported'")
+    result = subprocess.run([sys.executable, "-c", code], cwd=workdir, env=cli_env(), capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "dqn" in result.stdout
+
+
+# -- bad input: exit 2, one line, nothing written ---------------------------------------------------------
+def test_unknown_agent_names_the_nearest_and_the_options(run_cli, workdir):
+    line = one_error_line(run_cli("run", "agent=dqnn", "env=classic/cartpole", cwd=workdir))
+    assert "'dqnn'" in line
+    assert "did you mean 'dqn'" in line
+    assert "available: dqn, ppo" in line
+    assert not (workdir / "runs").exists()
+    assert list(workdir.iterdir()) == []
+
+
+CARTPOLE = ["agent=dqn", "env=classic/cartpole"]
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["agent=dqn", "env=classic/nosuch"], ["env", "'classic/nosuch'", "classic/cartpole"]),
+    (["env=classic/cartpole"], ["missing agent", "dqn"]),
+    (["agent=dqn"], ["missing env", "classic/cartpole"]),
+    ([*CARTPOLE, "agent.lr=abc"], ["agent.lr", "abc", "float"]),
+    ([*CARTPOLE, "steps=-5"], ["steps=-5"]),
+    ([*CARTPOLE, "agent.nosuchkey=1"], ["agent.nosuchkey"]),
+    ([*CARTPOLE, "+agent.nosuchkey=1"], ["agent.nosuchkey"]),
+    ([*CARTPOLE, "hardware.n_envs=0"], ["hardware.n_envs=0"]),
+    ([*CARTPOLE, "logger=nosuch"], ["logger", "'nosuch'", "tensorboard"]),
+    ([*CARTPOLE, "preset=nosuch"], ["preset", "'nosuch'"]),
+    ([*CARTPOLE, "family=nosuch"], ["family", "'nosuch'"]),
+    ([*CARTPOLE, "env.id=NoSuchEnv-v9"], ["env.id=NoSuchEnv-v9"]),
+    ([*CARTPOLE, "plugins=[no_such_plugin_module]"], ["plugins", "no_such_plugin_module"]),
+    ([*CARTPOLE, "seed=0,1"], ["seed=0,1", "-m"]),
+    (["-m", "agent=dqn,ppo", "env=classic/cartpole", "agent.n_steps=4"], ["agent.n_steps"]),
+    ([*CARTPOLE, "steps=[1"], ["cannot parse"]),
+    ([*CARTPOLE, "--cfg", "bogus"], ["--cfg bogus", "job"]),
+    ([*CARTPOLE, "--config-dir", "/no/such/dir"], ["/no/such/dir"]),
+    ([*CARTPOLE, "--bogus"], ["--bogus"]),
+])
+def test_bad_input_is_one_line_and_writes_nothing(run_cli, workdir, tmp_path, args, words):
+    logdir = tmp_path / "logs"
+    line = one_error_line(run_cli("run", *args, f"logdir={logdir}", cwd=workdir))
+    for word in words:
+        assert word in line, (word, line)
+    assert not logdir.exists()
+    assert list(workdir.iterdir()) == []
+
+
+def test_cfg_job_prints_the_composed_config_and_runs_nothing(run_cli, workdir, tmp_path):
+    logdir = tmp_path / "logs"
+    result = run_cli("run", *CARTPOLE, "--cfg", "job", f"logdir={logdir}", cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    config = OmegaConf.create(result.stdout)
+    assert config.env.id == "CartPole-v1"
+    assert "lr:" in result.stdout and config.agent.name == "dqn"
+    assert not logdir.exists()
+    assert list(workdir.iterdir()) == []
+
+
+def test_run_help_lists_groups(run_cli, workdir):
+    result = run_cli("run", "--help", cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    assert "usage: rlconf run" in result.stdout
+    for group in ("agent:", "env:", "hardware:", "logger:"):
+        assert group in result.stdout
+    assert list(workdir.iterdir()) == []
+
+
+# -- real runs --------------------------------------------------------------------------------------------
+def check_run_dir(run_dir: Path, agent: str, seed: int = 0) -> dict:
+    """The files every finished run leaves; returns its summary."""
+    match = RUN_DIR_NAME.match(run_dir.name)
+    assert match, run_dir.name
+    assert (match["agent"], match["env"], match["seed"]) == (agent, "classic-cartpole", str(seed))
+
+    config = OmegaConf.load(run_dir / "config.yaml")
+    assert config.agent.name == agent
+    assert config.env.id == "CartPole-v1"
+    assert "${" not in (run_dir / "config.yaml").read_text(), "config.yaml is saved resolved"
+
+    header, episodes = read_csv(run_dir / "episodes.csv")
+    assert header == ["step", "episode", "return", "length", "wall_seconds"]
+    assert episodes, "a CartPole run of this length finishes some episodes"
+    steps = [int(row["step"]) for row in episodes]
+    assert steps == sorted(steps)
+    assert [int(row["episode"]) for row in episodes] == list(range(1, len(episodes) + 1))
+    for row in episodes:  # CartPole pays 1 per step
+        assert float(row["return"]) == int(row["length"]) > 0
+
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert set(summary) >= SUMMARY_KEYS
+    assert summary["agent"] == agent and summary["seed"] == seed
+    assert summary["episodes"] >= len(episodes)
+    assert summary["steps_per_second"] > 0 and summary["wall_seconds"] > 0
+    assert isinstance(summary["test_return_mean"], float) and summary["test_return_mean"] >= 1
+    assert summary["test_return_std"] >= 0
+
+    checkpoint = torch.load(run_dir / "checkpoint.pt", weights_only=False)
+    assert "agent" in checkpoint and checkpoint["agent"]
+    assert checkpoint["steps"] == summary["steps"]
+    return summary
+
+
+def test_dqn_run_writes_a_complete_run_directory(run_cli, workdir, tmp_path):
+    logdir = tmp_path / "runs"
+    overrides = [*CARTPOLE, "steps=1500", "test_episodes=3", "eval_every=500", "eval_episodes=2",
+                 "checkpoint_every=1000", "quiet=true", f"logdir={logdir}"]
+    result = run_cli("run", *overrides, cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "" and result.stderr == "", "quiet=true prints nothing"
+    assert list(workdir.iterdir()) == [], "nothing is written outside logdir"
+
+    run_dir = only_run_dir(logdir)
+    summary = check_run_dir(run_dir, "dqn")
+    assert summary["steps"] == 1500
+    assert summary["test_episodes"] == 3
+    assert torch.load(run_dir / "checkpoint.pt", weights_only=False)["steps"] == 1500
+
+    assert OmegaConf.to_container(OmegaConf.load(run_dir / "overrides.yaml")) == overrides
+    config = OmegaConf.load(run_dir / "config.yaml")
+    assert (config.steps, config.test_episodes, config.logdir) == (1500, 3, str(logdir))
+
+    header, evaluations = read_csv(run_dir / "evaluations.csv")
+    assert header[:2] == ["step", "episodes"] and "mean" in header
+    periodic = [row for row in evaluations if row["episodes"] == "2"]
+    assert [int(row["step"]) for row in periodic] == [500, 1000, 1500]
+    final = evaluations[-1]
+    assert (int(final["step"]), int(final["episodes"])) == (1500, 3)
+    assert float(final["mean"]) == pytest.approx(summary["test_return_mean"], rel=1e-4)
+    leftovers = [p.name for p in run_dir.iterdir() if p.name.startswith(".")]
+    assert leftovers == [], "no temporary files are left behind"
+
+
+def test_ppo_run_with_its_preset(run_cli, workdir, tmp_path):
+    logdir = tmp_path / "runs"
+    result = run_cli("run", "agent=ppo", "env=classic/cartpole", "steps=1024", *FAST_RUN, f"logdir={logdir}",
+                     cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    run_dir = only_run_dir(logdir)
+    summary = check_run_dir(run_dir, "ppo")
+    config = OmegaConf.load(run_dir / "config.yaml")
+    n_envs = config.hardware.n_envs
+    assert summary["n_envs"] == n_envs
+    assert 1024 <= summary["steps"] < 1024 + n_envs, "the budget is met, overshooting by less than one step of all envs"
+    assert summary["test_episodes"] == 2
+    assert OmegaConf.load(run_dir / "overrides.yaml")[0] == "agent=ppo"
+
+
+def test_tensorboard_logger_writes_event_files(run_cli, workdir, tmp_path):
+    logdir = tmp_path / "runs"
+    result = run_cli("run", *CARTPOLE, "steps=600", *FAST_RUN, "logger=tensorboard", f"logdir={logdir}",
+                     cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    run_dir = only_run_dir(logdir)
+    events = list(run_dir.glob("events.out.tfevents.*"))
+    assert len(events) == 1 and events[0].stat().st_size > 0
+    assert (run_dir / "episodes.csv").exists(), "csv is always on"
+
+
+def test_concurrent_runs_get_separate_directories(workdir, tmp_path):
+    logdir = tmp_path / "runs"
+    command = [sys.executable, "-m", "rlconf", "run", *CARTPOLE, "steps=600", "seed=7", *FAST_RUN,
+               f"logdir={logdir}"]
+    processes = [subprocess.Popen(command, cwd=workdir, env=cli_env(), stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outputs = [p.communicate(timeout=300) for p in processes]
+    assert [p.returncode for p in processes] == [0, 0], outputs
+    dirs = run_dirs(logdir)
+    assert len(dirs) == 2 and dirs[0] != dirs[1]
+    summaries = [json.loads((d / "summary.json").read_text()) for d in dirs]
+    assert {s["run_dir"] for s in summaries} == {str(d) for d in dirs}
+    assert all(s["seed"] == 7 and s["steps"] == 600 for s in summaries)
+
+
+def test_without_quiet_the_summary_line_is_printed(run_cli, workdir, tmp_path):
+    logdir = tmp_path / "runs"
+    result = run_cli("run", *CARTPOLE, "steps=600", "test_episodes=2", "eval_every=0", f"logdir={logdir}",
+                     cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    text = " ".join(result.stderr.split())
+    run_dir = only_run_dir(logdir)
+    assert "test return" in text and "over 2 episodes" in text
+    assert str(run_dir) in "".join(result.stderr.split()), "the line ends with the run directory"
+    assert "Traceback" not in result.stderr
+    summary_lines = [line for line in result.stderr.splitlines() if line.startswith("dqn classic/cartpole:")]
+    if not (len(summary_lines) == 1 and "test return" in summary_lines[0] and str(run_dir) in summary_lines[0]):
+        # Known bug, reported: rich wraps the summary at 80 columns when stderr is not a terminal.
+        pytest.xfail("summary line is hard-wrapped by rich (rlconf/experiments/progress.py ConsoleProgress.print)")
+
+
+def test_multirun_sweeps_seeds_into_one_sweep_directory(run_cli, workdir, tmp_path):
+    logdir = tmp_path / "runs"
+    result = run_cli("run", "-m", *CARTPOLE, "seed=0,1", "steps=600", *FAST_RUN, f"logdir={logdir}", cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    sweeps = list(logdir.glob("sweep_*"))
+    assert len(sweeps) == 1
+    dirs = run_dirs(sweeps[0])
+    assert sorted(json.loads((d / "summary.json").read_text())["seed"] for d in dirs) == [0, 1]
+    assert list(workdir.iterdir()) == []

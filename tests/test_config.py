@@ -1,0 +1,100 @@
+"""validate(): a composed config becomes typed Settings, or one ConfigError line naming the key."""
+
+from __future__ import annotations
+
+import pytest
+from omegaconf import OmegaConf
+
+from rlconf.agents.dqn import DQN, DQNConfig
+from rlconf.agents.ppo import PPOConfig
+from rlconf.cli import compose
+from rlconf.config import ConfigError, EnvSettings, HardwareSettings, RunSettings, Settings, check, validate
+from rlconf.paths import config_dir
+
+
+def composed(*overrides: str, agent: str = "dqn"):
+    return compose([f"agent={agent}", "env=classic/cartpole", *overrides], [])
+
+
+def test_a_good_config_gives_typed_settings():
+    cfg = composed("agent.lr=0.01", "seed=3", "steps=1234")
+    settings = validate(cfg)
+    assert isinstance(settings, Settings)
+    assert settings.agent_name == "dqn"
+    assert settings.agent_class is DQN
+    assert isinstance(settings.agent, DQNConfig)
+    assert type(settings.agent.lr) is float and settings.agent.lr == 0.01
+    assert type(settings.agent.batch_size) is int
+    assert settings.agent.batch_size == cfg.agent.batch_size  # the preset's value, typed
+    assert isinstance(settings.run, RunSettings)
+    assert (settings.run.seed, settings.run.steps) == (3, 1234)
+    assert isinstance(settings.env, EnvSettings)
+    assert (settings.env.id, settings.env.family, settings.env.name) == ("CartPole-v1", "classic", "classic/cartpole")
+    assert isinstance(settings.hardware, HardwareSettings)
+    assert settings.hardware.device == "cpu"
+    assert settings.approximation["model"] == "mlp"
+    assert settings.approximation["hidden"] == list(cfg.approximation.hidden)
+    assert settings.logger.backends == ["csv"]
+
+
+def test_the_env_family_picks_the_agents_preset():
+    """configs/preset/classic/ppo.yaml is applied without naming it: every value it sets reaches Settings."""
+    settings = validate(composed(agent="ppo"))
+    assert isinstance(settings.agent, PPOConfig)
+    preset = OmegaConf.to_container(OmegaConf.load(config_dir() / "preset" / "classic" / "ppo.yaml"))
+    assert preset, "the classic PPO preset sets something"
+    for key, value in preset.get("agent", {}).items():
+        assert getattr(settings.agent, key) == value, key
+    for key, value in preset.get("hardware", {}).items():
+        assert getattr(settings.hardware, key) == value, key
+    for key, value in preset.get("approximation", {}).items():
+        assert settings.approximation[key] == value, key
+    if "steps" in preset:
+        assert settings.run.steps == preset["steps"]
+
+
+@pytest.mark.parametrize(("overrides", "words"), [
+    (["agent.lr=abc"], ["agent.lr=abc", "float"]),
+    (["agent.batch_size=1.5"], ["agent.batch_size", "int"]),
+    (["agent.lr_final=abc"], ["agent.lr_final", "float"]),
+    (["steps=-5"], ["steps=-5", "positive"]),
+    (["seed=-1"], ["seed=-1", "non-negative"]),
+    (["eval_every=-1"], ["eval_every"]),
+    (["quiet=maybe"], ["quiet=maybe", "bool"]),
+    (["hardware.n_envs=0"], ["hardware.n_envs=0", "at least 1"]),
+    (["hardware.device=tpu"], ["hardware.device=tpu", "cpu", "cuda"]),
+    (["hardware.vectorization=bad"], ["hardware.vectorization=bad", "sync", "async"]),
+    (["+agent.nosuchkey=1"], ["agent.nosuchkey", "agent.lr"]),
+    (["+nosuchkey=1"], ["nosuchkey", "steps"]),
+    (["+env.nosuchkey=1"], ["env.nosuchkey", "env.id"]),
+    (["+approximation.nosuchkey=1"], ["approximation.nosuchkey", "approximation.hidden"]),
+    (["approximation.hidden=[a,b]"], ["approximation.hidden", "int"]),
+    (["approximation.model=nosuch"], ["approximation.model", "nosuch", "mlp"]),
+    (["env.family=nosuch"], ["env.family=nosuch", "classic"]),
+    (["env.max_episode_steps=0"], ["env.max_episode_steps=0"]),
+    (["body.name=nosuch"], ["body.name=nosuch", "none"]),
+    (["logger.backends=[csv,nope]"], ["logger.backends=nope", "tensorboard"]),
+    (["plugins=[no_such_plugin_module]"], ["plugins", "no_such_plugin_module"]),
+    (["agent.name=dqnn"], ["agent.name", "dqnn", "did you mean 'dqn'"]),
+])
+def test_bad_values_raise_one_line_config_errors_naming_the_key(overrides, words):
+    with pytest.raises(ConfigError) as info:
+        validate(composed(*overrides))
+    message = str(info.value)
+    assert "\n" not in message
+    for word in words:
+        assert word in message, (word, message)
+
+
+def test_agent_target_that_cannot_be_imported_is_a_config_error():
+    cfg = composed()
+    cfg.agent = OmegaConf.create({"_target_": "no_such_module_xyz.Agent"})
+    with pytest.raises(ConfigError, match=r"agent\._target_=no_such_module_xyz\.Agent"):
+        validate(cfg)
+
+
+def test_check_builds_the_dataclass_and_rejects_unknown_keys():
+    settings = check(HardwareSettings, {"n_envs": 4}, "hardware.")
+    assert settings == HardwareSettings(n_envs=4)
+    with pytest.raises(ConfigError, match=r"unknown key 'hardware\.n_env' \(did you mean 'hardware\.n_envs'\?\)"):
+        check(HardwareSettings, {"n_env": 4}, "hardware.")

@@ -1,0 +1,116 @@
+"""A user's own agent, added without editing rlconf: a module of theirs and a folder of their configs."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import FAST_RUN, one_error_line, only_run_dir
+from omegaconf import OmegaConf
+
+MY_AGENTS = textwrap.dedent('''
+    """A user's module: a uniformly random agent, registered under its own name."""
+    from dataclasses import dataclass
+
+    import torch
+
+    import rlconf
+    from rlconf.agents import ParallelAgent, TestAgent
+
+
+    @rlconf.register("agent", "my_random", "uniformly random actions (a user's plugin)")
+    class MyRandom(ParallelAgent):
+        @dataclass
+        class Config:
+            temperature: float = 1.0  # one hyperparameter, checked like any other
+
+        def __init__(self, n_actions: int, config: Config):
+            self.n_actions = n_actions
+            self.config = config
+            self.calls = 0
+
+        @classmethod
+        def from_config(cls, config, context):
+            assert isinstance(config, cls.Config), type(config)
+            return cls(int(context.action_space.n), config)
+
+        def act(self, states):
+            self.calls += 1
+            return torch.randint(self.n_actions, (len(states),), dtype=torch.int64)
+
+        def test_agent(self) -> TestAgent:
+            return self
+
+        def state_dict(self):
+            return {"calls": self.calls, "temperature": self.config.temperature}
+''')
+
+
+@pytest.fixture
+def user_project(tmp_path: Path) -> Path:
+    """tmp_path/my_agents.py and tmp_path/conf/agent/{my_random,my_target}.yaml."""
+    (tmp_path / "my_agents.py").write_text(MY_AGENTS)
+    agents = tmp_path / "conf" / "agent"
+    agents.mkdir(parents=True)
+    (agents / "my_random.yaml").write_text("# my random agent\nname: my_random\ntemperature: 0.5\n")
+    (agents / "my_target.yaml").write_text("# the same agent, by import path\n_target_: my_agents.MyRandom\n"
+                                           "temperature: 2.0\n")
+    return tmp_path
+
+
+def test_registered_plugin_agent_runs(run_cli, user_project, workdir):
+    logdir = user_project / "runs"
+    result = run_cli("run", "agent=my_random", "env=classic/cartpole", "plugins=[my_agents]",
+                     "--config-dir", str(user_project / "conf"), "steps=500", *FAST_RUN, f"logdir={logdir}",
+                     cwd=workdir, pythonpath=[user_project])
+    assert result.returncode == 0, result.stderr
+    run_dir = only_run_dir(logdir)
+    assert run_dir.name.startswith("my_random_classic-cartpole_")
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["agent"] == "my_random"
+    assert isinstance(summary["test_return_mean"], float) and summary["test_return_mean"] > 0
+    assert summary["test_episodes"] == 2 and summary["steps"] == 500
+    config = OmegaConf.load(run_dir / "config.yaml")
+    assert config.agent.temperature == 0.5
+    assert list(config.plugins) == ["my_agents"]
+
+
+def test_plugin_hyperparameters_are_type_checked(run_cli, user_project, workdir):
+    line = one_error_line(run_cli("run", "agent=my_random", "env=classic/cartpole", "plugins=[my_agents]",
+                                  "--config-dir", str(user_project / "conf"), "agent.temperature=hot",
+                                  cwd=workdir, pythonpath=[user_project]))
+    assert "agent.temperature=hot" in line and "float" in line
+
+
+def test_forgetting_the_plugin_names_the_unknown_agent(run_cli, user_project, workdir):
+    line = one_error_line(run_cli("run", "agent=my_random", "env=classic/cartpole",
+                                  "--config-dir", str(user_project / "conf"), cwd=workdir,
+                                  pythonpath=[user_project]))
+    assert "'my_random'" in line and "dqn" in line
+
+
+def test_list_shows_the_users_config_options(run_cli, user_project, workdir):
+    result = run_cli("list", "agent", "--config-dir", str(user_project / "conf"), cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    options = dict(line.strip().split(None, 1) for line in result.stdout.splitlines()[1:])
+    assert options["my_random"] == "my random agent"
+    assert "my_target" in options and "dqn" in options and "ppo" in options
+
+
+def test_target_import_path_works_without_registering(run_cli, user_project, workdir):
+    logdir = user_project / "runs"
+    result = run_cli("run", "agent=my_target", "env=classic/cartpole", "--config-dir", str(user_project / "conf"),
+                     "steps=500", *FAST_RUN, f"logdir={logdir}", cwd=workdir, pythonpath=[user_project])
+    assert result.returncode == 0, result.stderr
+    run_dir = only_run_dir(logdir)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["agent"] == "myrandom", "without a name, the run is named after the class"
+    assert isinstance(summary["test_return_mean"], float)
+    assert OmegaConf.load(run_dir / "config.yaml").agent._target_ == "my_agents.MyRandom"
+    checkpoint = torch.load(run_dir / "checkpoint.pt", weights_only=False)
+    assert checkpoint["agent"]["temperature"] == 2.0
+    # one act() per environment step, plus one per reset step after an episode's end
+    assert 500 <= checkpoint["agent"]["calls"] <= 500 + summary["episodes"]
