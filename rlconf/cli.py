@@ -196,21 +196,38 @@ def check_composition(overrides: list[str], config_dirs: list[str]) -> None:
     try:
         cfg = compose(overrides, config_dirs)
     except Exception as error:
-        raise UsageError(_hydra_message(error)) from None
+        raise UsageError(_hydra_message(error, overrides, config_dirs)) from None
     try:
         validate(cfg)
     except ConfigError as error:
         raise UsageError(str(error)) from None
 
 
-def _hydra_message(error: Exception) -> str:
+def _hydra_message(error: Exception, overrides: list[str], config_dirs: list[str]) -> str:
     """Hydra's composition errors, reduced to one line that names the key."""
     text = " ".join(str(error).split())
     if "not in struct" in text or "Could not override" in text:
         key = text.split("'")[1] if "'" in text else text
-        return f"unknown key {key!r}; see the composed config with: rlconf run agent=... env=... --cfg job"
+        return _unknown_key_message(key, overrides, config_dirs)
     # Hydra appends its search path and a hint about HYDRA_FULL_ERROR: noise on a one-line error.
     return text.split(". Set the environment variable")[0].split(" Config search path:")[0]
+
+
+def _unknown_key_message(key: str, overrides: list[str], config_dirs: list[str]) -> str:
+    """Name the keys that do exist where ``key`` was asked for (composed without the bad override)."""
+    from omegaconf import DictConfig, OmegaConf
+
+    from rlconf.registry import unknown_message
+
+    parent = key.rpartition(".")[0]
+    others = [o for o in overrides if o.lstrip("+~").split("=")[0] != key]
+    try:
+        node = OmegaConf.select(compose(others, config_dirs), parent) if parent else compose(others, config_dirs)
+    except Exception:
+        node = None
+    if not isinstance(node, DictConfig):
+        return f"unknown key {key!r}; see the composed config with: rlconf run agent=... env=... --cfg job"
+    return unknown_message("key", key, [f"{parent}.{k}" if parent else str(k) for k in node])
 
 
 def launch(overrides: list[str], config_dirs: list[str], multirun: bool, cfg_mode: str | None) -> int:

@@ -1,0 +1,24 @@
+"""Learning tests: the default command of each agent solves CartPole-v1 within its budget.
+
+They run exactly what a user types (``rlconf run agent=X env=classic/cartpole``, default seed and preset)
+and assert the greedy test return over 100 episodes that summary.json reports. Minutes, so marked slow;
+CI runs them.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import only_run_dir
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("agent", "budget"), [("dqn", 50_000), ("ppo", 100_000)])
+def test_default_preset_solves_cartpole(run_cli, workdir, agent, budget):
+    result = run_cli("run", f"agent={agent}", "env=classic/cartpole", "quiet=true", cwd=workdir, timeout=900)
+    assert result.returncode == 0, result.stderr
+    summary = json.loads((only_run_dir(workdir / "runs") / "summary.json").read_text())
+    assert summary["steps"] == budget
+    assert summary["test_episodes"] == 100
+    assert summary["test_return_mean"] >= 475, summary
