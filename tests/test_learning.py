@@ -19,6 +19,6 @@ def test_default_preset_solves_cartpole(run_cli, workdir, agent, budget):
     result = run_cli("run", f"agent={agent}", "env=classic/cartpole", "quiet=true", cwd=workdir, timeout=900)
     assert result.returncode == 0, result.stderr
     summary = json.loads((only_run_dir(workdir / "runs") / "summary.json").read_text())
-    assert summary["steps"] == budget
+    assert budget <= summary["steps"] < budget + 8  # the last step of 8 envs may overshoot
     assert summary["test_episodes"] == 100
     assert summary["test_return_mean"] >= 475, summary

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from rlconf.agents._agent import Buildable, BuildContext, ParallelAgent, TestAgent
-from rlconf.approximation import FixedTarget, QNetwork, adam, linear_lr_schedule, make_target
+from rlconf.approximation import FixedTarget, QNetwork, adam, make_target
 from rlconf.config import require
 from rlconf.core import StateArray
 from rlconf.memory import ReplayBuffer
@@ -83,11 +83,8 @@ class DQN(ParallelAgent, Buildable):
         n_actions = int(context.action_space.n)
         clock = Clock()
         model = mlp_head(MLPSettings(**context.approximation), space, n_actions).to(context.device)
-        optimizer = adam(model.parameters(), config.lr, config.adam_eps)
-        lr_schedule = None
-        if config.lr_final is not None:
-            lr = schedule(1.0, config.lr_final / config.lr, context.total_steps, clock, "lr")
-            lr_schedule = linear_lr_schedule(optimizer, lambda: float(lr))
+        lr = schedule(config.lr, config.lr_final, context.total_steps, clock, "lr")
+        optimizer, lr_schedule = adam(model.parameters(), lr, config.adam_eps)
         target = make_target(config.target, 0, config.target_rate)
         q = QNetwork(model, optimizer, clip_grad=config.clip_grad, scheduler=lr_schedule, target=target,
                      logger=context.logger)

@@ -21,7 +21,6 @@ from rlconf.approximation import (
     Identity,
     VNetwork,
     adam,
-    linear_lr_schedule,
     reinforce_together,
 )
 from rlconf.config import require
@@ -78,14 +77,11 @@ class PPO(ParallelAgent, Buildable):
         n_actions = int(context.action_space.n)
         settings = MLPSettings(**context.approximation)
         clock = Clock()
+        lr = schedule(config.lr, config.lr_final, context.total_steps, clock, "lr")
 
         def approximation(kind, model, name):
             model = model.to(device)
-            optimizer = adam(model.parameters(), config.lr, config.adam_eps)
-            lr_schedule = None
-            if config.lr_final is not None:
-                lr = schedule(1.0, config.lr_final / config.lr, context.total_steps, clock, "lr")
-                lr_schedule = linear_lr_schedule(optimizer, lambda: float(lr))
+            optimizer, lr_schedule = adam(model.parameters(), lr, config.adam_eps)
             return kind(model, optimizer, clip_grad=config.clip_grad, scheduler=lr_schedule, name=name,
                         logger=context.logger)
 
@@ -114,7 +110,7 @@ class PPO(ParallelAgent, Buildable):
             self._train()
         with torch.no_grad():
             distribution = self.policy.no_grad(self.features.no_grad(states.as_input()))
-            actions = distribution.sample()
+            actions = distribution.sample(self.generator)
             self.buffer.store_action(actions, distribution.log_prob(actions))
         return actions
 

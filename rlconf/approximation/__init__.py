@@ -5,9 +5,9 @@ from rlconf.approximation.approximation import (
     FeatureNetwork,
     Identity,
     QNetwork,
+    ScheduledLearningRate,
     VNetwork,
     adam,
-    linear_lr_schedule,
     reinforce_together,
 )
 from rlconf.approximation.target import FixedTarget, PolyakTarget, TargetNetwork, TrivialTarget, make_target
@@ -19,11 +19,11 @@ __all__ = [
     "Identity",
     "PolyakTarget",
     "QNetwork",
+    "ScheduledLearningRate",
     "TargetNetwork",
     "TrivialTarget",
     "VNetwork",
     "adam",
-    "linear_lr_schedule",
     "make_target",
     "reinforce_together",
 ]

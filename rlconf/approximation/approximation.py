@@ -7,12 +7,11 @@ schedule, target network and checkpoint state all live here, so algorithm code r
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import torch
 from torch import nn
 
 from rlconf.approximation.target import TargetNetwork, TrivialTarget
+from rlconf.optim import LinearScheduler
 
 
 class Approximation:
@@ -23,7 +22,7 @@ class Approximation:
         *,
         clip_grad: float = 0.0,
         loss_scaling: float = 1.0,
-        scheduler: torch.optim.lr_scheduler.LRScheduler | None = None,
+        scheduler=None,
         target: TargetNetwork | None = None,
         name: str = "approximation",
         logger=None,
@@ -74,9 +73,9 @@ class Approximation:
         self.step(loss)
         return self
 
-    def step(self, loss: torch.Tensor | None = None) -> Approximation:
-        """One optimiser step, given that gradients are in place."""
-        if self.clip_grad:
+    def step(self, loss: torch.Tensor | None = None, clip: bool = True) -> Approximation:
+        """One optimiser step, given that gradients are in place (``clip=False``: already clipped)."""
+        if clip and self.clip_grad:
             torch.nn.utils.clip_grad_norm_(self._params, self.clip_grad, foreach=True)
         self.optimizer.step()
         if self.scheduler is not None:
@@ -162,7 +161,7 @@ class Identity(Approximation):
     def reinforce(self, loss: torch.Tensor | None = None) -> Identity:  # type: ignore[override]
         return self
 
-    def step(self, loss: torch.Tensor | None = None) -> Identity:
+    def step(self, loss: torch.Tensor | None = None, clip: bool = True) -> Identity:
         return self
 
     def zero_grad(self) -> Identity:
@@ -178,26 +177,54 @@ class _Squeeze(nn.Module):
         return self.model(*inputs).squeeze(-1)
 
 
-def adam(parameters, lr: float, eps: float = 1e-8) -> torch.optim.Adam:
-    """Adam with torch's fused kernel: one call updates every tensor, a third faster than the default on
-    small networks, where per-tensor overhead dominates."""
-    return torch.optim.Adam(parameters, lr=lr, eps=eps, fused=True)
+def adam(parameters, lr, eps: float = 1e-8) -> tuple[torch.optim.Adam, ScheduledLearningRate | None]:
+    """Adam with torch's fused kernel (one call updates every tensor: a third faster than the default on
+    small networks, where per-tensor overhead dominates), and the schedule that drives its learning rate
+    when ``lr`` is a LinearScheduler rather than a number."""
+    optimizer = torch.optim.Adam(parameters, lr=float(lr), eps=eps, fused=True)
+    return optimizer, (ScheduledLearningRate(optimizer, lr) if isinstance(lr, LinearScheduler) else None)
+
+
+class ScheduledLearningRate:
+    """Sets the learning rate from a schedule after every optimiser step.
+
+    Stateless on purpose: the schedule reads the agent's clock, which the agent checkpoints. (torch's
+    LambdaLR does the same with several times the per-step overhead.)
+    """
+
+    def __init__(self, optimizer: torch.optim.Optimizer, lr: LinearScheduler):
+        self.optimizer = optimizer
+        self.lr = lr
+
+    def step(self) -> None:
+        lr = self.lr.value
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+
+    def state_dict(self) -> dict:
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.step()
 
 
 def reinforce_together(*losses: tuple[Approximation, torch.Tensor]) -> None:
     """Train several approximations from one backward pass through the sum of their losses.
 
-    Same result as calling ``reinforce`` on each (their parameters are disjoint) at the price of one
-    autograd traversal instead of several.
+    Their parameters are disjoint, so this equals calling ``reinforce`` on each, at the price of one
+    autograd traversal instead of several. When they share a ``clip_grad``, the gradient norm is taken
+    over all of them together, as PPO implementations clip the whole actor-critic.
     """
-    for approximation, _ in losses:
+    approximations = [approximation for approximation, _ in losses]
+    for approximation in approximations:
         approximation.zero_grad()
-    total = sum(loss * approximation.loss_scaling for approximation, loss in losses)
-    total.backward()
-    for approximation, loss in losses:
-        approximation.step(loss)
-
-
-def linear_lr_schedule(optimizer: torch.optim.Optimizer, fraction: Callable[[], float]):
-    """Scale the learning rate by ``fraction()`` (read from the agent's clock) at every optimiser step."""
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: fraction())
+    sum(loss * approximation.loss_scaling for approximation, loss in losses).backward()
+    clip = {approximation.clip_grad for approximation in approximations}
+    if len(clip) == 1 and (limit := clip.pop()):
+        params = [p for approximation in approximations for p in approximation._params]
+        torch.nn.utils.clip_grad_norm_(params, limit, foreach=True)
+        for approximation, loss in losses:
+            approximation.step(loss, clip=False)
+    else:
+        for approximation, loss in losses:
+            approximation.step(loss)

@@ -40,16 +40,23 @@ def flat_size(space: gym.Space) -> int:
     return int(np.prod(space.shape))
 
 
+def _flat_stack(space: gym.Space, layers: nn.Sequential) -> nn.Sequential:
+    # One flat Sequential: every nested module costs a Python call per forward, and small networks on
+    # the per-step path are dominated by such overhead. Vector observations need no Flatten.
+    prefix = [Flatten()] if len(space.shape) > 1 else []
+    return nn.Sequential(*prefix, *layers)
+
+
 def mlp_head(settings: MLPSettings, space: gym.Space, outputs: int, out_gain: float = 1.0) -> nn.Module:
     """Trunk and head in one stack: observation -> hidden layers -> ``outputs``."""
-    return nn.Sequential(Flatten(), mlp(flat_size(space), settings.hidden, outputs, settings.activation,
-                                        out_gain=out_gain, ortho_init=settings.ortho_init))
+    return _flat_stack(space, mlp(flat_size(space), settings.hidden, outputs, settings.activation,
+                                  out_gain=out_gain, ortho_init=settings.ortho_init))
 
 
 def mlp_trunk(settings: MLPSettings, space: gym.Space) -> tuple[nn.Module, int]:
     """The hidden layers alone, and their output width, for heads to share."""
-    trunk = nn.Sequential(Flatten(), mlp(flat_size(space), settings.hidden, None, settings.activation,
-                                         ortho_init=settings.ortho_init))
+    trunk = _flat_stack(space, mlp(flat_size(space), settings.hidden, None, settings.activation,
+                                   ortho_init=settings.ortho_init))
     width = settings.hidden[-1] if settings.hidden else flat_size(space)
     return trunk, width
 
