@@ -1,0 +1,231 @@
+"""rlconf and Stable-Baselines3 side by side, in one run, at matched workloads.
+
+    python benchmarks/bench.py              # 3 seeds per algorithm per library (about 20 minutes on 2 cores)
+    python benchmarks/bench.py --quick      # 1 seed, a tenth of the budgets: a smoke test, not a measurement
+    nox -s bench -- --seeds 5
+
+Workloads are rlconf's classic presets (DQN and PPO on CartPole-v1), read at run time; presets.py maps them
+to SB3's arguments. rlconf trains through ``rlconf run`` and SB3 through ``model.learn``, each trial in a
+fresh process (trial.py), one at a time: on a 2-core machine, parallel trials would time each other. The
+report and the raw results go to benchmarks/results/ and the report to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from presets import ENV, SB3_KWARGS, describe, load_settings
+from report import machine_info, render
+
+HERE = Path(__file__).resolve().parent
+TRIAL = HERE / "trial.py"
+RESULTS = HERE / "results"
+AGENTS = ("dqn", "ppo")
+QUICK_DIVISOR = 10  # --quick trains for this fraction of the preset's budget
+
+
+class TrialError(RuntimeError):
+    """A trial's process failed; the message carries the end of its stderr."""
+
+
+@dataclass
+class Workload:
+    """One training comparison: an rlconf preset and the SB3 arguments it maps to."""
+
+    agent: str
+    env_id: str
+    steps: int
+    n_envs: int
+    test_episodes: int
+    sb3_kwargs: dict[str, Any]
+
+    @property
+    def title(self) -> str:
+        return f"{self.agent.upper()} {self.env_id}, {self.steps:,} steps, {plural(self.n_envs, 'env')}"
+
+
+def plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def load_workload(agent: str, quick: bool, test_episodes: int) -> Workload:
+    steps = load_settings(agent).run.steps
+    if quick:
+        steps //= QUICK_DIVISOR
+    # Composed again with the budget: SB3's exploration fraction and rlconf's schedules depend on it.
+    settings = load_settings(agent, steps)
+    return Workload(agent, settings.env.id, steps, settings.hardware.n_envs, test_episodes,
+                    describe(SB3_KWARGS[agent](settings)))
+
+
+# -- running trials ----------------------------------------------------------------------------------------
+def busy_cpu_seconds() -> float | None:
+    """CPU time all processes of the machine have used since boot (Linux), or None elsewhere."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle, iowait = fields[3], fields[4]
+    return (sum(fields[:8]) - idle - iowait) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_process(command: list[str], label: str) -> dict[str, Any]:
+    """Run one trial's process; returns how long it took and how busy the rest of the machine was meanwhile.
+
+    A trial shares the machine with whatever else runs; the CPU others used during it (cores, on average)
+    says whether its timing can be trusted, and the report flags it.
+    """
+    print(f"  {label} ...", end="", file=sys.stderr, flush=True)
+    busy, ours, start = busy_cpu_seconds(), children_cpu_seconds(), time.perf_counter()
+    process = subprocess.run(command, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    others = None
+    if busy is not None and (busy_now := busy_cpu_seconds()) is not None:
+        others = round(max(0.0, (busy_now - busy) - (children_cpu_seconds() - ours)) / wall, 2)
+    print(f" {wall:.0f} s (other processes: {others} cores)", file=sys.stderr, flush=True)
+    if process.returncode != 0:
+        tail = " | ".join(process.stderr.strip().splitlines()[-5:])
+        raise TrialError(f"{label}: exit status {process.returncode}: {tail}")
+    return {"process_seconds": round(wall, 1), "other_cpu_cores": others}
+
+
+def train_rlconf(workload: Workload, seed: int, scratch: Path) -> dict[str, Any]:
+    """One ``rlconf run`` through the real CLI; its summary.json has the training rate and the test returns."""
+    logdir = scratch / f"rlconf-{workload.agent}-s{seed}"
+    command = [sys.executable, "-m", "rlconf", "run", f"agent={workload.agent}", f"env={ENV}", f"seed={seed}",
+               f"steps={workload.steps}", f"test_episodes={workload.test_episodes}", "quiet=true", f"logdir={logdir}",
+               "hardware.torch_threads=1",
+               # No periodic evaluation or checkpoints inside the timed loop: SB3's learn() does neither.
+               "eval_every=0", "checkpoint_every=0"]
+    process = run_process(command, f"rlconf {workload.agent} seed {seed}")
+    summary = json.loads(next(logdir.glob("*/summary.json")).read_text())
+    keys = ("steps", "wall_seconds", "steps_per_second", "test_return_mean", "test_return_std", "test_episodes")
+    return {**{key: summary[key] for key in keys}, **process}
+
+
+def run_trial(args: list[str], label: str, scratch: Path) -> dict[str, Any]:
+    """One trial.py process; it leaves its result as JSON in a file of its own."""
+    out = Path(tempfile.mkdtemp(prefix=f"{args[0]}-", dir=scratch)) / "result.json"
+    process = run_process([sys.executable, str(TRIAL), *args, "--out", str(out)], label)
+    return {**json.loads(out.read_text()), **process}
+
+
+def train_sb3(workload: Workload, seed: int, scratch: Path) -> dict[str, Any]:
+    args = ["sb3-train", workload.agent, "--steps", str(workload.steps), "--seed", str(seed),
+            "--test-episodes", str(workload.test_episodes)]
+    return run_trial(args, f"SB3    {workload.agent} seed {seed}", scratch)
+
+
+def attempt(trial, errors: list[str], *args) -> dict[str, Any]:
+    """Run a trial; a failure is recorded and reported, and the rest of the benchmark still runs."""
+    try:
+        return trial(*args)
+    except (TrialError, OSError, StopIteration, json.JSONDecodeError) as error:
+        message = str(error) or f"{type(error).__name__} (no result file)"
+        print(f"  FAILED: {message}", file=sys.stderr)
+        errors.append(message)
+        return {"error": message}
+
+
+def training(workloads: list[Workload], seeds: int, scratch: Path, errors: list[str]) -> list[dict[str, Any]]:
+    rows = [{"title": w.title, **asdict(w), "rlconf": [], "sb3": []} for w in workloads]
+    # Seeds outermost and the two libraries back to back: a slow drift of the machine (a noisy neighbour,
+    # thermal limits) then falls on both sides alike instead of on whichever library ran last.
+    for seed in range(seeds):
+        for row, workload in zip(rows, workloads, strict=True):
+            row["rlconf"].append({"seed": seed, **attempt(train_rlconf, errors, workload, seed, scratch)})
+            row["sb3"].append({"seed": seed, **attempt(train_sb3, errors, workload, seed, scratch)})
+    return rows
+
+
+def rates(workloads: list[Workload], seconds: float, scratch: Path, errors: list[str]) -> list[dict[str, Any]]:
+    """Loop rates without learning: the raw env, then each agent's greedy acting over its training env."""
+    window = ["--seconds", str(seconds)]
+    rows = []
+    for n_envs in sorted({1, *(w.n_envs for w in workloads)}):
+        ours = attempt(run_trial, errors, ["env-rlconf", str(n_envs), *window], f"env rlconf {n_envs}", scratch)
+        theirs = attempt(run_trial, errors, ["env-sb3", str(n_envs), *window], f"env SB3    {n_envs}", scratch)
+        kinds = f"rlconf: {ours.get('vectorisation', '?')}, SB3: {theirs.get('vectorisation', '?')}"
+        title = f"raw env, {plural(n_envs, 'env')}, random actions ({kinds})"
+        rows.append({"title": title, "rlconf": ours, "sb3": theirs})
+    for w in workloads:
+        ours = attempt(run_trial, errors, ["collect-rlconf", w.agent, *window], f"act rlconf {w.agent}", scratch)
+        theirs = attempt(run_trial, errors, ["collect-sb3", w.agent, *window], f"act SB3    {w.agent}", scratch)
+        title = f"{w.agent.upper()} greedy acting, {plural(w.n_envs, 'env')}"
+        rows.append({"title": title, "rlconf": ours, "sb3": theirs})
+    return rows
+
+
+# -- the run -------------------------------------------------------------------------------------------------
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seeds", type=int, default=None, help="seeds per algorithm per library (default 3; 1 quick)")
+    parser.add_argument("--quick", action="store_true", help="1 seed, a tenth of the budgets: a smoke test")
+    parser.add_argument("--agents", nargs="+", choices=AGENTS, default=list(AGENTS))
+    parser.add_argument("--out", type=Path, default=RESULTS, help="folder for the results (default: %(default)s)")
+    args = parser.parse_args(argv)
+    if args.seeds is None:
+        args.seeds = 1 if args.quick else 3
+    if args.seeds < 1:
+        parser.error(f"--seeds {args.seeds}: must be at least 1")
+    return args
+
+
+def write_results(results: dict[str, Any], report: str, folder: Path) -> Path:
+    """Timestamped files, plus latest.* copies to diff against the README without hunting for names."""
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = ("quick-" if results["options"]["quick"] else "bench-") + datetime.now().strftime("%Y%m%d-%H%M%S")
+    (folder / f"{stem}.json").write_text(json.dumps(results, indent=2))
+    (folder / f"{stem}.md").write_text(report)
+    shutil.copyfile(folder / f"{stem}.json", folder / "latest.json")
+    shutil.copyfile(folder / f"{stem}.md", folder / "latest.md")
+    return folder / f"{stem}.md"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    test_episodes = 10 if args.quick else 100
+    window_seconds = 0.3 if args.quick else 2.0
+    workloads = [load_workload(agent, args.quick, test_episodes) for agent in args.agents]
+    errors: list[str] = []
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="rlconf-bench-") as tmp:
+        print("loop rates:", file=sys.stderr)
+        rate_rows = rates(workloads, window_seconds, Path(tmp), errors)
+        print(f"training ({args.seeds} seed(s)):", file=sys.stderr)
+        training_rows = training(workloads, args.seeds, Path(tmp), errors)
+    results = {
+        "options": {"seeds": args.seeds, "quick": args.quick, "test_episodes": test_episodes,
+                    "window_seconds": window_seconds, "agents": args.agents},
+        "machine": machine_info(),
+        "training": training_rows,
+        "rates": rate_rows,
+        "errors": errors,
+        "bench_seconds": round(time.perf_counter() - start, 1),
+    }
+    report = render(results)
+    path = write_results(results, report, args.out)
+    print(report)
+    print(f"results: {path} (and .json); benchmark took {results['bench_seconds']:.0f} s", file=sys.stderr)
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

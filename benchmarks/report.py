@@ -1,0 +1,143 @@
+"""What the benchmark ran on, and its results as a markdown report (the README's table is copied from it)."""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import subprocess
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("rlconf", "torch", "stable_baselines3", "gymnasium", "numpy")
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def git_commit() -> str | None:
+    """The checkout's commit (read-only); numbers are only comparable between runs of known code."""
+    try:
+        result = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                                check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return result.stdout.strip()
+
+
+def machine_info() -> dict[str, Any]:
+    versions = {}
+    for package in PACKAGES:
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = None
+    return {
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "usable_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "versions": versions,
+        "commit": git_commit(),
+    }
+
+
+# -- formatting ------------------------------------------------------------------------------------------
+def _mean(values: list[float]) -> float | None:
+    return statistics.fmean(values) if values else None
+
+
+def _rate(value: float | None) -> str:
+    return "failed" if value is None else f"{value:,.0f}"
+
+
+def _ratio(ours: float | None, theirs: float | None) -> str:
+    return "–" if ours is None or not theirs else f"{ours / theirs:.2f}×"
+
+
+def _returns(trials: list[dict]) -> str:
+    values = [t["test_return_mean"] for t in trials if t.get("test_return_mean") is not None]
+    if not values:
+        return "–"
+    per_seed = ", ".join(f"{v:.1f}" for v in values)
+    return f"{_mean(values):.1f} ({per_seed})" if len(values) > 1 else f"{values[0]:.1f}"
+
+
+def _train_rate(trials: list[dict]) -> float | None:
+    return _mean([t["steps_per_second"] for t in trials if "steps_per_second" in t])
+
+
+def training_table(training: list[dict]) -> list[str]:
+    lines = ["| workload | rlconf steps/s | SB3 steps/s | rlconf/SB3 | rlconf test return | SB3 test return |",
+             "|---|--:|--:|--:|--:|--:|"]
+    for row in training:
+        ours, theirs = _train_rate(row["rlconf"]), _train_rate(row["sb3"])
+        lines.append(f"| {row['title']} | {_rate(ours)} | {_rate(theirs)} | {_ratio(ours, theirs)} "
+                     f"| {_returns(row['rlconf'])} | {_returns(row['sb3'])} |")
+    return lines
+
+
+def rates_table(rates: list[dict]) -> list[str]:
+    lines = ["| measurement (no learning) | rlconf steps/s | SB3 steps/s | rlconf/SB3 |", "|---|--:|--:|--:|"]
+    for row in rates:
+        ours, theirs = row["rlconf"].get("steps_per_second"), row["sb3"].get("steps_per_second")
+        lines.append(f"| {row['title']} | {_rate(ours)} | {_rate(theirs)} | {_ratio(ours, theirs)} |")
+    return lines
+
+
+def machine_line(machine: dict[str, Any]) -> str:
+    v = machine["versions"]
+    commit = f" @ {machine['commit']}" if machine["commit"] else ""
+    return (f"{machine['cpu']}, {machine['cores']} cores ({machine['usable_cores']} usable); "
+            f"Python {machine['python']}, torch {v['torch']}, SB3 {v['stable_baselines3']}, "
+            f"gymnasium {v['gymnasium']}, rlconf {v['rlconf']}{commit}; {machine['date']}")
+
+
+BUSY_CORES = 0.25  # other processes using more than this (on average, during a trial) make its timing suspect
+
+
+def contention_note(results: dict[str, Any]) -> list[str]:
+    """A warning when other processes shared the CPU with the trials: their timings are then lower bounds."""
+    trials = [t for row in results["training"] for t in row["rlconf"] + row["sb3"]]
+    trials += [row[side] for row in results["rates"] for side in ("rlconf", "sb3")]
+    loads = [t["other_cpu_cores"] for t in trials if t.get("other_cpu_cores") is not None]
+    if not loads or max(loads) <= BUSY_CORES:
+        return []
+    busy = sum(load > BUSY_CORES for load in loads)
+    return ["", f"Warning: other processes used more than {BUSY_CORES} cores during {busy} of {len(loads)} trials "
+            f"(up to {max(loads):.2f} cores, mean {_mean(loads):.2f}); those timings are distorted. Rerun on an idle "
+            "machine before quoting them."]
+
+
+def render(results: dict[str, Any]) -> str:
+    """The markdown report: training at matched hyperparameters, then the loop rates behind it."""
+    options = results["options"]
+    mode = " (quick: shortened budgets, smoke test only)" if options["quick"] else ""
+    lines = [f"## rlconf vs Stable-Baselines3 on CartPole-v1{mode}", "",
+             f"Machine: {machine_line(results['machine'])}", "",
+             f"Training at the hyperparameters of rlconf's classic presets, {options['seeds']} seed(s) per library, "
+             "one process per trial, run one after another, torch.set_num_threads(1). Steps/s is env steps over "
+             "training wall time (rlconf: its training loop; SB3: model.learn), mean over seeds. Test return: "
+             f"greedy, {options['test_episodes']} episodes, mean over seeds (per seed in brackets).", ""]
+    lines += training_table(results["training"])
+    lines += ["", f"Loop rates: median of 3 windows of {options['window_seconds']:g} s after a warm-up, untrained "
+              "networks. Raw env: random actions, rlconf vectorised as its adapter does (SB3: its DummyVecEnv). "
+              "Acting: rlconf's test agent (agent.test_agent()) over its env; SB3's model.predict(deterministic=True) "
+              "over its vector env.", ""]
+    lines += rates_table(results["rates"])
+    lines += contention_note(results)
+    if results["errors"]:
+        lines += ["", "Failed trials:", *(f"- {error}" for error in results["errors"])]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,43 @@
+"""Developer tasks: ``nox -s tests``, ``nox -s lint``, ``nox -s bench`` (plain ``nox`` runs lint and tests).
+
+Every session that installs rlconf installs torch first, pinned by constraints.txt: left to itself, pip
+would resolve ``torch>=2.2`` to the newest wheel on PyPI, a multi-gigabyte CUDA build, on machines that
+have neither a GPU nor the bandwidth. .ci/run installs the same way.
+"""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.default_venv_backend = "venv"
+nox.options.reuse_venv = "yes"  # recreating torch's venv each time costs minutes; pip still re-checks it
+nox.options.sessions = ["lint", "tests"]
+
+CONSTRAINTS = "constraints.txt"
+
+
+def install_rlconf(session: nox.Session) -> None:
+    """torch from the constraints first, then rlconf and its dev extras (pytest, ruff, SB3) under them."""
+    session.install("-c", CONSTRAINTS, "torch")
+    session.install("-c", CONSTRAINTS, "-e", ".[dev]")
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """The whole suite, slow learning tests included, on 2 workers; posargs go to pytest."""
+    install_rlconf(session)
+    session.run("pytest", "-n", "2", *session.posargs)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff over the repository, with the configuration in pyproject.toml."""
+    session.install("-c", CONSTRAINTS, "ruff")
+    session.run("ruff", "check", ".", *session.posargs)
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """rlconf against Stable-Baselines3 (benchmarks/bench.py); posargs go to it, e.g. ``-- --quick``."""
+    install_rlconf(session)
+    session.run("python", "benchmarks/bench.py", *session.posargs)
