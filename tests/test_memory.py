@@ -175,7 +175,7 @@ def test_gae_rollout_leaves_out_transitions_from_done_states_and_keeps_rows_alig
     advantages, returns = buffer.advantages(values)
     rollout = buffer.rollout(values)
     cells = [(t, e) for t in range(6) for e in range(2) if not done[t, e]]
-    assert len(rollout) == 12 - 2 == len(cells)
+    assert rollout.size == 12 - 2 == len(cells)
     obs = rollout.observation.squeeze(-1)
     assert obs.tolist() == [10.0 * t + e for t, e in cells]
     assert (2, 0) not in cells and (4, 1) not in cells

@@ -120,25 +120,37 @@ class PPO(ParallelAgent, Buildable):
             flat = observations.view(-1, *observations.shape[2:])
             values = self.v.no_grad(self.features.no_grad(flat)).view(observations.shape[:2])
         rollout = self.buffer.rollout(values)
-        n, batch_size = len(rollout), self.config.batch_size
+        n, size = rollout.size, self.config.batch_size
+        if n <= size:
+            # One minibatch holds the whole rollout: its gradient does not depend on the order of the
+            # samples, so shuffling, slicing and normalising once serve every epoch.
+            rollout = self._normalized(rollout)
+            for _ in range(self.config.epochs):
+                self._update(rollout)
+            return
         for _ in range(self.config.epochs):
             order = torch.randperm(n, generator=self.generator)
-            for start in range(0, n, batch_size):
-                self._update(rollout, order[start : start + batch_size])
+            for start in range(0, n, size):
+                index = order[start : start + size]
+                self._update(self._normalized(Rollout(*(x[index] for x in rollout))))
 
-    def _update(self, rollout: Rollout, index: torch.Tensor) -> None:
-        advantages = rollout.advantage[index]
-        if self.config.normalize_advantages and len(index) > 1:
-            advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
-        features = self.features(rollout.observation[index])
+    def _normalized(self, batch: Rollout) -> Rollout:
+        if not self.config.normalize_advantages or batch.size < 2:
+            return batch
+        advantages = batch.advantage
+        return batch._replace(advantage=(advantages - advantages.mean()) / (advantages.std() + 1e-8))
+
+    def _update(self, batch: Rollout) -> None:
+        advantages = batch.advantage
+        features = self.features(batch.observation)
         distribution = self.policy(features)
-        ratio = torch.exp(distribution.log_prob(rollout.action[index]) - rollout.log_prob[index])
+        ratio = torch.exp(distribution.log_prob(batch.action) - batch.log_prob)
         clip = float(self.clip)
         surrogate = torch.min(ratio * advantages, ratio.clamp(1.0 - clip, 1.0 + clip) * advantages)
         policy_loss = -surrogate.mean()
         if self.config.entropy_loss_scaling:
             policy_loss = policy_loss - self.config.entropy_loss_scaling * distribution.entropy().mean()
-        value_loss = F.mse_loss(self.v(features), rollout.returns[index])
+        value_loss = F.mse_loss(self.v(features), batch.returns)
         reinforce_together((self.policy, policy_loss), (self.v, self.config.value_loss_scaling * value_loss))
         self.features.reinforce()
 

@@ -18,7 +18,8 @@ class Rollout(NamedTuple):
     advantage: torch.Tensor
     returns: torch.Tensor
 
-    def __len__(self) -> int:
+    @property
+    def size(self) -> int:  # not __len__: a NamedTuple's own machinery (_replace) relies on len()
         return len(self.action)
 
 
