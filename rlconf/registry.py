@@ -63,8 +63,8 @@ def register(kind: str, name: str, description: str = "") -> Callable[[Any], Any
         raise ValueError(f"unknown registry kind {kind!r}; allowed: {', '.join(KINDS)}")
 
     def add(obj):
-        doc = description or (obj.__doc__ or "").strip().splitlines()[0:1]
-        _USER[kind][name] = (obj, doc if isinstance(doc, str) else (doc[0] if doc else ""))
+        lines = (obj.__doc__ or "").strip().splitlines()
+        _USER[kind][name] = (obj, description or (lines[0] if lines else ""))
         return obj
 
     return add
