@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import gymnasium as gym
+import numpy as np
 import torch
 
 from rlconf.core import State, StateArray
@@ -62,6 +63,11 @@ class BuildContext:
     approximation: dict = field(default_factory=dict)
     logger: Any = None
     seed: int = 0
+
+    @property
+    def observation_dtype(self) -> torch.dtype:
+        """The torch dtype of the observations (uint8 frames stay uint8 in memory)."""
+        return torch.from_numpy(np.zeros(0, self.observation_space.dtype)).dtype
 
 
 class Buildable:

@@ -91,7 +91,7 @@ class DQN(ParallelAgent, Buildable):
         epsilon = schedule(config.epsilon, config.epsilon_final, config.epsilon_decay_steps, clock, "epsilon")
         policy = ParallelGreedyPolicy(q, n_actions, epsilon, np.random.default_rng(context.seed))
         replay = ReplayBuffer(config.replay_buffer_size, context.n_envs, space.shape,
-                              torch.as_tensor(np.zeros(0, space.dtype)).dtype, device=context.device,
+                              context.observation_dtype, device=context.device,
                               generator=torch.Generator().manual_seed(context.seed))
         return cls(q, policy, replay, clock, config, context.n_envs)
 
@@ -112,21 +112,19 @@ class DQN(ParallelAgent, Buildable):
         n, b = self.config.gradient_steps, self.config.batch_size
         # One draw for the whole burst: n independent uniform minibatches, gathered in one indexing op.
         batch = self.replay.sample(n * b)
-        if self._target_stale and isinstance(self.q.target_network, FixedTarget):
-            self.q.target_network.sync()
-            self._target_stale = False
-        if isinstance(self.q.target_network, FixedTarget):
+        fixed_target = isinstance(self.q.target_network, FixedTarget)
+        if fixed_target:
+            if self._target_stale:
+                self.q.target_network.sync()
+                self._target_stale = False
             # The target network does not move during a burst, so all its targets come from one pass.
             targets = self._td_targets(batch.reward, batch.next_observation, batch.next_mask)
         for i in range(n):
             part = slice(i * b, (i + 1) * b)
-            if isinstance(self.q.target_network, FixedTarget):
-                targets_part = targets[part]
-            else:
-                targets_part = self._td_targets(batch.reward[part], batch.next_observation[part],
-                                                batch.next_mask[part])
+            target = targets[part] if fixed_target else self._td_targets(
+                batch.reward[part], batch.next_observation[part], batch.next_mask[part])
             values = self.q(batch.observation[part]).gather(1, batch.action[part].unsqueeze(1)).squeeze(1)
-            self.q.reinforce(self.loss(values, targets_part))
+            self.q.reinforce(self.loss(values, target))
 
     def _td_targets(self, reward, next_observation, next_mask) -> torch.Tensor:
         next_values = self.q.target(next_observation).max(-1).values

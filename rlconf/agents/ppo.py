@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -96,7 +95,7 @@ class PPO(ParallelAgent, Buildable):
         policy = approximation(SoftmaxPolicy, policy_model, "policy")
         v = approximation(VNetwork, value_model, "v")
         buffer = GeneralizedAdvantageBuffer(
-            config.n_steps, context.n_envs, space.shape, torch.as_tensor(np.zeros(0, space.dtype)).dtype,
+            config.n_steps, context.n_envs, space.shape, context.observation_dtype,
             discount_factor=config.discount_factor, lam=config.lam, device=device)
         clip = schedule(config.clip, config.clip_final, context.total_steps, clock, "clip")
         agent = cls(features, v, policy, buffer, clock, config, clip)

@@ -76,7 +76,7 @@ class Approximation:
     def step(self, loss: torch.Tensor | None = None, clip: bool = True) -> Approximation:
         """One optimiser step, given that gradients are in place (``clip=False``: already clipped)."""
         if clip and self.clip_grad:
-            torch.nn.utils.clip_grad_norm_(self._params, self.clip_grad, foreach=True)
+            clip_grad_norm(self._params, self.clip_grad)
         self.optimizer.step()
         if self.scheduler is not None:
             self.scheduler.step()
@@ -208,6 +208,21 @@ class ScheduledLearningRate:
         self.step()
 
 
+@torch.no_grad()
+def clip_grad_norm(parameters: list[torch.Tensor], max_norm: float) -> None:
+    """Scale gradients so their global L2 norm is at most ``max_norm`` (as torch.nn.utils.clip_grad_norm_).
+
+    The same arithmetic in five tensor operations: torch's utility spends three times as long in Python
+    checks and wrappers, which shows on networks small enough that an update takes well under a
+    millisecond.
+    """
+    grads = [p.grad for p in parameters if p.grad is not None]
+    if not grads:
+        return
+    total = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
+    torch._foreach_mul_(grads, (max_norm / (total + 1e-6)).clamp_(max=1.0))
+
+
 def reinforce_together(*losses: tuple[Approximation, torch.Tensor]) -> None:
     """Train several approximations from one backward pass through the sum of their losses.
 
@@ -222,7 +237,7 @@ def reinforce_together(*losses: tuple[Approximation, torch.Tensor]) -> None:
     clip = {approximation.clip_grad for approximation in approximations}
     if len(clip) == 1 and (limit := clip.pop()):
         params = [p for approximation in approximations for p in approximation._params]
-        torch.nn.utils.clip_grad_norm_(params, limit, foreach=True)
+        clip_grad_norm(params, limit)
         for approximation, loss in losses:
             approximation.step(loss, clip=False)
     else:
