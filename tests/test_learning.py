@@ -7,6 +7,7 @@ CI runs them.
 
 from __future__ import annotations
 
+import csv
 import json
 
 import pytest
@@ -18,7 +19,14 @@ from conftest import only_run_dir
 def test_default_preset_solves_cartpole(run_cli, workdir, agent, budget):
     result = run_cli("run", f"agent={agent}", "env=classic/cartpole", "quiet=true", cwd=workdir, timeout=900)
     assert result.returncode == 0, result.stderr
-    summary = json.loads((only_run_dir(workdir / "runs") / "summary.json").read_text())
+    run_dir = only_run_dir(workdir / "runs")
+    summary = json.loads((run_dir / "summary.json").read_text())
     assert budget <= summary["steps"] < budget + 8  # the last step of 8 envs may overshoot
     assert summary["test_episodes"] == 100
     assert summary["test_return_mean"] >= 475, summary
+
+    # A long run also fills the window statistics: one row per 100 training episodes.
+    with open(run_dir / "returns100.csv") as f:
+        windows = list(csv.DictReader(f))
+    assert [int(row["episode"]) for row in windows] == [100 * (i + 1) for i in range(summary["episodes"] // 100)]
+    assert all(float(row["min"]) <= float(row["mean"]) <= float(row["max"]) for row in windows)
