@@ -68,7 +68,8 @@ class PPO(ParallelAgent, Buildable):
         self.clock = clock
         self.config = config
         self.clip = clip
-        self.generator = torch.Generator()
+        # Sampling happens where the policy's outputs live: a CUDA multinomial needs a CUDA generator.
+        self.generator = torch.Generator(device=buffer.observation.device)
 
     @classmethod
     def from_config(cls, config: PPOConfig, context: BuildContext) -> PPO:
@@ -128,7 +129,7 @@ class PPO(ParallelAgent, Buildable):
                 self._update(rollout)
             return
         for _ in range(self.config.epochs):
-            order = torch.randperm(n, generator=self.generator)
+            order = torch.randperm(n, generator=self.generator, device=self.generator.device)
             for start in range(0, n, size):
                 index = order[start : start + size]
                 self._update(self._normalized(Rollout(*(x[index] for x in rollout))))

@@ -44,11 +44,11 @@ class ParallelGreedyPolicy(GreedyPolicy):
         n = len(states)
         explore = self.rng.random(n) < float(self.epsilon)
         if explore.all():
-            return torch.from_numpy(self.rng.integers(self.n_actions, size=n))
+            return torch.from_numpy(self.rng.integers(self.n_actions, size=n)).to(states.device)
         actions = self.q.no_grad(states.as_input()).argmax(-1)
         if explore.any():
-            actions[torch.from_numpy(explore)] = torch.from_numpy(
-                self.rng.integers(self.n_actions, size=int(explore.sum())))
+            random_actions = torch.from_numpy(self.rng.integers(self.n_actions, size=n)).to(actions.device)
+            actions = torch.where(torch.from_numpy(explore).to(actions.device), random_actions, actions)
         return actions
 
     def eval(self, states: State) -> torch.Tensor:
