@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from rlconf.paths import config_dir
+from rlconf.paths import config_dir, launchers_dir
 
 USAGE = """usage: rlconf run [-m] [--cfg {job,hydra,all}] [--config-dir DIR] key=value ...
        rlconf list [GROUP | components]
@@ -42,7 +42,16 @@ def fail(message: str) -> None:
 
 # -- config groups on disk ------------------------------------------------------------------------------
 def search_dirs(extra: list[str]) -> list[Path]:
-    return [config_dir(), *(Path(d).resolve() for d in extra)]
+    return [config_dir(), *searchpath(extra)]
+
+
+def searchpath(extra: list[str]) -> list[Path]:
+    """Config folders besides the primary one: the shipped launchers, then the user's own."""
+    return [launchers_dir(), *(Path(d).resolve() for d in extra)]
+
+
+def searchpath_override(extra: list[str]) -> str:
+    return f"hydra.searchpath=[{','.join('file://' + str(d) for d in searchpath(extra))}]"
 
 
 def group_options(dirs: list[Path]) -> dict[str, dict[str, str]]:
@@ -118,29 +127,33 @@ def cmd_run(args: list[str]) -> int:
     return launch(overrides, config_dirs, multirun, cfg_mode)
 
 
-def _take_option(args: list[str], name: str) -> str | None:
-    """Remove ``name VALUE`` or ``name=VALUE`` from ``args`` and return VALUE (the last one given)."""
-    value = None
+def _take_all(args: list[str], name: str) -> list[str]:
+    """Remove every ``name VALUE`` and ``name=VALUE`` from ``args``; return the values in order."""
+    values = []
     i = 0
     while i < len(args):
         if args[i] == name:
             if i + 1 >= len(args):
                 raise UsageError(f"{name} needs a value")
-            value = args[i + 1]
+            values.append(args[i + 1])
             del args[i : i + 2]
         elif args[i].startswith(name + "="):
-            value = args.pop(i).split("=", 1)[1]
+            values.append(args.pop(i).split("=", 1)[1])
         else:
             i += 1
-    return value
+    return values
+
+
+def _take_option(args: list[str], name: str) -> str | None:
+    values = _take_all(args, name)
+    return values[-1] if values else None
 
 
 def _take_config_dirs(args: list[str]) -> list[str]:
-    dirs = []
-    while (d := _take_option(args, "--config-dir")) is not None:
+    dirs = _take_all(args, "--config-dir")
+    for d in dirs:
         if not Path(d).is_dir():
             raise UsageError(f"--config-dir {d}: no such directory")
-        dirs.append(d)
     return dirs
 
 
@@ -184,10 +197,8 @@ def compose(overrides: list[str], config_dirs: list[str]):
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
-    extra = [f"hydra.searchpath=[{','.join('file://' + str(Path(d).resolve()) for d in config_dirs)}]"] \
-        if config_dirs else []
     with initialize_config_dir(config_dir=str(config_dir()), version_base=None):
-        return hydra_compose(config_name="config", overrides=overrides + extra)
+        return hydra_compose(config_name="config", overrides=[*overrides, searchpath_override(config_dirs)])
 
 
 def check_composition(overrides: list[str], config_dirs: list[str]) -> None:
@@ -234,13 +245,12 @@ def launch(overrides: list[str], config_dirs: list[str], multirun: bool, cfg_mod
     """Hand the checked overrides to Hydra, which composes again and runs (or sweeps) the job."""
     import hydra
 
-    argv = ["rlconf", *overrides]
+    # The searchpath as an override rather than Hydra's --config-dir, which takes only one folder.
+    argv = ["rlconf", *overrides, searchpath_override(config_dirs)]
     if multirun:
         argv.append("--multirun")
     if cfg_mode:
         argv += ["--cfg", cfg_mode]
-    for d in config_dirs:
-        argv += ["--config-dir", str(Path(d).resolve())]
 
     @hydra.main(config_path=str(config_dir()), config_name="config", version_base=None)
     def task(cfg) -> None:

@@ -1,4 +1,4 @@
-"""Where the shipped YAML config tree lives: inside the installed package, or at the top of a checkout."""
+"""Where the shipped YAML trees live: inside the installed package, or at the top of a checkout."""
 
 from __future__ import annotations
 
@@ -7,6 +7,16 @@ from pathlib import Path
 _PACKAGE = Path(__file__).resolve().parent
 
 
+def _shipped(name: str) -> Path:
+    installed = _PACKAGE / name  # a wheel ships configs/ and launchers/ as rlconf/configs, rlconf/launchers
+    return installed if installed.is_dir() else _PACKAGE.parent / name
+
+
 def config_dir() -> Path:
-    installed = _PACKAGE / "configs"  # a wheel ships configs/ as rlconf/configs
-    return installed if installed.is_dir() else _PACKAGE.parent / "configs"
+    """The primary config tree: config.yaml and the agent, env, body, ... groups."""
+    return _shipped("configs")
+
+
+def launchers_dir() -> Path:
+    """The launcher group: where runs execute, kept apart from what runs."""
+    return _shipped("launchers")

@@ -279,3 +279,29 @@ def test_multirun_sweeps_seeds_into_one_sweep_directory(run_cli, workdir, tmp_pa
     dirs = run_dirs(sweeps[0])
     assert sorted(json.loads((d / "summary.json").read_text())["seed"] for d in dirs) == [0, 1]
     assert list(workdir.iterdir()) == []
+
+
+def test_launcher_group_is_listed_and_selectable(run_cli, workdir):
+    listed = run_cli("list", "launcher", cwd=workdir)
+    assert listed.returncode == 0 and "basic" in listed.stdout
+    shown = run_cli("run", *CARTPOLE, "launcher=basic", "--cfg", "hydra", cwd=workdir)
+    assert shown.returncode == 0, shown.stderr
+    assert "BasicLauncher" in shown.stdout
+    refused = one_error_line(run_cli("run", *CARTPOLE, "launcher=nosuch", cwd=workdir))
+    assert "launcher" in refused and "basic" in refused
+
+
+def test_several_config_dirs_are_all_searched(run_cli, workdir, tmp_path):
+    """Hydra's own --config-dir keeps only the last folder; rlconf passes every one given."""
+    agents, envs = tmp_path / "agents", tmp_path / "envs"
+    (agents / "agent").mkdir(parents=True)
+    (envs / "env" / "classic").mkdir(parents=True)
+    (agents / "agent" / "dqn_tiny.yaml").write_text("# DQN with a small batch\ndefaults:\n  - dqn\nbatch_size: 8\n")
+    (envs / "env" / "classic" / "cartpole_short.yaml").write_text(
+        "# @package _global_\n# CartPole with 100-step episodes\ndefaults:\n  - override /family: classic\n"
+        "env:\n  name: classic/cartpole_short\n  family: classic\n  id: CartPole-v1\n  kwargs: {}\n"
+        "  max_episode_steps: 100\n")
+    result = run_cli("run", "agent=dqn_tiny", "env=classic/cartpole_short", "--config-dir", str(agents),
+                     "--config-dir", str(envs), "--cfg", "job", cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    assert "batch_size: 8" in result.stdout and "max_episode_steps: 100" in result.stdout

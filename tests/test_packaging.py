@@ -1,0 +1,25 @@
+"""The wheel carries the config tree and the launchers: ``pip install .`` alone must give a working CLI."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_wheel_ships_configs_and_launchers(tmp_path):
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                    "-w", str(tmp_path), str(REPO)], check=True, capture_output=True, text=True)
+    (wheel,) = tmp_path.glob("rlconf-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    shipped_yaml = {p.relative_to(REPO).as_posix() for p in REPO.glob("configs/**/*.yaml")} | {
+        p.relative_to(REPO).as_posix() for p in REPO.glob("launchers/**/*.yaml")}
+    assert shipped_yaml, "the repository has no config files?"
+    missing = {name for name in shipped_yaml if f"rlconf/{name}" not in names}
+    assert not missing, f"not in the wheel: {sorted(missing)}"
+    assert "rlconf/cli.py" in names and "rlconf/agents/dqn.py" in names
+    entry_points = next(n for n in names if n.endswith("entry_points.txt"))
+    assert "rlconf = rlconf.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
