@@ -13,15 +13,8 @@ import torch
 from rlconf.core import State, StateArray
 
 
-class Agent(ABC):
-    """An agent for one environment: ``act(state) -> action``.
-
-    Learning happens inside ``act``: the agent decides when to store experience and when to update. The
-    state carries the reward for the previous action and whether the episode ended.
-    """
-
-    @abstractmethod
-    def act(self, state: State) -> Any: ...
+class Learner:
+    """What every learning agent can do besides acting: save and restore what it has learned."""
 
     def state_dict(self) -> dict:
         """Everything needed to continue learning: models, optimisers, counters, schedules."""
@@ -31,17 +24,22 @@ class Agent(ABC):
         pass
 
 
-class ParallelAgent(ABC):
+class Agent(Learner):
+    """An agent for one environment: ``act(state) -> action``.
+
+    Learning happens inside ``act``: the agent decides when to store experience and when to update. The
+    state carries the reward for the previous action and whether the episode ended.
+    """
+
+    @abstractmethod
+    def act(self, state: State) -> Any: ...
+
+
+class ParallelAgent(Learner):
     """An agent for a batch of environments: ``act(states: StateArray) -> actions`` (one per environment)."""
 
     @abstractmethod
     def act(self, states: StateArray) -> torch.Tensor: ...
-
-    def state_dict(self) -> dict:
-        return {}
-
-    def load_state_dict(self, state: dict) -> None:
-        pass
 
 
 class TestAgent(ABC):
