@@ -31,6 +31,12 @@ REQUIRED_GROUPS = ("agent", "env")
 CFG_MODES = ("job", "hydra", "all")
 
 
+def _override_prefixes() -> dict:
+    from hydra.core.override_parser.types import OverrideType
+
+    return {OverrideType.CHANGE: "", OverrideType.ADD: "+", OverrideType.FORCE_ADD: "++", OverrideType.DEL: "~"}
+
+
 class UsageError(Exception):
     """Bad input: reported as one line, exit status 2."""
 
@@ -168,6 +174,8 @@ def precheck(overrides: list[str], config_dirs: list[str], multirun: bool) -> No
 
     groups = group_options(search_dirs(config_dirs))
     choices: dict[str, list[str]] = {}
+    fixed: list[str] = []  # overrides that are not sweeps, exactly as typed (with any +, ++ or ~)
+    sweeps: dict[str, tuple[str, list[str]]] = {}  # key -> (prefix, values)
     for override in parsed:
         key = override.get_key_element()
         values = list(override.sweep_string_iterator()) if override.is_sweep_override() else [
@@ -175,6 +183,10 @@ def precheck(overrides: list[str], config_dirs: list[str], multirun: bool) -> No
         if override.is_sweep_override() and not multirun:
             raise UsageError(f"{key}={','.join(values)} is a sweep: add -m to run one job per value")
         choices[key] = values
+        if override.is_sweep_override():
+            sweeps[key] = (_override_prefixes()[override.type], values)
+        else:
+            fixed.append(override.input_line)
         # Hidden groups too: an optional one (preset) would otherwise skip a misspelt choice silently.
         if key in groups:
             for value in values:
@@ -187,10 +199,13 @@ def precheck(overrides: list[str], config_dirs: list[str], multirun: bool) -> No
             options = ", ".join(sorted(groups.get(group, {})))
             raise UsageError(f"missing {group}: choose one with {group}=NAME; available: {options}")
 
-    base = {key: values[0] for key, values in choices.items()}
-    variants = [base] + [{**base, key: v} for key, values in choices.items() for v in values[1:]]
+    # Every value of every sweep is composed once, the other sweeps at their first value: linear, not
+    # the whole product, and still every value is checked.
+    base = {key: f"{prefix}{key}={values[0]}" for key, (prefix, values) in sweeps.items()}
+    variants = [base] + [{**base, key: f"{prefix}{key}={v}"} for key, (prefix, values) in sweeps.items()
+                         for v in values[1:]]
     for variant in variants:
-        check_composition([f"{k}={v}" for k, v in variant.items()], config_dirs)
+        check_composition([*fixed, *variant.values()], config_dirs)
 
 
 def compose(overrides: list[str], config_dirs: list[str]):

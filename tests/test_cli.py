@@ -305,3 +305,19 @@ def test_several_config_dirs_are_all_searched(run_cli, workdir, tmp_path):
                      "--config-dir", str(envs), "--cfg", "job", cwd=workdir)
     assert result.returncode == 0, result.stderr
     assert "batch_size: 8" in result.stdout and "max_episode_steps: 100" in result.stdout
+
+
+def test_multirun_over_agents_applies_each_agents_preset(run_cli, workdir, tmp_path):
+    """Sweeping the agent group itself: Hydra composes the sweep's base config without an agent, and the
+    per-family preset (chosen by agent) must still resolve for every job."""
+    logdir = tmp_path / "runs"
+    result = run_cli("run", "-m", "agent=dqn,ppo", "env=classic/cartpole", "seed=0,1", "steps=300",
+                     *FAST_RUN, f"logdir={logdir}", cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    configs = {}
+    for config in logdir.glob("sweep_*/*/config.yaml"):
+        cfg = OmegaConf.load(config)
+        configs[(cfg.agent.name, cfg.seed)] = cfg
+    assert set(configs) == {("dqn", 0), ("dqn", 1), ("ppo", 0), ("ppo", 1)}
+    assert configs[("dqn", 0)].agent.discount_factor == 0.999  # configs/preset/classic/dqn.yaml
+    assert configs[("ppo", 1)].hardware.n_envs == 8  # configs/preset/classic/ppo.yaml
