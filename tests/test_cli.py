@@ -321,3 +321,35 @@ def test_multirun_over_agents_applies_each_agents_preset(run_cli, workdir, tmp_p
     assert set(configs) == {("dqn", 0), ("dqn", 1), ("ppo", 0), ("ppo", 1)}
     assert configs[("dqn", 0)].agent.discount_factor == 0.999  # configs/preset/classic/dqn.yaml
     assert configs[("ppo", 1)].hardware.n_envs == 8  # configs/preset/classic/ppo.yaml
+
+
+def test_sigint_stops_at_a_step_boundary_with_a_checkpoint(tmp_path, workdir):
+    """Ctrl-C (SIGINT) finishes the current step, writes a checkpoint matching the CSV files, exits 130."""
+    import signal
+    import time
+
+    logdir = tmp_path / "runs"
+    process = subprocess.Popen([sys.executable, "-m", "rlconf", "run", *CARTPOLE, "steps=1000000", "eval_every=0",
+                                "checkpoint_every=0", "quiet=true", f"logdir={logdir}"],
+                               cwd=workdir, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def episodes_written() -> int:
+        files = list(logdir.glob("*/episodes.csv"))
+        return len(files[0].read_text().splitlines()) if files else 0
+
+    deadline = time.monotonic() + 120
+    while episodes_written() < 20:  # rows reach the file in buffered blocks; wait for a few
+        assert time.monotonic() < deadline and process.poll() is None, "the run never got going"
+        time.sleep(0.2)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr and "SIGINT" in stderr and "checkpoint" in stderr
+    run_dir = only_run_dir(logdir)
+    assert not (run_dir / "summary.json").exists()
+    checkpoint = torch.load(run_dir / "checkpoint.pt", weights_only=False)
+    with open(run_dir / "episodes.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert 0 < checkpoint["steps"] < 1_000_000
+    assert checkpoint["episodes"] == len(rows)  # every episode the checkpoint counts is on disk, no more
+    assert int(rows[-1]["step"]) <= checkpoint["steps"]

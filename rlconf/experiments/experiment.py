@@ -10,8 +10,11 @@ greedy evaluation, periodic checkpoints, the progress bar, and the final test.
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import torch
@@ -20,6 +23,42 @@ from rlconf.experiments.evaluate import evaluate
 from rlconf.experiments.progress import ConsoleProgress
 from rlconf.experiments.rundir import atomic_write
 from rlconf.logging import Logger
+
+
+class Interrupted(Exception):
+    """Training stopped on a signal, at a step boundary, after writing a checkpoint."""
+
+    def __init__(self, signum: int, steps: int):
+        self.signum = signum
+        self.steps = steps
+        super().__init__(f"{signal.Signals(signum).name} at step {steps:,}")
+
+
+class _StopRequest:
+    def __init__(self):
+        self.signum: int | None = None
+
+
+@contextlib.contextmanager
+def stop_requests(signals=(signal.SIGINT, signal.SIGTERM)) -> Iterator[_StopRequest]:
+    """While training, SIGINT and SIGTERM only ask the loop to stop: it finishes the current step, writes
+    a checkpoint and raises Interrupted, so nothing is left half-updated. A second signal acts at once."""
+    request = _StopRequest()
+    if threading.current_thread() is not threading.main_thread():
+        yield request
+        return
+
+    def ask(signum, frame):
+        request.signum = signum
+        for s in signals:  # the next one is not polite any more
+            signal.signal(s, previous[s])
+
+    previous = {s: signal.signal(s, ask) for s in signals}
+    try:
+        yield request
+    finally:
+        for s in signals:
+            signal.signal(s, previous[s])
 
 
 class Experiment:
@@ -50,18 +89,24 @@ class Experiment:
         next_checkpoint = self.checkpoint_every or float("inf")
         start = time.perf_counter()
         state = env.reset(seed=self.seed)
-        while env.steps < self.budget:
-            state = env.step(agent.act(state))
-            if env.completed:
-                self._record_episodes(start)
-            if env.steps >= next_eval:
-                next_eval += self.eval_every
-                self._evaluate(start)
-            if env.steps >= next_checkpoint:
-                next_checkpoint += self.checkpoint_every
-                self.save_checkpoint()
-            self.progress.update(env.steps, self.episodes, self.last_return,
-                                 env.steps / max(time.perf_counter() - start, 1e-9))
+        with stop_requests() as stop:
+            while env.steps < self.budget:
+                state = env.step(agent.act(state))
+                if env.completed:
+                    self._record_episodes(start)
+                if env.steps >= next_eval:
+                    next_eval += self.eval_every
+                    self._evaluate(start)
+                if env.steps >= next_checkpoint:
+                    next_checkpoint += self.checkpoint_every
+                    self.save_checkpoint()
+                self.progress.update(env.steps, self.episodes, self.last_return,
+                                     env.steps / max(time.perf_counter() - start, 1e-9))
+                if stop.signum is not None:
+                    self.train_seconds += time.perf_counter() - start
+                    self.progress.stop()
+                    self.save_checkpoint()
+                    raise Interrupted(stop.signum, env.steps)
         self.train_seconds += time.perf_counter() - start
         self.logger.step = env.steps
         self.progress.stop()

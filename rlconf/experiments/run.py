@@ -7,6 +7,7 @@ Nothing is written to disk until every component has been built, so bad input le
 from __future__ import annotations
 
 import random
+import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -19,7 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 from rlconf import registry
 from rlconf.agents import BuildContext, ParallelAgent, SingleEnvAgent
 from rlconf.config import ConfigError, Settings, validate
-from rlconf.experiments.experiment import Experiment
+from rlconf.experiments.experiment import Experiment, Interrupted
 from rlconf.experiments.progress import ConsoleProgress
 from rlconf.experiments.rundir import make_run_dir, write_json
 from rlconf.logging import LoggerGroup
@@ -39,7 +40,9 @@ def make_env(settings: Settings, n_envs: int):
         extra = EXTRAS.get(settings.env.family, settings.env.family)
         raise ConfigError(f"env={settings.env.name} needs the missing package {error.name!r}: "
                           f"pip install 'rlconf[{extra}]'") from None
-    except Exception as error:  # gymnasium's errors for unknown ids or bad kwargs
+    except TypeError as error:  # an env kwarg the environment does not take
+        raise ConfigError(f"env.kwargs={settings.env.kwargs}: {error}") from None
+    except Exception as error:  # gymnasium's errors for unknown ids
         if type(error).__module__.startswith("gymnasium"):
             raise ConfigError(f"env.id={settings.env.id}: {error}") from None
         raise
@@ -102,7 +105,12 @@ def run(cfg: DictConfig, parent_dir: str | Path | None = None, overrides: list[s
         eval_episodes=settings.run.eval_episodes, checkpoint_every=settings.run.checkpoint_every,
         progress=progress, checkpoint_extra={"config": resolved})
     try:
-        experiment.train()
+        try:
+            experiment.train()
+        except Interrupted as stop:
+            print(f"rlconf: stopped by {stop}; checkpoint written to {run_dir / 'checkpoint.pt'}",
+                  file=sys.stderr)
+            raise SystemExit(128 + stop.signum) from None
         test_start = time.perf_counter()
         returns = experiment.test(settings.run.test_episodes)
         summary = _summary(settings, experiment, returns, time.perf_counter() - test_start, run_dir)
