@@ -96,7 +96,7 @@ class Experiment:
                     self._record_episodes(start)
                 if env.steps >= next_eval:
                     next_eval += self.eval_every
-                    self._evaluate(start)
+                    self._evaluate()
                 if env.steps >= next_checkpoint:
                     next_checkpoint += self.checkpoint_every
                     self.save_checkpoint()
@@ -120,7 +120,7 @@ class Experiment:
             self.last_return = episode.returns
             self.logger.add_episode(self.env.steps, self.episodes, episode.returns, episode.length, wall)
 
-    def _evaluate(self, start: float) -> None:
+    def _evaluate(self) -> None:
         returns = self.test(self.eval_episodes)
         self.logger.add_evaluation(self.env.steps, returns)
 
