@@ -1,6 +1,8 @@
 """Replay buffers and on-policy rollout storage."""
 
 from rlconf.memory.advantage import GeneralizedAdvantageBuffer, Rollout
-from rlconf.memory.replay import ReplayBuffer, Transitions
+from rlconf.memory.prioritized import PrioritizedReplayBuffer, SumTree
+from rlconf.memory.replay import NStepReplayBuffer, ReplayBuffer, Transitions, replay_buffer
 
-__all__ = ["GeneralizedAdvantageBuffer", "ReplayBuffer", "Rollout", "Transitions"]
+__all__ = ["GeneralizedAdvantageBuffer", "NStepReplayBuffer", "PrioritizedReplayBuffer", "ReplayBuffer", "Rollout",
+           "SumTree", "Transitions", "replay_buffer"]

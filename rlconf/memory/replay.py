@@ -2,8 +2,13 @@
 
 Observations are stored once, in time-major rows of ``n_envs`` columns (as rlpyt does): row ``t`` holds every
 environment's state at step ``t`` and the action taken there. The next state of a transition is simply the
-next row, so nothing is stored twice. A transition leaving a state whose episode had ended (the step on which
-the vector environment resets) is never sampled.
+next row, so nothing is stored twice; n-step returns read the rows that follow. A transition leaving a state
+whose episode had ended (the step on which the vector environment resets) is never sampled.
+
+With ``frame_stack=k`` the observations are stacks of ``k`` frames of which only the newest is new at each
+step: only that frame is stored, and stacks are rebuilt from the preceding rows at sample time (a stack
+that started with its episode repeats the episode's first frame, as the FrameStack body does). An Atari
+transition then costs one 84x84 frame plus a few scalars, and a million of them fit in about 7 GB.
 """
 
 from __future__ import annotations
@@ -17,7 +22,13 @@ from rlconf.core import State
 
 
 class Transitions(NamedTuple):
-    """A batch of transitions (s, a, r, s', mask'); ``weights`` is None for uniform replay."""
+    """A batch of transitions (s, a, r, s', mask').
+
+    ``reward`` is the discounted sum of the rewards up to ``next_observation`` and ``discount`` the factor
+    for bootstrapping from it (gamma ** steps; None for one-step transitions, where the agent's own
+    discount applies). ``weights`` are importance weights (None for uniform replay) and ``indices`` identify
+    the transitions for ``update_priorities``.
+    """
 
     observation: torch.Tensor
     action: torch.Tensor
@@ -25,6 +36,8 @@ class Transitions(NamedTuple):
     next_observation: torch.Tensor
     next_mask: torch.Tensor
     weights: torch.Tensor | None = None
+    discount: torch.Tensor | None = None
+    indices: tuple[torch.Tensor, torch.Tensor] | None = None
 
 
 class ReplayBuffer:
@@ -33,17 +46,23 @@ class ReplayBuffer:
     def __init__(self, capacity: int, n_envs: int, observation_shape: tuple[int, ...],
                  observation_dtype: torch.dtype, action_shape: tuple[int, ...] = (),
                  action_dtype: torch.dtype = torch.int64, device: str | torch.device = "cpu",
-                 generator: torch.Generator | None = None):
+                 generator: torch.Generator | None = None, frame_stack: int = 1):
         self.n_envs = n_envs
-        self.rows = max(2, math.ceil(capacity / n_envs))
+        self.rows = max(frame_stack + 1, math.ceil(capacity / n_envs))
         self.device = torch.device(device)
         self.generator = generator
+        self.frame_stack = frame_stack
         rows, envs = self.rows, n_envs
-        self.observation = torch.zeros((rows, envs, *observation_shape), dtype=observation_dtype, device=device)
+        stored_shape = observation_shape[1:] if frame_stack > 1 else observation_shape
+        if frame_stack > 1 and observation_shape[0] != frame_stack:
+            raise ValueError(f"frame_stack={frame_stack} but observations have shape {observation_shape}")
+        self.observation = torch.zeros((rows, envs, *stored_shape), dtype=observation_dtype, device=device)
         self.action = torch.zeros((rows, envs, *action_shape), dtype=action_dtype, device=device)
         self.reward = torch.zeros((rows, envs), dtype=torch.float32, device=device)
         self.mask = torch.zeros((rows, envs), dtype=torch.float32, device=device)
         self.done = torch.zeros((rows, envs), dtype=torch.bool, device=device)
+        # Where a frame stack (re)started: the first state of an episode. Only needed to rebuild stacks.
+        self.stack_start = torch.zeros((rows, envs), dtype=torch.bool, device=device) if frame_stack > 1 else None
         self._next_row = 0
         self._filled = 0
 
@@ -51,48 +70,172 @@ class ReplayBuffer:
         """The number of transitions that can be sampled (rows with a successor, times environments)."""
         return max(0, self._filled - 1) * self.n_envs
 
+    @property
+    def newest_row(self) -> int:
+        return (self._next_row - 1) % self.rows
+
     def store(self, states: State, actions: torch.Tensor) -> None:
         """Record every environment's current state and the action chosen in it."""
         row = self._next_row
-        self.observation[row] = states["observation"]
+        observation = states["observation"]
+        if self.stack_start is not None:
+            self.stack_start[row] = self._starts(states, row)
+            observation = observation[:, -1]
+        self.observation[row] = observation
         self.reward[row] = states["reward"]
         self.mask[row] = states["mask"]
         self.done[row] = states["done"]
         self.action[row] = actions
         self._next_row = (row + 1) % self.rows
         self._filled = min(self._filled + 1, self.rows)
+        self._stored(row)
 
-    def _sample_indices(self, n: int) -> tuple[torch.Tensor, torch.Tensor]:
-        oldest = (self._next_row - self._filled) % self.rows
+    def _starts(self, states: State, row: int) -> torch.Tensor:
+        if "stack_start" in states:  # the FrameStack body says where it refilled a stack
+            return states["stack_start"]
+        if self._filled == 0:
+            return torch.ones(self.n_envs, dtype=torch.bool, device=self.device)
+        return self.done[(row - 1) % self.rows]
+
+    def _stored(self, row: int) -> None:
+        """Hook for subclasses: ``row`` was just written (the row before it gained its successor)."""
+
+    # -- sampling ------------------------------------------------------------------------------------
+    def sample(self, batch_size: int) -> Transitions:
+        rows, cols, weights = self.draw(batch_size)
+        return self.gather(rows, cols)._replace(weights=weights)
+
+    def draw(self, n: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """``n`` transitions, uniformly: their rows, columns, and no importance weights."""
+        if len(self) == 0:
+            raise RuntimeError("the replay buffer holds no complete transition yet")
+        # Once the ring is full, the oldest rows' frame stacks reach into overwritten rows: skip them.
+        skip = self.frame_stack - 1 if self._filled == self.rows else 0
+        oldest = (self._next_row - self._filled + skip) % self.rows
         rows = torch.empty(n, dtype=torch.int64)
         cols = torch.empty(n, dtype=torch.int64)
         todo = torch.arange(n)
         while len(todo):  # rejection sampling keeps the draw uniform over valid transitions
             k = len(todo)
-            r = (oldest + torch.randint(self._filled - 1, (k,), generator=self.generator)) % self.rows
+            r = (oldest + torch.randint(self._filled - 1 - skip, (k,), generator=self.generator)) % self.rows
             c = torch.randint(self.n_envs, (k,), generator=self.generator)
             rows[todo], cols[todo] = r, c
             todo = todo[self.done[r, c].cpu()]
-        return rows.to(self.device), cols.to(self.device)
+        return rows.to(self.device), cols.to(self.device), None
 
-    def sample(self, batch_size: int) -> Transitions:
-        if len(self) == 0:
-            raise RuntimeError("the replay buffer holds no complete transition yet")
-        rows, cols = self._sample_indices(batch_size)
-        nxt = (rows + 1) % self.rows
+    def gather(self, rows: torch.Tensor, cols: torch.Tensor, n_steps: int = 1,
+               discount_factor: float = 1.0) -> Transitions:
+        """The transitions starting at (rows, cols), over ``n_steps`` steps (fewer where the episode ends or
+        the newest row is reached first; ``discount`` then says how far the bootstrap state is)."""
+        if n_steps == 1:
+            last = (rows + 1) % self.rows
+            reward, discount = self.reward[last, cols], None
+        else:
+            last, reward, discount = self._n_step(rows, cols, n_steps, discount_factor)
         return Transitions(
-            observation=self.observation[rows, cols],
+            observation=self.observations(rows, cols),
             action=self.action[rows, cols],
-            reward=self.reward[nxt, cols],
-            next_observation=self.observation[nxt, cols],
-            next_mask=self.mask[nxt, cols],
+            reward=reward,
+            next_observation=self.observations(last, cols),
+            next_mask=self.mask[last, cols],
+            discount=discount,
+            indices=(rows, cols),
         )
 
+    def _n_step(self, rows, cols, n_steps: int, gamma: float):
+        available = (self.newest_row - rows) % self.rows  # rows written after each start row
+        reward = torch.zeros(len(rows), device=self.device)
+        discount = torch.ones(len(rows), device=self.device)
+        last = rows.clone()
+        alive = torch.ones(len(rows), dtype=torch.bool, device=self.device)
+        for k in range(1, n_steps + 1):
+            step = alive & (available >= k)
+            row = (rows + k) % self.rows
+            reward += torch.where(step, discount * self.reward[row, cols], 0.0)
+            last = torch.where(step, row, last)
+            discount = torch.where(step, discount * gamma, discount)
+            alive = step & ~self.done[row, cols]  # an ended episode bootstraps (or not) from its last state
+        return last, reward, discount
+
+    def observations(self, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
+        """The observations at (rows, cols); frame stacks are rebuilt from the frames stored before them."""
+        if self.stack_start is None:
+            return self.observation[rows, cols]
+        frames = [self.observation[rows, cols]]
+        source = rows
+        started = self.stack_start[rows, cols]
+        for _ in range(self.frame_stack - 1):
+            # Step back one row unless the stack started here: then the first frame repeats.
+            source = torch.where(started, source, (source - 1) % self.rows)
+            frames.append(self.observation[source, cols])
+            started = started | self.stack_start[source, cols]
+        return torch.stack(frames[::-1], dim=1)
+
+    def update_priorities(self, indices: tuple[torch.Tensor, torch.Tensor], priorities: torch.Tensor) -> None:
+        """Uniform replay has no priorities; agents may call this regardless of the buffer they were given."""
+
+    @property
+    def bytes_per_transition(self) -> float:
+        """Memory of the stored tensors per transition slot, for the benchmark's report."""
+        tensors = [self.observation, self.action, self.reward, self.mask, self.done]
+        if self.stack_start is not None:
+            tensors.append(self.stack_start)
+        return sum(t.element_size() * t.nelement() for t in tensors) / (self.rows * self.n_envs)
+
+    # -- checkpoints ---------------------------------------------------------------------------------
+    _STATE = ("observation", "action", "reward", "mask", "done", "stack_start")
+
     def state_dict(self) -> dict:
-        return {name: getattr(self, name) for name in ("observation", "action", "reward", "mask", "done")} | {
-            "next_row": self._next_row, "filled": self._filled}
+        tensors = {name: getattr(self, name) for name in self._STATE if getattr(self, name) is not None}
+        return tensors | {"next_row": self._next_row, "filled": self._filled}
 
     def load_state_dict(self, state: dict) -> None:
-        for name in ("observation", "action", "reward", "mask", "done"):
-            getattr(self, name).copy_(state[name])
+        for name in self._STATE:
+            if getattr(self, name) is not None:
+                getattr(self, name).copy_(state[name])
         self._next_row, self._filled = state["next_row"], state["filled"]
+
+
+class NStepReplayBuffer:
+    """n-step transitions from any replay buffer (uniform or prioritized): it stores and draws through the
+    wrapped buffer and reads ``n`` rows ahead for the discounted reward sum and the bootstrap state."""
+
+    def __init__(self, n: int, discount_factor: float, buffer: ReplayBuffer):
+        self.n = n
+        self.discount_factor = discount_factor
+        self.buffer = buffer
+
+    def __len__(self) -> int:
+        return len(self.buffer)
+
+    def store(self, states: State, actions: torch.Tensor) -> None:
+        self.buffer.store(states, actions)
+
+    def sample(self, batch_size: int) -> Transitions:
+        rows, cols, weights = self.buffer.draw(batch_size)
+        return self.buffer.gather(rows, cols, self.n, self.discount_factor)._replace(weights=weights)
+
+    def update_priorities(self, indices, priorities: torch.Tensor) -> None:
+        self.buffer.update_priorities(indices, priorities)
+
+    def state_dict(self) -> dict:
+        return self.buffer.state_dict()
+
+    def load_state_dict(self, state: dict) -> None:
+        self.buffer.load_state_dict(state)
+
+
+def replay_buffer(capacity: int, n_envs: int, space, dtype: torch.dtype, *, device, seed: int,
+                  prioritized: bool = False, alpha: float = 0.5, beta=0.5, epsilon: float = 1e-5,
+                  n_steps: int = 1, discount_factor: float = 0.99):
+    """The replay an agent's config asks for. Stacked uint8 frames (k, H, W) are stored deduplicated."""
+    from rlconf.memory.prioritized import PrioritizedReplayBuffer
+
+    frame_stack = space.shape[0] if dtype == torch.uint8 and len(space.shape) == 3 else 1
+    common = dict(device=device, generator=torch.Generator().manual_seed(seed), frame_stack=frame_stack)
+    if prioritized:
+        buffer = PrioritizedReplayBuffer(capacity, n_envs, space.shape, dtype, alpha=alpha, beta=beta,
+                                         epsilon=epsilon, seed=seed, **common)
+    else:
+        buffer = ReplayBuffer(capacity, n_envs, space.shape, dtype, **common)
+    return NStepReplayBuffer(n_steps, discount_factor, buffer) if n_steps > 1 else buffer

@@ -1,0 +1,107 @@
+"""Prioritized experience replay (Schaul et al. 2016) on a sum tree.
+
+Transitions are drawn with probability proportional to ``priority ** alpha`` and corrected with importance
+weights ``(N * P(i)) ** -beta`` (normalised by the batch's largest), ``beta`` scheduled towards 1. A new
+transition enters with the largest priority seen so far; ``update_priorities`` sets |TD error| + epsilon.
+
+The tree's leaves are the buffer's (row, env) slots. A slot has priority 0 until its transition is complete
+(the next row is written), and stays 0 when it leaves an ended episode, so invalid transitions are never
+drawn and no rejection sampling is needed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from rlconf.memory.replay import ReplayBuffer
+
+
+class SumTree:
+    """A complete binary tree of float64 sums over ``size`` leaves; vectorised updates and prefix-sum search."""
+
+    def __init__(self, size: int):
+        self.leaves = 1 << max(0, (size - 1).bit_length())
+        self.tree = np.zeros(2 * self.leaves, dtype=np.float64)
+        self.size = size
+
+    @property
+    def total(self) -> float:
+        return float(self.tree[1])
+
+    def get(self, index: np.ndarray) -> np.ndarray:
+        return self.tree[index + self.leaves]
+
+    def set(self, index: np.ndarray, values: np.ndarray) -> None:
+        nodes = np.asarray(index, dtype=np.int64) + self.leaves
+        self.tree[nodes] = values
+        while nodes[0] > 1:  # all leaves share one depth, so each pass is one level up
+            nodes = np.unique(nodes >> 1)
+            self.tree[nodes] = self.tree[2 * nodes] + self.tree[2 * nodes + 1]
+
+    def find(self, prefix: np.ndarray) -> np.ndarray:
+        """For each prefix sum, the leaf whose cumulative range contains it."""
+        nodes = np.ones(len(prefix), dtype=np.int64)
+        prefix = prefix.copy()
+        while nodes[0] < self.leaves:
+            left = 2 * nodes
+            go_right = prefix >= self.tree[left]
+            prefix -= np.where(go_right, self.tree[left], 0.0)
+            nodes = left + go_right
+        return np.minimum(nodes - self.leaves, self.size - 1)
+
+
+class PrioritizedReplayBuffer(ReplayBuffer):
+    def __init__(self, *args, alpha: float = 0.5, beta=0.5, epsilon: float = 1e-5, seed: int = 0, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.alpha = alpha
+        self.beta = beta  # a number or a LinearScheduler (towards 1)
+        self.epsilon = epsilon
+        self.tree = SumTree(self.rows * self.n_envs)
+        self.max_priority = 1.0
+        self.rng = np.random.default_rng(seed)
+
+    def _slots(self, row: int) -> np.ndarray:
+        return np.arange(self.n_envs) + ((row % self.rows) * self.n_envs)
+
+    def _stored(self, row: int) -> None:
+        self.tree.set(self._slots(row), np.zeros(self.n_envs))  # no successor yet
+        if self._filled == self.rows:  # rows whose frame stacks now reach into overwritten frames
+            for k in range(1, self.frame_stack):
+                self.tree.set(self._slots(row + k), np.zeros(self.n_envs))
+        if self._filled > 1:
+            previous = (row - 1) % self.rows
+            valid = ~self.done[previous].cpu().numpy()
+            self.tree.set(self._slots(previous), np.where(valid, self.max_priority ** self.alpha, 0.0))
+
+    def draw(self, n: int):
+        total = self.tree.total
+        if total <= 0:
+            raise RuntimeError("the replay buffer holds no complete transition yet")
+        # Stratified: one draw in each of n equal slices of the total, lower variance than n free draws.
+        prefix = (np.arange(n) + self.rng.random(n)) * (total / n)
+        slots = self.tree.find(np.minimum(prefix, np.nextafter(total, 0)))
+        probabilities = self.tree.get(slots) / total
+        weights = (len(self) * probabilities) ** -float(self.beta)
+        weights /= weights.max()
+        slots_t = torch.from_numpy(slots).to(self.device)
+        return (slots_t // self.n_envs, slots_t % self.n_envs,
+                torch.from_numpy(weights.astype(np.float32)).to(self.device))
+
+    def update_priorities(self, indices, priorities: torch.Tensor) -> None:
+        rows, cols = indices
+        slots = (rows * self.n_envs + cols).cpu().numpy()
+        p = priorities.detach().double().cpu().numpy() + self.epsilon
+        self.max_priority = max(self.max_priority, float(p.max()))
+        # A slot that became invalid since it was drawn (its row was overwritten) must stay at zero.
+        alive = self.tree.get(slots) > 0
+        self.tree.set(slots[alive], p[alive] ** self.alpha)
+
+    def state_dict(self) -> dict:
+        return super().state_dict() | {"tree": torch.from_numpy(self.tree.tree.copy()),
+                                       "max_priority": self.max_priority}
+
+    def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
+        self.tree.tree[:] = state["tree"].numpy()
+        self.max_priority = state["max_priority"]
