@@ -17,9 +17,10 @@ CONSTRAINTS = "constraints.txt"
 
 
 def install_rlconf(session: nox.Session) -> None:
-    """torch from the constraints first, then rlconf and its dev extras (pytest, ruff, SB3) under them."""
+    """torch from the constraints first, then rlconf and its dev extras (pytest, ruff, SB3) and ale-py (the
+    Atari tests play the real ALE) under them."""
     session.install("-c", CONSTRAINTS, "torch")
-    session.install("-c", CONSTRAINTS, "-e", ".[dev]")
+    session.install("-c", CONSTRAINTS, "-e", ".[dev,atari]")
 
 
 @nox.session

@@ -256,10 +256,30 @@ def _unknown_key_message(key: str, overrides: list[str], config_dirs: list[str])
     return unknown_message("key", key, [f"{parent}.{k}" if parent else str(k) for k in node])
 
 
+def _defer_keys_of_swept_groups(overrides: list[str], groups: set[str]) -> list[str]:
+    """Hydra composes a sweep's base config without the groups being swept, so ``agent.lr=...`` beside
+    ``agent=dqn,ppo`` would fail there. As a sweep of one value (``choice(...)``) it is applied per job."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = OverridesParser.create().parse_overrides(overrides)
+    swept = {o.get_key_element() for o in parsed if o.is_sweep_override() and o.get_key_element() in groups}
+    deferred = []
+    for override in parsed:
+        key = override.get_key_element()
+        if not override.is_sweep_override() and key.split(".")[0] in swept and "." in key:
+            prefix = _override_prefixes()[override.type]
+            deferred.append(f"{prefix}{key}=choice({override.get_value_element_as_str()})")
+        else:
+            deferred.append(override.input_line)
+    return deferred
+
+
 def launch(overrides: list[str], config_dirs: list[str], multirun: bool, cfg_mode: str | None) -> int:
     """Hand the checked overrides to Hydra, which composes again and runs (or sweeps) the job."""
     import hydra
 
+    if multirun:
+        overrides = _defer_keys_of_swept_groups(overrides, set(group_options(search_dirs(config_dirs))))
     # The searchpath as an override rather than Hydra's --config-dir, which takes only one folder.
     argv = ["rlconf", *overrides, searchpath_override(config_dirs)]
     if multirun:

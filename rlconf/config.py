@@ -84,11 +84,17 @@ class HardwareSettings:
 
 @dataclass
 class BodySettings:
+    """The chosen body and its settings; a body takes those named in its constructor (bodies.body_options)."""
+
     name: str = "none"
+    frame_stack: int = 4  # frames the agent sees at once (atari)
+    clip_rewards: bool = True  # the agent learns from sign(reward) (atari)
+    episodic_lives: bool = True  # in training, a lost life ends the agent's episode (atari)
 
     def __post_init__(self):
         require(self.name in registry.names("body"), "body.name", self.name,
                 f"allowed: {', '.join(registry.names('body'))}")
+        require(self.frame_stack >= 1, "body.frame_stack", self.frame_stack, "must be at least 1")
 
 
 @dataclass

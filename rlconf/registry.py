@@ -20,16 +20,25 @@ KINDS = ("agent", "environment", "model", "body", "logger", "buffer", "approxima
 _BUILTIN: dict[str, dict[str, tuple[str, str]]] = {
     "agent": {
         "dqn": ("rlconf.agents.dqn:DQN", "Deep Q-Network: replay, target network, epsilon-greedy"),
+        "ddqn": ("rlconf.agents.ddqn:DDQN", "Double DQN: online net picks, target net values; prioritized replay"),
+        "c51": ("rlconf.agents.c51:C51", "distributional DQN: 51-atom categorical returns, projected targets"),
+        "rainbow": ("rlconf.agents.c51:Rainbow", "C51 + prioritized + 3-step replay + dueling noisy networks"),
+        "vqn": ("rlconf.agents.vqn:VQN", "vanilla Q-learning over parallel envs: no replay, no target"),
+        "vsarsa": ("rlconf.agents.vqn:VSarsa", "SARSA over parallel envs: on-policy TD(0), no replay"),
         "ppo": ("rlconf.agents.ppo:PPO", "Proximal Policy Optimisation: clipped surrogate, GAE, parallel envs"),
     },
     "environment": {
         "classic": ("rlconf.environments.gym:GymVectorEnvironment", "gymnasium environments, vectorised"),
+        "atari": ("rlconf.environments.atari:AtariEnvironment", "Atari 2600 games (ale-py), DeepMind preprocessing"),
     },
     "model": {
         "mlp": ("rlconf.nn.builders:MLPSettings", "fully connected layers on the flattened observation"),
+        "nature_cnn": ("rlconf.nn.builders:NatureCNNSettings",
+                       "Nature DQN convolutions on [C, H, W] frames (dueling, noisy heads as options)"),
     },
     "body": {
         "none": ("rlconf.bodies.body:Body", "pass-through: the agent sees the environment's states"),
+        "atari": ("rlconf.bodies.atari:DeepmindAtariBody", "frame stack, reward clipping, episodic lives"),
     },
     "logger": {
         "csv": ("rlconf.logging.csv:CSVLogger", "episodes.csv, returns100.csv, evaluations.csv (always on)"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -63,4 +64,29 @@ def test_ppo_learning_rate_and_clip_follow_their_linear_schedules():
     lr = ppo.policy.optimizer.param_groups[0]["lr"]
     assert lr == pytest.approx(settings.agent.lr * (1 - ppo.clock.steps / 4096), rel=0.05)
     assert float(ppo.clip) == pytest.approx(settings.agent.clip * (1 - ppo.clock.steps / 4096), rel=0.05)
+    env.close()
+
+
+@pytest.mark.parametrize("agent", ["dqn", "ddqn", "c51", "rainbow", "vqn", "vsarsa"])
+def test_value_based_agents_train_and_test_on_cartpole(agent):
+    settings, env, trained = build(f"agent={agent}", "steps=4000", "agent.replay_start_size=500"
+                                   if agent not in ("vqn", "vsarsa") else "agent.lr=1e-3")
+    before = parameters(trained)
+    drive(env, trained, 1_500)
+    assert not torch.equal(before, parameters(trained)), f"{agent} never updated its networks"
+    probe = env.reset(seed=5)
+    actions = trained.test_agent().act(probe)
+    assert actions.shape == (settings.hardware.n_envs,) and actions.dtype == torch.int64
+    env.close()
+
+
+def test_prioritized_replay_learns_priorities_from_td_errors():
+    _, env, agent = build("agent=ddqn", "agent.replay_start_size=300", "agent.update_frequency=4",
+                          "agent.gradient_steps=1")
+    drive(env, agent, 1_000)
+    replay = agent.agent.replay
+    priorities = replay.tree.get(np.arange(replay.tree.size))
+    valid = priorities[priorities > 0]
+    # New transitions enter at the largest priority; trained ones carry their own |TD error|: not all equal.
+    assert len(np.unique(valid.round(6))) > 10
     env.close()

@@ -90,7 +90,7 @@ def test_unknown_agent_names_the_nearest_and_the_options(run_cli, workdir):
     line = one_error_line(run_cli("run", "agent=dqnn", "env=classic/cartpole", cwd=workdir))
     assert "'dqnn'" in line
     assert "did you mean 'dqn'" in line
-    assert "available: dqn, ppo" in line
+    assert "available: c51, ddqn, dqn, ppo, rainbow, vqn, vsarsa" in line
     assert not (workdir / "runs").exists()
     assert list(workdir.iterdir()) == []
 
@@ -113,7 +113,7 @@ CARTPOLE = ["agent=dqn", "env=classic/cartpole"]
     ([*CARTPOLE, "env.id=NoSuchEnv-v9"], ["env.id=NoSuchEnv-v9"]),
     ([*CARTPOLE, "plugins=[no_such_plugin_module]"], ["plugins", "no_such_plugin_module"]),
     ([*CARTPOLE, "seed=0,1"], ["seed=0,1", "-m"]),
-    (["-m", "agent=dqn,ppo", "env=classic/cartpole", "agent.n_steps=4"], ["agent.n_steps"]),
+    (["-m", "agent=dqn,ppo", "env=classic/cartpole", "agent.epochs=4"], ["agent.epochs"]),
     ([*CARTPOLE, "steps=[1"], ["cannot parse"]),
     ([*CARTPOLE, "--cfg", "bogus"], ["--cfg bogus", "job"]),
     ([*CARTPOLE, "--config-dir", "/no/such/dir"], ["/no/such/dir"]),
@@ -312,7 +312,7 @@ def test_multirun_over_agents_applies_each_agents_preset(run_cli, workdir, tmp_p
     per-family preset (chosen by agent) must still resolve for every job."""
     logdir = tmp_path / "runs"
     result = run_cli("run", "-m", "agent=dqn,ppo", "env=classic/cartpole", "seed=0,1", "steps=300",
-                     *FAST_RUN, f"logdir={logdir}", cwd=workdir)
+                     "agent.lr=0.002", "approximation.hidden=[32,32]", *FAST_RUN, f"logdir={logdir}", cwd=workdir)
     assert result.returncode == 0, result.stderr
     configs = {}
     for config in logdir.glob("sweep_*/*/config.yaml"):
@@ -321,6 +321,8 @@ def test_multirun_over_agents_applies_each_agents_preset(run_cli, workdir, tmp_p
     assert set(configs) == {("dqn", 0), ("dqn", 1), ("ppo", 0), ("ppo", 1)}
     assert configs[("dqn", 0)].agent.discount_factor == 0.999  # configs/preset/classic/dqn.yaml
     assert configs[("ppo", 1)].hardware.n_envs == 8  # configs/preset/classic/ppo.yaml
+    # Keys inside a swept group (agent.lr beside agent=dqn,ppo) reach every job.
+    assert all(cfg.agent.lr == 0.002 and list(cfg.approximation.hidden) == [32, 32] for cfg in configs.values())
 
 
 def test_sigint_stops_at_a_step_boundary_with_a_checkpoint(tmp_path, workdir):

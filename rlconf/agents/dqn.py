@@ -3,7 +3,8 @@
 Every step the agent picks an epsilon-greedy action and stores the state in replay. Every
 ``update_frequency`` environment steps it takes ``gradient_steps`` minibatch steps on the squared (or Huber)
 TD error against ``r + gamma * max_a' Q_target(s', a')``; the target network is refreshed every
-``target_update_frequency`` environment steps.
+``target_update_frequency`` environment steps. Replay may be prioritized and n-step: the loss is then
+weighted by the importance weights and the sampled transitions' priorities follow their TD errors.
 """
 
 from __future__ import annotations
@@ -18,12 +19,15 @@ from rlconf.agents._agent import Buildable, BuildContext, ParallelAgent, TestAge
 from rlconf.approximation import FixedTarget, QNetwork, adam, make_target
 from rlconf.config import require
 from rlconf.core import StateArray
-from rlconf.memory import ReplayBuffer
-from rlconf.nn import MLPSettings, mlp_head
+from rlconf.memory import Transitions, replay_buffer
+from rlconf.nn import model_settings
 from rlconf.optim import Clock, schedule
 from rlconf.policies import ParallelGreedyPolicy
 
-LOSSES = {"mse": F.mse_loss, "huber": F.smooth_l1_loss}
+# Element-wise, so prioritized replay can weight each sample.
+LOSSES = {"mse": lambda x, y: F.mse_loss(x, y, reduction="none"),
+          "huber": lambda x, y: F.smooth_l1_loss(x, y, reduction="none")}
+REPLAYS = ("uniform", "prioritized")
 TARGETS = ("fixed", "polyak", "trivial")
 
 
@@ -47,6 +51,11 @@ class DQNConfig:
     epsilon_final: float = 0.02  # ... end ...
     epsilon_decay_steps: int = 10_000  # ... after this many environment steps
     eval_epsilon: float = 0.0  # exploration of the test agent
+    replay: str = "uniform"  # uniform or prioritized
+    n_steps: int = 1  # n-step returns
+    alpha: float = 0.5  # prioritized replay: how much priorities count ...
+    beta: float = 0.5  # ... and the importance correction, annealed to 1 over the run
+    priority_epsilon: float = 1e-5  # added to |TD error| so no transition becomes undrawable
 
     def __post_init__(self):
         require(self.loss in LOSSES, "agent.loss", self.loss, f"allowed: {', '.join(LOSSES)}")
@@ -56,14 +65,17 @@ class DQNConfig:
         for key in ("batch_size", "replay_buffer_size", "update_frequency", "gradient_steps",
                     "target_update_frequency", "epsilon_decay_steps"):
             require(getattr(self, key) >= 1, f"agent.{key}", getattr(self, key), "must be at least 1")
-        for key in ("epsilon", "epsilon_final", "eval_epsilon", "target_rate"):
+        require(self.replay in REPLAYS, "agent.replay", self.replay, f"allowed: {', '.join(REPLAYS)}")
+        require(self.n_steps >= 1, "agent.n_steps", self.n_steps, "must be at least 1")
+        for key in ("epsilon", "epsilon_final", "eval_epsilon", "target_rate", "alpha", "beta"):
             require(0 <= getattr(self, key) <= 1, f"agent.{key}", getattr(self, key), "must be in [0, 1]")
 
 
 class DQN(ParallelAgent, Buildable):
     Config = DQNConfig
+    targets_per_burst = True  # targets depend on the target network alone (not so for double Q-learning)
 
-    def __init__(self, q: QNetwork, policy: ParallelGreedyPolicy, replay: ReplayBuffer, clock: Clock,
+    def __init__(self, q: QNetwork, policy: ParallelGreedyPolicy, replay, clock: Clock,
                  config: DQNConfig, n_envs: int):
         self.q = q
         self.policy = policy
@@ -79,21 +91,27 @@ class DQN(ParallelAgent, Buildable):
 
     @classmethod
     def from_config(cls, config: DQNConfig, context: BuildContext) -> DQN:
-        space = context.observation_space
         n_actions = int(context.action_space.n)
         clock = Clock()
-        model = mlp_head(MLPSettings(**context.approximation), space, n_actions).to(context.device)
-        lr = schedule(config.lr, config.lr_final, context.total_steps, clock, "lr")
-        optimizer, lr_schedule = adam(model.parameters(), lr, config.adam_eps)
-        target = make_target(config.target, 0, config.target_rate)
-        q = QNetwork(model, optimizer, clip_grad=config.clip_grad, scheduler=lr_schedule, target=target,
-                     logger=context.logger)
+        q = cls.build_q(config, context, clock, n_actions)
         epsilon = schedule(config.epsilon, config.epsilon_final, config.epsilon_decay_steps, clock, "epsilon")
-        policy = ParallelGreedyPolicy(q, n_actions, epsilon, np.random.default_rng(context.seed))
-        replay = ReplayBuffer(config.replay_buffer_size, context.n_envs, space.shape,
-                              context.observation_dtype, device=context.device,
-                              generator=torch.Generator().manual_seed(context.seed))
+        policy = ParallelGreedyPolicy(cls.action_values(q), n_actions, epsilon, np.random.default_rng(context.seed))
+        replay = replay_buffer(
+            config.replay_buffer_size, context.n_envs, context.observation_space, context.observation_dtype,
+            device=context.device, seed=context.seed, prioritized=config.replay == "prioritized",
+            alpha=config.alpha, beta=schedule(config.beta, 1.0, context.total_steps, clock, "beta"),
+            epsilon=config.priority_epsilon, n_steps=config.n_steps, discount_factor=config.discount_factor)
         return cls(q, policy, replay, clock, config, context.n_envs)
+
+    @classmethod
+    def build_q(cls, config: DQNConfig, context: BuildContext, clock: Clock, n_actions: int) -> QNetwork:
+        model = model_settings(context.approximation).q(context.observation_space, n_actions).to(context.device)
+        return QNetwork(model, **training_settings(model, config, context, clock))
+
+    @staticmethod
+    def action_values(q):
+        """What the epsilon-greedy policy maximises (Q itself here; the mean of a distribution in C51)."""
+        return q
 
     def act(self, states: StateArray) -> torch.Tensor:
         self.clock.tick(len(states))
@@ -110,28 +128,49 @@ class DQN(ParallelAgent, Buildable):
 
     def _train(self) -> None:
         n, b = self.config.gradient_steps, self.config.batch_size
+        if self._target_stale and isinstance(self.q.target_network, FixedTarget):
+            self.q.target_network.sync()
+            self._target_stale = False
+        if self.config.replay == "prioritized":
+            for _ in range(n):  # each draw sees the priorities the previous update left
+                self._update(self.replay.sample(b))
+            return
         # One draw for the whole burst: n independent uniform minibatches, gathered in one indexing op.
         batch = self.replay.sample(n * b)
-        fixed_target = isinstance(self.q.target_network, FixedTarget)
-        if fixed_target:
-            if self._target_stale:
-                self.q.target_network.sync()
-                self._target_stale = False
-            # The target network does not move during a burst, so all its targets come from one pass.
-            targets = self._td_targets(batch.reward, batch.next_observation, batch.next_mask)
+        # A fixed target does not move during a burst, so all its targets can come from one pass.
+        targets = self._td_targets(batch) if self.targets_per_burst and isinstance(
+            self.q.target_network, FixedTarget) else None
         for i in range(n):
             part = slice(i * b, (i + 1) * b)
-            target = targets[part] if fixed_target else self._td_targets(
-                batch.reward[part], batch.next_observation[part], batch.next_mask[part])
-            values = self.q(batch.observation[part]).gather(1, batch.action[part].unsqueeze(1)).squeeze(1)
-            self.q.reinforce(self.loss(values, target))
+            self._update(Transitions(*(_slice(x, part) for x in batch)), None if targets is None else targets[part])
 
-    def _td_targets(self, reward, next_observation, next_mask) -> torch.Tensor:
-        next_values = self.q.target(next_observation).max(-1).values
-        return reward + self.config.discount_factor * next_mask * next_values
+    def _update(self, batch: Transitions, targets: torch.Tensor | None = None) -> None:
+        if targets is None:
+            targets = self._td_targets(batch)
+        values = self.q(batch.observation).gather(1, batch.action.unsqueeze(1)).squeeze(1)
+        self.q.reinforce(self._weighted_loss(values, targets, batch))
+
+    def _td_targets(self, batch) -> torch.Tensor:
+        """r + gamma^n * mask' * max_a Q_target(s', a)."""
+        return self._bootstrap(batch, self.q.target(batch.next_observation).max(-1).values)
+
+    def _bootstrap(self, batch, next_values: torch.Tensor) -> torch.Tensor:
+        discount = self.config.discount_factor if batch.discount is None else batch.discount
+        return batch.reward + discount * batch.next_mask * next_values
+
+    def _weighted_loss(self, values: torch.Tensor, targets: torch.Tensor, batch) -> torch.Tensor:
+        return self._weighted_mean(self.loss(values, targets), batch, (targets - values).detach().abs())
+
+    def _weighted_mean(self, losses: torch.Tensor, batch, priorities: torch.Tensor) -> torch.Tensor:
+        """The mean loss, weighted by importance weights under prioritized replay, which then learns the
+        sampled transitions' new priorities."""
+        if batch.weights is None:
+            return losses.mean()
+        self.replay.update_priorities(batch.indices, priorities)
+        return (batch.weights * losses).mean()
 
     def test_agent(self) -> TestAgent:
-        return DQNTestAgent(self.q, self.policy.n_actions, self.config.eval_epsilon)
+        return DQNTestAgent(self.action_values(self.q), self.policy.n_actions, self.config.eval_epsilon)
 
     def state_dict(self) -> dict:
         return {"q": self.q.state_dict(), "steps": self.clock.steps, "calls": self._calls,
@@ -154,3 +193,21 @@ class DQNTestAgent(TestAgent):
         if self.policy.epsilon:
             return self.policy(states)
         return self.policy.eval(states)
+
+
+def training_settings(model, config, context: BuildContext, clock: Clock) -> dict:
+    """Optimiser (Adam, learning rate schedule), target network, clipping and logger of a value network:
+    the keyword arguments of its Approximation, the same for every agent of the DQN family."""
+    lr = schedule(config.lr, config.lr_final, context.total_steps, clock, "lr")
+    optimizer, lr_schedule = adam(model.parameters(), lr, config.adam_eps)
+    return dict(optimizer=optimizer, scheduler=lr_schedule, target=make_target(config.target, 0, config.target_rate),
+                clip_grad=config.clip_grad, logger=context.logger)
+
+
+def _slice(x, part: slice):
+    """One minibatch of a field of Transitions (None stays None; index pairs are sliced pairwise)."""
+    if x is None:
+        return None
+    if isinstance(x, tuple):
+        return tuple(t[part] for t in x)
+    return x[part]

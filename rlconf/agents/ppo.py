@@ -25,7 +25,7 @@ from rlconf.approximation import (
 from rlconf.config import require
 from rlconf.core import StateArray
 from rlconf.memory import GeneralizedAdvantageBuffer, Rollout
-from rlconf.nn import MLPSettings, head, mlp_head, mlp_trunk
+from rlconf.nn import model_settings
 from rlconf.optim import Clock, schedule
 from rlconf.policies import SoftmaxPolicy
 
@@ -75,7 +75,7 @@ class PPO(ParallelAgent, Buildable):
     def from_config(cls, config: PPOConfig, context: BuildContext) -> PPO:
         space, device = context.observation_space, context.device
         n_actions = int(context.action_space.n)
-        settings = MLPSettings(**context.approximation)
+        settings = model_settings(context.approximation)
         clock = Clock()
         lr = schedule(config.lr, config.lr_final, context.total_steps, clock, "lr")
 
@@ -86,13 +86,13 @@ class PPO(ParallelAgent, Buildable):
                         logger=context.logger)
 
         if settings.shared:
-            trunk, width = mlp_trunk(settings, space)
+            trunk, width = settings.trunk(space)
             features = approximation(FeatureNetwork, trunk, "features")
-            policy_model, value_model = head(width, n_actions, settings, 0.01), head(width, 1, settings, 1.0)
+            policy_model, value_model = settings.linear(width, n_actions, 0.01), settings.linear(width, 1, 1.0)
         else:
             features = Identity()
-            policy_model = mlp_head(settings, space, n_actions, out_gain=0.01)
-            value_model = mlp_head(settings, space, 1, out_gain=1.0)
+            policy_model = settings.head(space, n_actions, out_gain=0.01)
+            value_model = settings.head(space, 1, out_gain=1.0)
         policy = approximation(SoftmaxPolicy, policy_model, "policy")
         v = approximation(VNetwork, value_model, "v")
         buffer = GeneralizedAdvantageBuffer(

@@ -10,6 +10,7 @@ from rlconf.approximation.approximation import (
     adam,
     reinforce_together,
 )
+from rlconf.approximation.qdist import QDist
 from rlconf.approximation.target import FixedTarget, PolyakTarget, TargetNetwork, TrivialTarget, make_target
 
 __all__ = [
@@ -18,6 +19,7 @@ __all__ = [
     "FixedTarget",
     "Identity",
     "PolyakTarget",
+    "QDist",
     "QNetwork",
     "ScheduledLearningRate",
     "TargetNetwork",

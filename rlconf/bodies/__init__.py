@@ -1,5 +1,6 @@
 """Bodies wrap agents: what happens to states before the agent sees them and to actions after."""
 
-from rlconf.bodies.body import Body
+from rlconf.bodies.atari import ClipRewards, DeepmindAtariBody, EpisodicLives, FrameStack
+from rlconf.bodies.body import Body, body_options
 
-__all__ = ["Body"]
+__all__ = ["Body", "ClipRewards", "DeepmindAtariBody", "EpisodicLives", "FrameStack", "body_options"]

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import copy
+import inspect
+from typing import Any
 
+import gymnasium as gym
 import torch
 
 from rlconf.agents import ParallelAgent, TestAgent
@@ -14,11 +17,18 @@ class Body(ParallelAgent):
     """The identity body. Subclasses override ``process_state`` and ``process_action``.
 
     To the loop a body is an agent; to the agent it is the environment. It wraps the test agent too, so an
-    evaluated agent sees the same preprocessing it learned with.
+    evaluated agent sees the same preprocessing it learned with. A body's settings are keyword arguments of
+    its constructor after ``agent``, and ``transform_space`` takes the same ones.
     """
 
     def __init__(self, agent):
         self.agent = agent
+
+    @classmethod
+    def transform_space(cls, space: gym.Space, **settings: Any) -> gym.Space:
+        """The observation space the agent will see, given the environment's: a classmethod, because the
+        agent is built against it before the body that wraps the agent exists."""
+        return space
 
     def act(self, states: StateArray) -> torch.Tensor:
         return self.process_action(self.agent.act(self.process_state(states)))
@@ -39,3 +49,17 @@ class Body(ParallelAgent):
 
     def load_state_dict(self, state: dict) -> None:
         self.agent.load_state_dict(state)
+
+
+def body_options(body_class: type[Body], settings: Any) -> dict[str, Any]:
+    """The body settings (a ``BodySettings`` or a dict) that ``body_class`` takes as keyword arguments:
+
+        options = body_options(body_class, settings.body)
+        space = body_class.transform_space(env.observation_space, **options)   # build the agent for it
+        body = body_class(agent, **options)
+
+    The body config is one flat group, so a setting another body uses (``frame_stack`` with body none)
+    is simply not passed."""
+    values = settings if isinstance(settings, dict) else vars(settings)
+    accepted = inspect.signature(body_class).parameters
+    return {key: value for key, value in values.items() if key in accepted and key not in ("agent", "name")}

@@ -29,13 +29,15 @@ class Episode:
 class GymVectorEnvironment:
     """``n_envs`` copies of a gymnasium environment behind one ``reset`` / ``step`` of StateArrays."""
 
+    frames_per_step = 1  # simulator frames per agent step (Atari's frame skip makes it 4)
+
     def __init__(self, env_id: str, n_envs: int = 1, *, kwargs: dict | None = None,
                  vectorization: str = "auto", max_episode_steps: int | None = None,
                  device: str | torch.device = "cpu", name: str | None = None):
         self.name = name or env_id
         self.n_envs = n_envs
         self.device = torch.device(device)
-        self.env = make_vector_env(env_id, n_envs, kwargs or {}, vectorization, max_episode_steps)
+        self.env = self._make_env(env_id, n_envs, kwargs or {}, vectorization, max_episode_steps)
         self.observation_space = self.env.single_observation_space
         self.action_space = self.env.single_action_space
         self._returns = np.zeros(n_envs)
@@ -45,15 +47,15 @@ class GymVectorEnvironment:
         self.completed: list[Episode] = []  # episodes that ended on the last step
 
     def reset(self, seed: int | None = None) -> StateArray:
-        observation, _ = self.env.reset(seed=seed)
+        observation, info = self.env.reset(seed=seed)
         self._returns[:] = 0
         self._lengths[:] = 0
         self._resetting[:] = False
         n = self.n_envs
-        return self._state(observation, np.zeros(n, np.float32), np.zeros(n, bool), np.zeros(n, bool))
+        return self._state(observation, np.zeros(n, np.float32), np.zeros(n, bool), np.zeros(n, bool), info)
 
     def step(self, actions: torch.Tensor) -> StateArray:
-        observation, reward, terminated, truncated, _ = self.env.step(actions.cpu().numpy())
+        observation, reward, terminated, truncated, info = self.env.step(actions.cpu().numpy())
         live = ~self._resetting
         self.steps += int(live.sum())
         self._returns += reward
@@ -64,9 +66,15 @@ class GymVectorEnvironment:
         self._returns[done] = 0
         self._lengths[done] = 0
         self._resetting = done
-        return self._state(observation, reward, terminated, truncated)
+        return self._state(observation, reward, terminated, truncated, info)
 
-    def _state(self, observation, reward, terminated, truncated) -> StateArray:
+    def _make_env(self, env_id: str, n_envs: int, kwargs: dict, vectorization: str,
+                  max_episode_steps: int | None) -> gym.vector.VectorEnv:
+        """The vector environment behind this adapter; families with their own simulators override it."""
+        return make_vector_env(env_id, n_envs, kwargs, vectorization, max_episode_steps)
+
+    def _state(self, observation, reward, terminated, truncated, info: dict) -> StateArray:
+        """The StateArray of one reset or step; ``info`` is there for families that report more keys."""
         state = StateArray({
             "observation": torch.from_numpy(np.asarray(observation)),
             "reward": torch.from_numpy(np.asarray(reward, dtype=np.float32)),

@@ -19,6 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlconf import registry
 from rlconf.agents import BuildContext, ParallelAgent, SingleEnvAgent
+from rlconf.bodies import body_options
 from rlconf.config import ConfigError, Settings, validate
 from rlconf.experiments.experiment import Experiment, Interrupted
 from rlconf.experiments.progress import ConsoleProgress
@@ -57,19 +58,21 @@ def check_device(device: str) -> None:
 
 
 def build_agent(settings: Settings, env, logger) -> ParallelAgent:
+    """The agent, built for what it will see through its body, wrapped in that body."""
+    body_class = registry.get("body", settings.body.name)
+    options = body_options(body_class, settings.body)
     context = BuildContext(
-        observation_space=env.observation_space, action_space=env.action_space,
-        n_envs=settings.hardware.n_envs, device=torch.device(settings.hardware.device),
-        total_steps=settings.run.steps, approximation=settings.approximation, logger=logger,
-        seed=settings.run.seed)
+        observation_space=body_class.transform_space(env.observation_space, **options),
+        action_space=env.action_space, n_envs=settings.hardware.n_envs,
+        device=torch.device(settings.hardware.device), total_steps=settings.run.steps,
+        approximation=settings.approximation, logger=logger, seed=settings.run.seed)
     agent = settings.agent_class.from_config(settings.agent, context)
     if not isinstance(agent, ParallelAgent):  # an Agent written for one State
         if settings.hardware.n_envs != 1:
             raise ConfigError(f"hardware.n_envs={settings.hardware.n_envs}: agent {settings.agent_name} "
                               "acts on one state at a time; allowed: 1")
         agent = SingleEnvAgent(agent)
-    body_class = registry.get("body", settings.body.name)
-    return body_class(agent)
+    return body_class(agent, **options)
 
 
 def seed_everything(seed: int) -> None:
@@ -135,6 +138,7 @@ def _summary(settings: Settings, experiment: Experiment, returns: list[float], t
         "env_id": settings.env.id,
         "seed": settings.run.seed,
         "steps": steps,
+        "frames": steps * getattr(experiment.env, "frames_per_step", 1),
         "episodes": experiment.episodes,
         "wall_seconds": round(experiment.train_seconds, 3),
         "steps_per_second": round(steps / max(experiment.train_seconds, 1e-9), 1),

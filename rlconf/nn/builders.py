@@ -1,24 +1,165 @@
 """Model builders named by the approximation group's ``model`` key.
 
-A builder turns the group's settings into a feature trunk for a given observation space; agents add their
-heads (one output per action, one value, ...) on top. Each builder has a typed settings dataclass that the
-config is checked against before anything is built.
+Each model is a settings dataclass, checked against the config before anything is built, whose methods build
+the networks agents ask for: ``q`` (action values), ``q_dist`` (return-distribution logits), ``head`` (a
+network of its own with any number of outputs), ``trunk`` (shared features) and ``linear`` (a head layer on a
+trunk). Agents call these methods and never name a layer, so every agent runs on every model: DQN on an MLP
+for CartPole and on the Nature CNN for Atari with the same code. ``model_settings`` picks the class from the
+registry.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
 from torch import nn
 
+from rlconf import registry
 from rlconf.config import require
-from rlconf.nn.models import ACTIVATIONS, Flatten, mlp
+from rlconf.nn.layers import (
+    ACTIVATIONS,
+    CategoricalDueling,
+    ChannelsLast,
+    Dueling,
+    Flatten,
+    Linear0,
+    NoisyFactorizedLinear,
+    Scale,
+    activation,
+)
+
+HIDDEN_GAIN = math.sqrt(2)  # orthogonal gain of layers followed by a ReLU-like activation
+
+
+class ModelSettings:
+    """The builder methods every model offers; a model says what its layers are, this class assembles them.
+
+    A subclass is a dataclass with the fields ``shared``, ``ortho_init``, ``dueling``, ``noisy`` and
+    ``noisy_sigma`` and defines ``_features`` (the layers every head shares), ``_head_hidden`` (the hidden
+    layer sizes each head adds on them; dueling streams get a copy each, as in Wang et al.) and
+    ``_activation``. ``dueling`` and ``noisy`` shape the value-based heads (``q``, ``q_dist``) only.
+    """
+
+    shared: bool  # actor-critics: one trunk for policy and value heads, or a network each
+    ortho_init: bool
+    dueling: bool
+    noisy: bool
+    noisy_sigma: float
+    # Output layers start at zero (Linear0) unless ortho_init; a model tuned on torch's default says False.
+    zero_output: ClassVar[bool] = True
+
+    # -- what agents call ---------------------------------------------------------------------------------
+    def q(self, space: gym.Space, n_actions: int) -> nn.Module:
+        """Observations ``[B, *space.shape]`` -> action values ``[B, n_actions]``."""
+        return self._action_values(space, n_actions, None)
+
+    def q_dist(self, space: gym.Space, n_actions: int, atoms: int) -> nn.Module:
+        """Observations -> logits ``[B, n_actions, atoms]``; the approximation applies the softmax."""
+        return self._action_values(space, n_actions, atoms)
+
+    def head(self, space: gym.Space, outputs: int, out_gain: float = 1.0) -> nn.Module:
+        """Observations -> ``[B, outputs]``, a network of its own (actor-critics with ``shared: false``)."""
+        layers, width = self._trunk_layers(space)
+        out = self._output(width, outputs, noisy=False)
+        return self._initialised(nn.Sequential(*layers, out), {out: out_gain})
+
+    def trunk(self, space: gym.Space) -> tuple[nn.Module, int]:
+        """Features for several heads to share, and their width; heads come from ``linear``."""
+        layers, width = self._trunk_layers(space)
+        return self._initialised(nn.Sequential(*layers), {}), width
+
+    def linear(self, width: int, outputs: int, gain: float = 1.0) -> nn.Module:
+        """A head layer on ``width`` trunk features; ``gain`` is its orthogonal gain under ``ortho_init``."""
+        out = self._output(width, outputs, noisy=False)
+        return self._initialised(out, {out: gain})
+
+    # -- what a model defines -----------------------------------------------------------------------------
+    def _features(self, space: gym.Space) -> tuple[list[nn.Module], int]:
+        """The layers every head shares, and their output width."""
+        raise NotImplementedError
+
+    def _head_hidden(self) -> list[int]:
+        raise NotImplementedError
+
+    def _activation(self) -> nn.Module:
+        raise NotImplementedError
+
+    # -- assembly -----------------------------------------------------------------------------------------
+    def _check_heads(self) -> None:
+        require(self.noisy_sigma > 0, "approximation.noisy_sigma", self.noisy_sigma, "must be positive")
+
+    def _action_values(self, space: gym.Space, n_actions: int, atoms: int | None) -> nn.Module:
+        layers, width = self._features(space)
+        per_action = atoms or 1
+        if self.dueling:
+            value = self._stream(width, per_action)
+            advantage = self._stream(width, n_actions * per_action)
+            combine = CategoricalDueling(value, advantage) if atoms else Dueling(value, advantage)
+            return self._initialised(nn.Sequential(*layers, combine), {value[-1]: 1.0, advantage[-1]: 1.0})
+        # Not dueling: one flat Sequential, since every nested module costs a Python call per forward.
+        stream = list(self._stream(width, n_actions * per_action))
+        unflatten = [nn.Unflatten(1, (n_actions, atoms))] if atoms else []
+        return self._initialised(nn.Sequential(*layers, *stream, *unflatten), {stream[-1]: 1.0})
+
+    def _trunk_layers(self, space: gym.Space) -> tuple[list[nn.Module], int]:
+        layers, width = self._features(space)
+        hidden, width = self._dense(width, self._head_hidden(), noisy=False)
+        return layers + hidden, width
+
+    def _stream(self, width: int, outputs: int) -> nn.Sequential:
+        """The head's hidden layers and an output layer, noisy throughout when ``noisy``."""
+        hidden, width = self._dense(width, self._head_hidden(), noisy=self.noisy)
+        return nn.Sequential(*hidden, self._output(width, outputs, noisy=self.noisy))
+
+    def _dense(self, width: int, sizes: list[int], noisy: bool) -> tuple[list[nn.Module], int]:
+        """Linear layers of ``sizes``, each followed by the activation."""
+        layers: list[nn.Module] = []
+        for size in sizes:
+            layers += [self._linear_layer(width, size, noisy), self._activation()]
+            width = size
+        return layers, width
+
+    def _linear_layer(self, width: int, size: int, noisy: bool) -> nn.Linear:
+        return NoisyFactorizedLinear(width, size, self.noisy_sigma) if noisy else nn.Linear(width, size)
+
+    def _output(self, width: int, outputs: int, noisy: bool) -> nn.Linear:
+        # Noisy outputs keep Fortunato et al.'s initialisation: their noise is what explores.
+        if noisy or self.ortho_init or not self.zero_output:
+            return self._linear_layer(width, outputs, noisy)
+        return Linear0(width, outputs)
+
+    def _initialised(self, model: nn.Module, output_gains: dict[nn.Module, float]) -> nn.Module:
+        """``model`` with orthogonal weights and zero biases under ``ortho_init``, else as built.
+
+        Orthogonal initialisation runs after every layer exists and in module order (gain sqrt 2, or the
+        output's own gain), so a network draws its random numbers in the order it always has: the MLP
+        presets were tuned on exactly these weights.
+        """
+        if self.ortho_init:
+            for module in model.modules():
+                if isinstance(module, (nn.Linear, nn.Conv2d)):
+                    nn.init.orthogonal_(module.weight, output_gains.get(module, HIDDEN_GAIN))
+                    nn.init.zeros_(module.bias)
+        return model
+
+
+def input_layers(space: gym.Space) -> list[nn.Module]:
+    """Layers that turn observations into float tensors: uint8 frames are scaled to [0, 1] in the model,
+    so replay and environments keep them in uint8, a quarter of the memory."""
+    return [Scale(1 / 255)] if space.dtype == np.uint8 else []
+
+
+def flat_size(space: gym.Space) -> int:
+    return int(np.prod(space.shape))
 
 
 @dataclass
-class MLPSettings:
+class MLPSettings(ModelSettings):
     """Fully connected layers on the flattened observation."""
 
     model: str = "mlp"
@@ -28,42 +169,71 @@ class MLPSettings:
     shared: bool = False
     # Orthogonal initialisation (hidden gain sqrt 2, small policy head), as PPO implementations use.
     ortho_init: bool = False
+    dueling: bool = False  # value and advantage streams, each with its own last hidden layer
+    noisy: bool = False  # factorised noisy linears in the value-based heads instead of epsilon-greedy
+    noisy_sigma: float = 0.5  # their initial noise scale, divided by sqrt(fan-in)
+    # The presets were tuned on torch's default initialisation of the output layer.
+    zero_output: ClassVar[bool] = False
 
     def __post_init__(self):
         require(self.activation in ACTIVATIONS, "approximation.activation", self.activation,
                 f"allowed: {', '.join(ACTIVATIONS)}")
         require(all(size >= 1 for size in self.hidden), "approximation.hidden", self.hidden,
                 "layer sizes must be at least 1")
+        self._check_heads()
+
+    def _features(self, space: gym.Space) -> tuple[list[nn.Module], int]:
+        # Vector observations need no Flatten: one module fewer on the per-step path.
+        flatten = [Flatten()] if len(space.shape) > 1 else []
+        hidden, width = self._dense(flat_size(space), self.hidden[:-1], noisy=False)
+        return [*input_layers(space), *flatten, *hidden], width
+
+    def _head_hidden(self) -> list[int]:
+        return self.hidden[-1:]
+
+    def _activation(self) -> nn.Module:
+        return activation(self.activation)()
 
 
-def flat_size(space: gym.Space) -> int:
-    return int(np.prod(space.shape))
+# (out_channels, kernel, stride) of the Nature DQN's convolutions (Mnih et al. 2015).
+NATURE_CONVS = ((32, 8, 4), (64, 4, 2), (64, 3, 1))
 
 
-def _flat_stack(space: gym.Space, layers: nn.Sequential) -> nn.Sequential:
-    # One flat Sequential: every nested module costs a Python call per forward, and small networks on
-    # the per-step path are dominated by such overhead. Vector observations need no Flatten.
-    prefix = [Flatten()] if len(space.shape) > 1 else []
-    return nn.Sequential(*prefix, *layers)
+@dataclass
+class NatureCNNSettings(ModelSettings):
+    """The Nature DQN convolutions on channels-first frames, then a fully connected layer per head."""
+
+    model: str = "nature_cnn"
+    hidden: int = 512  # width of the fully connected layer after the convolutions
+    shared: bool = True  # actor-critics: the convolutions and the hidden layer serve policy and value
+    ortho_init: bool = False
+    dueling: bool = False
+    noisy: bool = False
+    noisy_sigma: float = 0.5
+
+    def __post_init__(self):
+        require(self.hidden >= 1, "approximation.hidden", self.hidden, "must be at least 1")
+        self._check_heads()
+
+    def _features(self, space: gym.Space) -> tuple[list[nn.Module], int]:
+        require(len(space.shape) == 3, "approximation.model", self.model,
+                f"needs image observations [channels, height, width]; got shape {tuple(space.shape)}")
+        channels, *size = space.shape
+        layers: list[nn.Module] = [ChannelsLast(), *input_layers(space)]  # the layout first: uint8 copies cheaply
+        for out_channels, kernel, stride in NATURE_CONVS:
+            layers += [nn.Conv2d(channels, out_channels, kernel, stride=stride), nn.ReLU()]
+            channels, size = out_channels, [(n - kernel) // stride + 1 for n in size]
+        require(min(size) >= 1, "approximation.model", self.model,
+                f"frames of {tuple(space.shape[1:])} are too small for its convolutions (at least 36x36)")
+        return [*layers, Flatten()], channels * size[0] * size[1]
+
+    def _head_hidden(self) -> list[int]:
+        return [self.hidden]
+
+    def _activation(self) -> nn.Module:
+        return nn.ReLU()
 
 
-def mlp_head(settings: MLPSettings, space: gym.Space, outputs: int, out_gain: float = 1.0) -> nn.Module:
-    """Trunk and head in one stack: observation -> hidden layers -> ``outputs``."""
-    return _flat_stack(space, mlp(flat_size(space), settings.hidden, outputs, settings.activation,
-                                  out_gain=out_gain, ortho_init=settings.ortho_init))
-
-
-def mlp_trunk(settings: MLPSettings, space: gym.Space) -> tuple[nn.Module, int]:
-    """The hidden layers alone, and their output width, for heads to share."""
-    trunk = _flat_stack(space, mlp(flat_size(space), settings.hidden, None, settings.activation,
-                                   ortho_init=settings.ortho_init))
-    width = settings.hidden[-1] if settings.hidden else flat_size(space)
-    return trunk, width
-
-
-def head(width: int, outputs: int, settings: MLPSettings, gain: float = 1.0) -> nn.Module:
-    layer = nn.Linear(width, outputs)
-    if settings.ortho_init:
-        nn.init.orthogonal_(layer.weight, gain)
-        nn.init.zeros_(layer.bias)
-    return layer
+def model_settings(approximation: Mapping[str, Any]) -> ModelSettings:
+    """The settings object of the model ``approximation['model']`` names: what agents build networks from."""
+    return registry.get("model", approximation.get("model", "mlp"))(**approximation)

@@ -1,0 +1,94 @@
+"""C51 (Bellemare et al. 2017) and Rainbow (Hessel et al. 2018): distributional Q-learning.
+
+C51 learns, for every action, a categorical distribution of the return over ``atoms`` fixed values between
+``v_min`` and ``v_max``. The target is the next state's distribution (of the action with the largest mean,
+under the target network), shifted by the reward, shrunk by the discount and projected back on the
+support; the loss is the cross-entropy between target and prediction. Acting is epsilon-greedy on the means.
+
+Rainbow is C51 with the other improvements on by default: prioritized replay (priority = the
+cross-entropy), 3-step returns, and a dueling network with noisy layers (the ``rainbow`` presets choose
+it), whose noise explores so that epsilon can be 0. Replay, bursts of updates and the target network are
+DQN's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from rlconf.agents._agent import BuildContext
+from rlconf.agents.dqn import DQN, DQNConfig, training_settings
+from rlconf.approximation import QDist
+from rlconf.config import require
+from rlconf.memory import Transitions
+from rlconf.nn import model_settings
+from rlconf.optim import Clock
+
+
+@dataclass
+class C51Config(DQNConfig):
+    atoms: int = 51
+    v_min: float = -10.0
+    v_max: float = 10.0
+
+    def __post_init__(self):
+        super().__post_init__()
+        require(self.atoms >= 2, "agent.atoms", self.atoms, "must be at least 2")
+        require(self.v_min < self.v_max, "agent.v_min", self.v_min, f"must be below agent.v_max ({self.v_max})")
+
+
+class C51(DQN):
+    Config = C51Config
+
+    @classmethod
+    def build_q(cls, config: C51Config, context: BuildContext, clock: Clock, n_actions: int) -> QDist:
+        model = model_settings(context.approximation).q_dist(context.observation_space, n_actions, config.atoms)
+        model = model.to(context.device)
+        return QDist(model, n_actions=n_actions, atoms=config.atoms, v_min=config.v_min, v_max=config.v_max,
+                     **training_settings(model, config, context, clock))
+
+    @staticmethod
+    def action_values(q: QDist):
+        return _MeanValues(q)
+
+    def _td_targets(self, batch: Transitions) -> torch.Tensor:
+        """The projected target distribution of every transition: [batch, atoms]."""
+        next_probabilities = self.q.target(batch.next_observation)
+        best = self.q.expected(next_probabilities).argmax(-1)
+        next_distribution = next_probabilities[torch.arange(len(best), device=best.device), best]
+        discount = self.config.discount_factor if batch.discount is None else batch.discount
+        return self.q.project(batch.reward, discount * batch.next_mask, next_distribution)
+
+    def _update(self, batch: Transitions, targets: torch.Tensor | None = None) -> None:
+        if targets is None:
+            targets = self._td_targets(batch)
+        log_probabilities = self.q.log_probs(batch.observation)
+        chosen = log_probabilities[torch.arange(len(batch.action), device=batch.action.device), batch.action]
+        losses = -(targets * chosen).sum(-1)
+        self.q.reinforce(self._weighted_mean(losses, batch, losses.detach()))
+
+
+class _MeanValues:
+    """A QDist seen as action values (the means of its distributions), for the greedy policies."""
+
+    def __init__(self, q: QDist):
+        self.q = q
+
+    def no_grad(self, x: torch.Tensor) -> torch.Tensor:
+        return self.q.expected(self.q.no_grad(x))
+
+    def eval(self, x: torch.Tensor) -> torch.Tensor:
+        return self.q.expected(self.q.eval(x))
+
+
+@dataclass
+class RainbowConfig(C51Config):
+    replay: str = "prioritized"
+    n_steps: int = 3
+    epsilon: float = 0.0  # noisy layers explore
+    epsilon_final: float = 0.0
+
+
+class Rainbow(C51):
+    Config = RainbowConfig

@@ -1,0 +1,105 @@
+"""Vanilla Q-learning (VQN) and SARSA (VSarsa) over parallel environments, as in the Autonomous Learning
+Library: no replay and no target network, one TD(0) update per step on the batch of transitions the
+``n_envs`` environments just produced. Many environments decorrelate the batch that replay would
+otherwise decorrelate.
+
+VQN bootstraps from ``max_a Q(s', a)`` (off-policy); VSarsa from ``Q(s', a')`` for the action it is about
+to take (on-policy).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from rlconf.agents._agent import Buildable, BuildContext, ParallelAgent, TestAgent
+from rlconf.agents.dqn import DQNTestAgent
+from rlconf.approximation import QNetwork, adam
+from rlconf.config import require
+from rlconf.core import StateArray
+from rlconf.nn import model_settings
+from rlconf.optim import Clock, schedule
+from rlconf.policies import ParallelGreedyPolicy
+
+
+@dataclass
+class VQNConfig:
+    discount_factor: float = 0.99
+    lr: float = 1e-2
+    lr_final: float | None = None
+    adam_eps: float = 1e-5
+    clip_grad: float = 0.0
+    epsilon: float = 1.0  # exploration: start ...
+    epsilon_final: float = 0.02  # ... end ...
+    epsilon_decay_steps: int = 10_000  # ... after this many environment steps
+    eval_epsilon: float = 0.0
+
+    def __post_init__(self):
+        require(self.lr > 0, "agent.lr", self.lr, "must be positive")
+        require(0 <= self.discount_factor <= 1, "agent.discount_factor", self.discount_factor, "must be in [0, 1]")
+        require(self.epsilon_decay_steps >= 1, "agent.epsilon_decay_steps", self.epsilon_decay_steps,
+                "must be at least 1")
+        for key in ("epsilon", "epsilon_final", "eval_epsilon"):
+            require(0 <= getattr(self, key) <= 1, f"agent.{key}", getattr(self, key), "must be in [0, 1]")
+
+
+class VQN(ParallelAgent, Buildable):
+    Config = VQNConfig
+
+    def __init__(self, q: QNetwork, policy: ParallelGreedyPolicy, clock: Clock, config: VQNConfig):
+        self.q = q
+        self.policy = policy
+        self.clock = clock
+        self.config = config
+        self._state: StateArray | None = None
+        self._action: torch.Tensor | None = None
+
+    @classmethod
+    def from_config(cls, config: VQNConfig, context: BuildContext) -> VQN:
+        n_actions = int(context.action_space.n)
+        clock = Clock()
+        model = model_settings(context.approximation).q(context.observation_space, n_actions).to(context.device)
+        lr = schedule(config.lr, config.lr_final, context.total_steps, clock, "lr")
+        optimizer, lr_schedule = adam(model.parameters(), lr, config.adam_eps)
+        q = QNetwork(model, optimizer, clip_grad=config.clip_grad, scheduler=lr_schedule, logger=context.logger)
+        epsilon = schedule(config.epsilon, config.epsilon_final, config.epsilon_decay_steps, clock, "epsilon")
+        policy = ParallelGreedyPolicy(q, n_actions, epsilon, np.random.default_rng(context.seed))
+        return cls(q, policy, clock, config)
+
+    def act(self, states: StateArray) -> torch.Tensor:
+        self.clock.tick(len(states))
+        actions = self.policy(states)
+        if self._state is not None:
+            self._train(states, actions)
+        self._state, self._action = states, actions
+        return actions
+
+    def _train(self, states: StateArray, actions: torch.Tensor) -> None:
+        with torch.no_grad():
+            target = states["reward"] + self.config.discount_factor * states["mask"] * self._next_values(
+                states, actions)
+        values = self.q(self._state.as_input()).gather(1, self._action.unsqueeze(1)).squeeze(1)
+        # A step leaving an ended episode is the vector env's reset, not a transition: leave it out.
+        weights = (~self._state["done"]).float()
+        loss = (weights * (values - target) ** 2).sum() / weights.sum().clamp(min=1.0)
+        self.q.reinforce(loss)
+
+    def _next_values(self, states: StateArray, actions: torch.Tensor) -> torch.Tensor:
+        return self.q.no_grad(states.as_input()).max(-1).values
+
+    def test_agent(self) -> TestAgent:
+        return DQNTestAgent(self.q, self.policy.n_actions, self.config.eval_epsilon)
+
+    def state_dict(self) -> dict:
+        return {"q": self.q.state_dict(), "steps": self.clock.steps}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.q.load_state_dict(state["q"])
+        self.clock.steps = state["steps"]
+
+
+class VSarsa(VQN):
+    def _next_values(self, states: StateArray, actions: torch.Tensor) -> torch.Tensor:
+        return self.q.no_grad(states.as_input()).gather(1, actions.unsqueeze(1)).squeeze(1)
