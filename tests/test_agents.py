@@ -12,8 +12,8 @@ from rlconf.experiments.run import build_agent, make_env
 from rlconf.logging import LoggerGroup
 
 
-def build(*overrides: str):
-    settings = validate(compose(["env=classic/cartpole", *overrides], []))
+def build(*overrides: str, env_prefix: str | None = "env=classic/cartpole"):
+    settings = validate(compose([*([env_prefix] if env_prefix else []), *overrides], []))
     env = make_env(settings, settings.hardware.n_envs)
     return settings, env, build_agent(settings, env, LoggerGroup([]))
 

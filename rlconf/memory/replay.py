@@ -56,7 +56,9 @@ class ReplayBuffer:
         stored_shape = observation_shape[1:] if frame_stack > 1 else observation_shape
         if frame_stack > 1 and observation_shape[0] != frame_stack:
             raise ValueError(f"frame_stack={frame_stack} but observations have shape {observation_shape}")
-        self.observation = torch.zeros((rows, envs, *stored_shape), dtype=observation_dtype, device=device)
+        # Empty, not zeros: untouched pages of a large buffer (7 GB for a million Atari frames) take no
+        # memory until written, and only written rows are ever read.
+        self.observation = torch.empty((rows, envs, *stored_shape), dtype=observation_dtype, device=device)
         self.action = torch.zeros((rows, envs, *action_shape), dtype=action_dtype, device=device)
         self.reward = torch.zeros((rows, envs), dtype=torch.float32, device=device)
         self.mask = torch.zeros((rows, envs), dtype=torch.float32, device=device)
