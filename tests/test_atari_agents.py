@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from test_agents import build, drive, parameters
 
 pytest.importorskip("ale_py")
