@@ -29,6 +29,11 @@ def require(ok: bool, key: str, value: Any, allowed: str) -> None:
 
 
 @dataclass
+class CheckpointSettings:
+    replay: bool = False  # also save the replay buffer, so a resumed run does not start from an empty one
+
+
+@dataclass
 class RunSettings:
     seed: int = 0
     steps: int = 100_000  # environment-step budget
@@ -40,6 +45,7 @@ class RunSettings:
     quiet: bool = False
     verbose: bool = False  # also log losses and schedules
     plugins: list[str] = field(default_factory=list)  # modules to import (they may register components)
+    checkpoint: CheckpointSettings = field(default_factory=CheckpointSettings)
 
     def __post_init__(self):
         require(self.steps > 0, "steps", self.steps, "must be a positive integer (environment steps)")
@@ -148,9 +154,14 @@ def check(schema: type, node: Any, prefix: str = "") -> Any:
 
 
 def _expected_type(schema: type, key: str) -> str:
-    hints = {f.name: f.type for f in dataclasses.fields(schema)}
-    name = key.split(".")[0].split("[")[0]
-    kind = str(hints.get(name, "a valid value"))
+    """The declared type of ``key`` (dotted, into nested settings) for the error message."""
+    kind: Any = schema
+    for name in key.split("."):
+        fields = {f.name: f for f in dataclasses.fields(kind)} if dataclasses.is_dataclass(kind) else {}
+        field_ = fields.get(name.split("[")[0])
+        if field_ is None:
+            return "expected a valid value"
+        kind = field_.default_factory if dataclasses.is_dataclass(field_.default_factory) else field_.type
     return f"expected {kind}"
 
 

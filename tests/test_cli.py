@@ -355,3 +355,19 @@ def test_sigint_stops_at_a_step_boundary_with_a_checkpoint(tmp_path, workdir):
     assert 0 < checkpoint["steps"] < 1_000_000
     assert checkpoint["episodes"] == len(rows)  # every episode the checkpoint counts is on disk, no more
     assert int(rows[-1]["step"]) <= checkpoint["steps"]
+
+
+@pytest.mark.parametrize("save_replay", [True, False])
+def test_checkpoint_keeps_the_replay_buffer_on_request(run_cli, workdir, tmp_path, save_replay):
+    logdir = tmp_path / "runs"
+    result = run_cli("run", *CARTPOLE, "steps=1200", "agent.replay_start_size=300", f"checkpoint.replay={save_replay}",
+                     *FAST_RUN, f"logdir={logdir}", cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    checkpoint = torch.load(only_run_dir(logdir) / "checkpoint.pt", weights_only=False)
+    assert ("replay" in checkpoint) == save_replay
+    if save_replay:
+        replay = checkpoint["replay"]
+        assert replay["filled"] > 1000 and replay["observation"].shape[-1] == 4
+        # The stored rows are the run's real states: CartPole observations, not the buffer's blank memory.
+        filled = replay["observation"][: replay["filled"]]
+        assert filled.abs().sum() > 0 and filled[:, 0, 0].abs().max() < 5

@@ -23,6 +23,13 @@ class Learner:
     def load_state_dict(self, state: dict) -> None:
         pass
 
+    def replay_state_dict(self) -> dict:
+        """The replay memory's contents, for checkpoints that ask for them (empty without replay)."""
+        return {}
+
+    def load_replay_state_dict(self, state: dict) -> None:
+        pass
+
 
 class Agent(Learner):
     """An agent for one environment: ``act(state) -> action``.
@@ -96,6 +103,12 @@ class SingleEnvAgent(ParallelAgent):
 
     def load_state_dict(self, state: dict) -> None:
         self.agent.load_state_dict(state)
+
+    def replay_state_dict(self) -> dict:
+        return self.agent.replay_state_dict()
+
+    def load_replay_state_dict(self, state: dict) -> None:
+        self.agent.load_replay_state_dict(state)
 
     def test_agent(self) -> TestAgent:
         return _SingleEnvTestAgent(self.agent.test_agent())

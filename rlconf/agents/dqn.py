@@ -176,6 +176,12 @@ class DQN(ParallelAgent, Buildable):
         return {"q": self.q.state_dict(), "steps": self.clock.steps, "calls": self._calls,
                 "target_stale": self._target_stale}
 
+    def replay_state_dict(self) -> dict:
+        return self.replay.state_dict()
+
+    def load_replay_state_dict(self, state: dict) -> None:
+        self.replay.load_state_dict(state)
+
     def load_state_dict(self, state: dict) -> None:
         self.q.load_state_dict(state["q"])
         self.clock.steps = state["steps"]

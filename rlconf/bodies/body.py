@@ -50,6 +50,12 @@ class Body(ParallelAgent):
     def load_state_dict(self, state: dict) -> None:
         self.agent.load_state_dict(state)
 
+    def replay_state_dict(self) -> dict:
+        return self.agent.replay_state_dict()
+
+    def load_replay_state_dict(self, state: dict) -> None:
+        self.agent.load_replay_state_dict(state)
+
 
 def body_options(body_class: type[Body], settings: Any) -> dict[str, Any]:
     """The body settings (a ``BodySettings`` or a dict) that ``body_class`` takes as keyword arguments:

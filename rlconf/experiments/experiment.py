@@ -64,7 +64,7 @@ def stop_requests(signals=(signal.SIGINT, signal.SIGTERM)) -> Iterator[_StopRequ
 class Experiment:
     def __init__(self, agent, env, make_test_env: Callable[[], object], logger: Logger, run_dir: Path,
                  *, steps: int, seed: int, eval_every: int, eval_episodes: int, checkpoint_every: int,
-                 progress: ConsoleProgress, checkpoint_extra: dict | None = None):
+                 progress: ConsoleProgress, checkpoint_extra: dict | None = None, save_replay: bool = False):
         self.agent = agent
         self.env = env
         self.make_test_env = make_test_env
@@ -77,6 +77,7 @@ class Experiment:
         self.checkpoint_every = checkpoint_every
         self.progress = progress
         self.checkpoint_extra = checkpoint_extra or {}
+        self.save_replay = save_replay
         self.episodes = 0
         self.last_return: float | None = None
         self.train_seconds = 0.0
@@ -136,6 +137,8 @@ class Experiment:
         self.logger.flush()
         state = {"agent": self.agent.state_dict(), "steps": self.env.steps, "episodes": self.episodes,
                  **self.checkpoint_extra}
+        if self.save_replay:
+            state["replay"] = self.agent.replay_state_dict()
         atomic_write(self.run_dir / "checkpoint.pt", lambda tmp: torch.save(state, tmp))
 
     def close(self) -> None:

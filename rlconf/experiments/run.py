@@ -106,7 +106,7 @@ def run(cfg: DictConfig, parent_dir: str | Path | None = None, overrides: list[s
         agent, env, lambda: make_env(settings, min(hardware.eval_envs, max(settings.run.test_episodes, 1))),
         logger, run_dir, steps=settings.run.steps, seed=settings.run.seed, eval_every=settings.run.eval_every,
         eval_episodes=settings.run.eval_episodes, checkpoint_every=settings.run.checkpoint_every,
-        progress=progress, checkpoint_extra={"config": resolved})
+        progress=progress, checkpoint_extra={"config": resolved}, save_replay=settings.run.checkpoint.replay)
     try:
         try:
             experiment.train()
