@@ -17,6 +17,10 @@ from omegaconf.errors import OmegaConfBaseException
 
 from rlconf import registry
 
+# How environment copies are stepped: auto, in this process (sync), in subprocesses (async), or by the
+# simulator's own vector version (native). Environment adapters read the same tuple.
+VECTORIZATION_MODES = ("auto", "sync", "async", "native")
+
 
 class ConfigError(ValueError):
     """Bad input: the message is one line meant for the user."""
@@ -81,9 +85,8 @@ class HardwareSettings:
         require(self.n_envs >= 1, "hardware.n_envs", self.n_envs, "must be at least 1")
         require(self.torch_threads >= 1, "hardware.torch_threads", self.torch_threads, "must be at least 1")
         require(self.eval_envs >= 1, "hardware.eval_envs", self.eval_envs, "must be at least 1")
-        modes = ("auto", "sync", "async", "native")
-        require(self.vectorization in modes, "hardware.vectorization", self.vectorization,
-                f"allowed: {', '.join(modes)}")
+        require(self.vectorization in VECTORIZATION_MODES, "hardware.vectorization", self.vectorization,
+                f"allowed: {', '.join(VECTORIZATION_MODES)}")
         require(self.device == "cpu" or self.device.startswith(("cuda", "mps")), "hardware.device",
                 self.device, "allowed: cpu, cuda, cuda:N, mps")
 

@@ -88,15 +88,10 @@ class Buildable:
         raise NotImplementedError
 
 
-class SingleEnvAgent(ParallelAgent):
-    """Lets an ``Agent`` written for one State run in the vectorised loop (with one environment)."""
+class AgentWrapper(Learner):
+    """A wrapper around ``self.agent`` (bodies, adapters): what it has learned is the wrapped agent's."""
 
-    def __init__(self, agent: Agent):
-        self.agent = agent
-
-    def act(self, states: StateArray) -> torch.Tensor:
-        action = self.agent.act(states[0])
-        return torch.as_tensor(action).unsqueeze(0)
+    agent: Any
 
     def state_dict(self) -> dict:
         return self.agent.state_dict()
@@ -109,6 +104,17 @@ class SingleEnvAgent(ParallelAgent):
 
     def load_replay_state_dict(self, state: dict) -> None:
         self.agent.load_replay_state_dict(state)
+
+
+class SingleEnvAgent(AgentWrapper, ParallelAgent):
+    """Lets an ``Agent`` written for one State run in the vectorised loop (with one environment)."""
+
+    def __init__(self, agent: Agent):
+        self.agent = agent
+
+    def act(self, states: StateArray) -> torch.Tensor:
+        action = self.agent.act(states[0])
+        return torch.as_tensor(action).unsqueeze(0)
 
     def test_agent(self) -> TestAgent:
         return _SingleEnvTestAgent(self.agent.test_agent())

@@ -9,11 +9,11 @@ from typing import Any
 import gymnasium as gym
 import torch
 
-from rlconf.agents import ParallelAgent, TestAgent
+from rlconf.agents import AgentWrapper, ParallelAgent, TestAgent
 from rlconf.core import StateArray
 
 
-class Body(ParallelAgent):
+class Body(AgentWrapper, ParallelAgent):
     """The identity body. Subclasses override ``process_state`` and ``process_action``.
 
     To the loop a body is an agent; to the agent it is the environment. It wraps the test agent too, so an
@@ -43,18 +43,6 @@ class Body(ParallelAgent):
         body = copy.copy(self)
         body.agent = self.agent.test_agent()
         return body
-
-    def state_dict(self) -> dict:
-        return self.agent.state_dict()
-
-    def load_state_dict(self, state: dict) -> None:
-        self.agent.load_state_dict(state)
-
-    def replay_state_dict(self) -> dict:
-        return self.agent.replay_state_dict()
-
-    def load_replay_state_dict(self, state: dict) -> None:
-        self.agent.load_replay_state_dict(state)
 
 
 def body_options(body_class: type[Body], settings: Any) -> dict[str, Any]:

@@ -40,9 +40,9 @@ import numpy as np
 import torch
 
 from rlconf import registry
-from rlconf.config import ConfigError, require
+from rlconf.config import VECTORIZATION_MODES, ConfigError, require
 from rlconf.core import StateArray
-from rlconf.environments.gym import VECTORIZATION_MODES, GymVectorEnvironment
+from rlconf.environments.gym import GymVectorEnvironment
 
 FRAME_SHAPE = (1, 84, 84)  # one grayscale frame, channels first
 

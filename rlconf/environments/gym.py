@@ -14,9 +14,8 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from rlconf.config import VECTORIZATION_MODES
 from rlconf.core import StateArray
-
-VECTORIZATION_MODES = ("auto", "sync", "async", "native")
 
 
 @dataclass

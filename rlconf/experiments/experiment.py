@@ -101,8 +101,7 @@ class Experiment:
                 if env.steps >= next_checkpoint:
                     next_checkpoint += self.checkpoint_every
                     self.save_checkpoint()
-                self.progress.update(env.steps, self.episodes, self.last_return,
-                                     env.steps / max(time.perf_counter() - start, 1e-9))
+                self.progress.update(env.steps, self.episodes, self.last_return, start)
                 if stop.signum is not None:
                     self.train_seconds += time.perf_counter() - start
                     self.progress.stop()

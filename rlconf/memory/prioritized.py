@@ -35,8 +35,10 @@ class SumTree:
     def set(self, index: np.ndarray, values: np.ndarray) -> None:
         nodes = np.asarray(index, dtype=np.int64) + self.leaves
         self.tree[nodes] = values
-        while nodes[0] > 1:  # all leaves share one depth, so each pass is one level up
-            nodes = np.unique(nodes >> 1)
+        # One level up per pass (all leaves share a depth). A parent listed twice is recomputed twice from
+        # the same children: the same value, so no np.unique (a sort per level) is needed.
+        while nodes[0] > 1:
+            nodes >>= 1
             self.tree[nodes] = self.tree[2 * nodes] + self.tree[2 * nodes + 1]
 
     def find(self, prefix: np.ndarray) -> np.ndarray:
