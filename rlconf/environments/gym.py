@@ -37,8 +37,10 @@ class GymVectorEnvironment:
         self.n_envs = n_envs
         self.device = torch.device(device)
         self.env = self._make_env(env_id, n_envs, kwargs or {}, vectorization, max_episode_steps)
-        self.observation_space = self.env.single_observation_space
+        self.observation_space = _float32(self.env.single_observation_space)
         self.action_space = self.env.single_action_space
+        # Continuous actions are clipped to the Box here, the one place every agent's actions pass.
+        self._action_bounds = _bounds(self.action_space)
         self._returns = np.zeros(n_envs)
         self._lengths = np.zeros(n_envs, dtype=np.int64)
         self._resetting = np.zeros(n_envs, dtype=bool)
@@ -54,7 +56,10 @@ class GymVectorEnvironment:
         return self._state(observation, np.zeros(n, np.float32), np.zeros(n, bool), np.zeros(n, bool), info)
 
     def step(self, actions: torch.Tensor) -> StateArray:
-        observation, reward, terminated, truncated, info = self.env.step(actions.cpu().numpy())
+        actions = actions.cpu().numpy()
+        if self._action_bounds is not None:
+            actions = np.clip(actions, *self._action_bounds).astype(self.action_space.dtype, copy=False)
+        observation, reward, terminated, truncated, info = self.env.step(actions)
         live = ~self._resetting
         self.steps += int(live.sum())
         self._returns += reward
@@ -75,7 +80,7 @@ class GymVectorEnvironment:
     def _state(self, observation, reward, terminated, truncated, info: dict) -> StateArray:
         """The StateArray of one reset or step; ``info`` is there for families that report more keys."""
         state = StateArray({
-            "observation": torch.from_numpy(np.asarray(observation)),
+            "observation": torch.from_numpy(np.asarray(observation, dtype=self.observation_space.dtype)),
             "reward": torch.from_numpy(np.asarray(reward, dtype=np.float32)),
             "done": torch.from_numpy(terminated | truncated),
             "mask": torch.from_numpy((~terminated).astype(np.float32)),
@@ -84,6 +89,17 @@ class GymVectorEnvironment:
 
     def close(self) -> None:
         self.env.close()
+
+
+def _float32(space: gym.Space) -> gym.Space:
+    """Float64 Box observations (MuJoCo's) as float32: the precision networks compute in, half the memory."""
+    if isinstance(space, gym.spaces.Box) and space.dtype == np.float64:
+        return gym.spaces.Box(space.low.astype(np.float32), space.high.astype(np.float32), space.shape, np.float32)
+    return space
+
+
+def _bounds(space: gym.Space) -> tuple[np.ndarray, np.ndarray] | None:
+    return (space.low, space.high) if isinstance(space, gym.spaces.Box) else None
 
 
 def make_vector_env(env_id: str, n_envs: int, kwargs: dict, vectorization: str,
