@@ -1,13 +1,14 @@
 """rlconf and Stable-Baselines3 side by side, in one run, at matched workloads.
 
-    python benchmarks/bench.py              # 3 seeds per algorithm per library (about 20 minutes on 2 cores)
+    python benchmarks/bench.py              # every workload, 3 seeds per library (about an hour on 2 cores)
+    python benchmarks/bench.py --workloads dqn-breakout rainbow-breakout --seeds 2
     python benchmarks/bench.py --quick      # 1 seed, a tenth of the budgets: a smoke test, not a measurement
     nox -s bench -- --seeds 5
 
-Workloads are rlconf's classic presets (DQN and PPO on CartPole-v1), read at run time; presets.py maps them
-to SB3's arguments. rlconf trains through ``rlconf run`` and SB3 through ``model.learn``, each trial in a
-fresh process (trial.py), one at a time: on a 2-core machine, parallel trials would time each other. The
-report and the raw results go to benchmarks/results/ and the report to stdout.
+Workloads (presets.WORKLOADS) are rlconf's presets plus a few overrides, read at run time; presets.py maps
+them to SB3's arguments, env and wrappers. rlconf trains through ``rlconf run`` and SB3 through
+``model.learn``, each trial in a fresh process (trial.py), one at a time: on a 2-core machine, parallel
+trials would time each other. The report and the raw results go to benchmarks/results/, the report to stdout.
 """
 
 from __future__ import annotations
@@ -26,13 +27,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from presets import ENV, SB3_KWARGS, describe, load_settings
+from presets import SB3_KWARGS, WORKLOADS, Workload, describe, load_settings
 from report import machine_info, render
 
 HERE = Path(__file__).resolve().parent
 TRIAL = HERE / "trial.py"
 RESULTS = HERE / "results"
-AGENTS = ("dqn", "ppo")
 QUICK_DIVISOR = 10  # --quick trains for this fraction of the preset's budget
 
 
@@ -41,15 +41,18 @@ class TrialError(RuntimeError):
 
 
 @dataclass
-class Workload:
-    """One training comparison: an rlconf preset and the SB3 arguments it maps to."""
+class Plan:
+    """A workload as this benchmark runs it: its budget, env size, test episodes and SB3's arguments."""
 
+    name: str
     agent: str
     env_id: str
+    family: str
+    overrides: list[str]
     steps: int
     n_envs: int
     test_episodes: int
-    sb3_kwargs: dict[str, Any]
+    sb3_kwargs: dict[str, Any] | None  # None: SB3 has no such algorithm
 
     @property
     def title(self) -> str:
@@ -60,14 +63,17 @@ def plural(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
-def load_workload(agent: str, quick: bool, test_episodes: int) -> Workload:
-    steps = load_settings(agent).run.steps
+def plan(workload: Workload, quick: bool, test_episodes: int) -> Plan:
+    steps = load_settings(workload).run.steps
     if quick:
         steps //= QUICK_DIVISOR
     # Composed again with the budget: SB3's exploration fraction and rlconf's schedules depend on it.
-    settings = load_settings(agent, steps)
-    return Workload(agent, settings.env.id, steps, settings.hardware.n_envs, test_episodes,
-                    describe(SB3_KWARGS[agent](settings)))
+    settings = load_settings(workload, steps)
+    if workload.test_episodes is not None:
+        test_episodes = workload.test_episodes
+    sb3 = describe(SB3_KWARGS[workload.agent](settings)) if workload.sb3 else None
+    return Plan(workload.name, workload.agent, settings.env.id, settings.env.family,
+                workload.command_overrides(steps), steps, settings.hardware.n_envs, test_episodes, sb3)
 
 
 # -- running trials ----------------------------------------------------------------------------------------
@@ -106,15 +112,14 @@ def run_process(command: list[str], label: str) -> dict[str, Any]:
     return {"process_seconds": round(wall, 1), "other_cpu_cores": others}
 
 
-def train_rlconf(workload: Workload, seed: int, scratch: Path) -> dict[str, Any]:
+def train_rlconf(plan: Plan, seed: int, scratch: Path) -> dict[str, Any]:
     """One ``rlconf run`` through the real CLI; its summary.json has the training rate and the test returns."""
-    logdir = scratch / f"rlconf-{workload.agent}-s{seed}"
-    command = [sys.executable, "-m", "rlconf", "run", f"agent={workload.agent}", f"env={ENV}", f"seed={seed}",
-               f"steps={workload.steps}", f"test_episodes={workload.test_episodes}", "quiet=true", f"logdir={logdir}",
-               "hardware.torch_threads=1",
+    logdir = scratch / f"rlconf-{plan.name}-s{seed}"
+    command = [sys.executable, "-m", "rlconf", "run", *plan.overrides, f"seed={seed}",
+               f"test_episodes={plan.test_episodes}", "quiet=true", f"logdir={logdir}", "hardware.torch_threads=1",
                # No periodic evaluation or checkpoints inside the timed loop: SB3's learn() does neither.
                "eval_every=0", "checkpoint_every=0"]
-    process = run_process(command, f"rlconf {workload.agent} seed {seed}")
+    process = run_process(command, f"rlconf {plan.name} seed {seed}")
     summary = json.loads(next(logdir.glob("*/summary.json")).read_text())
     keys = ("steps", "wall_seconds", "steps_per_second", "test_return_mean", "test_return_std", "test_episodes")
     return {**{key: summary[key] for key in keys}, **process}
@@ -127,10 +132,10 @@ def run_trial(args: list[str], label: str, scratch: Path) -> dict[str, Any]:
     return {**json.loads(out.read_text()), **process}
 
 
-def train_sb3(workload: Workload, seed: int, scratch: Path) -> dict[str, Any]:
-    args = ["sb3-train", workload.agent, "--steps", str(workload.steps), "--seed", str(seed),
-            "--test-episodes", str(workload.test_episodes)]
-    return run_trial(args, f"SB3    {workload.agent} seed {seed}", scratch)
+def train_sb3(plan: Plan, seed: int, scratch: Path) -> dict[str, Any]:
+    args = ["sb3-train", plan.name, "--steps", str(plan.steps), "--seed", str(seed),
+            "--test-episodes", str(plan.test_episodes)]
+    return run_trial(args, f"SB3    {plan.name} seed {seed}", scratch)
 
 
 def attempt(trial, errors: list[str], *args) -> dict[str, Any]:
@@ -144,33 +149,50 @@ def attempt(trial, errors: list[str], *args) -> dict[str, Any]:
         return {"error": message}
 
 
-def training(workloads: list[Workload], seeds: int, scratch: Path, errors: list[str]) -> list[dict[str, Any]]:
-    rows = [{"title": w.title, **asdict(w), "rlconf": [], "sb3": []} for w in workloads]
+def training(plans: list[Plan], seeds: int, scratch: Path, errors: list[str]) -> list[dict[str, Any]]:
+    rows = [{"title": p.title, **asdict(p), "rlconf": [], "sb3": []} for p in plans]
     # Seeds outermost and the two libraries back to back: a slow drift of the machine (a noisy neighbour,
     # thermal limits) then falls on both sides alike instead of on whichever library ran last.
     for seed in range(seeds):
-        for row, workload in zip(rows, workloads, strict=True):
-            row["rlconf"].append({"seed": seed, **attempt(train_rlconf, errors, workload, seed, scratch)})
-            row["sb3"].append({"seed": seed, **attempt(train_sb3, errors, workload, seed, scratch)})
+        for row, p in zip(rows, plans, strict=True):
+            row["rlconf"].append({"seed": seed, **attempt(train_rlconf, errors, p, seed, scratch)})
+            if p.sb3_kwargs is not None:
+                row["sb3"].append({"seed": seed, **attempt(train_sb3, errors, p, seed, scratch)})
     return rows
 
 
-def rates(workloads: list[Workload], seconds: float, scratch: Path, errors: list[str]) -> list[dict[str, Any]]:
-    """Loop rates without learning: the raw env, then each agent's greedy acting over its training env."""
+def rates(plans: list[Plan], seconds: float, scratch: Path, errors: list[str]) -> list[dict[str, Any]]:
+    """Loop rates without learning: each env raw (1 copy and the workloads' sizes), then each agent's greedy
+    acting over its training env; only where SB3 runs the workload too."""
     window = ["--seconds", str(seconds)]
+    compared = [p for p in plans if p.sb3_kwargs is not None]
     rows = []
-    for n_envs in sorted({1, *(w.n_envs for w in workloads)}):
-        ours = attempt(run_trial, errors, ["env-rlconf", str(n_envs), *window], f"env rlconf {n_envs}", scratch)
-        theirs = attempt(run_trial, errors, ["env-sb3", str(n_envs), *window], f"env SB3    {n_envs}", scratch)
-        kinds = f"rlconf: {ours.get('vectorisation', '?')}, SB3: {theirs.get('vectorisation', '?')}"
-        title = f"raw env, {plural(n_envs, 'env')}, random actions ({kinds})"
-        rows.append({"title": title, "rlconf": ours, "sb3": theirs})
-    for w in workloads:
-        ours = attempt(run_trial, errors, ["collect-rlconf", w.agent, *window], f"act rlconf {w.agent}", scratch)
-        theirs = attempt(run_trial, errors, ["collect-sb3", w.agent, *window], f"act SB3    {w.agent}", scratch)
-        title = f"{w.agent.upper()} greedy acting, {plural(w.n_envs, 'env')}"
+    envs: dict[str, tuple[str, set[int]]] = {}  # env id -> (a workload on it, its sizes)
+    for p in compared:
+        envs.setdefault(p.env_id, (p.name, {1}))[1].add(p.n_envs)
+    for env_id, (name, sizes) in envs.items():
+        for n in sorted(sizes):
+            args = [name, str(n), *window]
+            ours = attempt(run_trial, errors, ["env-rlconf", *args], f"env rlconf {env_id} x{n}", scratch)
+            theirs = attempt(run_trial, errors, ["env-sb3", *args], f"env SB3    {env_id} x{n}", scratch)
+            kinds = f"rlconf: {ours.get('vectorisation', '?')}, SB3: {theirs.get('vectorisation', '?')}"
+            title = f"{env_id} raw env, {plural(n, 'env')}, random actions ({kinds})"
+            rows.append({"title": title, "rlconf": ours, "sb3": theirs})
+    for p in compared:
+        ours = attempt(run_trial, errors, ["collect-rlconf", p.name, *window], f"act rlconf {p.name}", scratch)
+        theirs = attempt(run_trial, errors, ["collect-sb3", p.name, *window], f"act SB3    {p.name}", scratch)
+        title = f"{p.agent.upper()} {p.env_id} greedy acting, {plural(p.n_envs, 'env')}"
         rows.append({"title": title, "rlconf": ours, "sb3": theirs})
     return rows
+
+
+def memory(plans: list[Plan], scratch: Path, errors: list[str]) -> list[dict[str, Any]]:
+    """Replay memory per transition for the first replay workload on stacked frames (Atari)."""
+    for p in plans:
+        if p.family == "atari" and p.sb3_kwargs is not None and "buffer_size" in p.sb3_kwargs:
+            result = attempt(run_trial, errors, ["memory", p.name], f"memory {p.name}", scratch)
+            return [{"title": p.env_id, **result}]
+    return []
 
 
 # -- the run -------------------------------------------------------------------------------------------------
@@ -178,7 +200,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=None, help="seeds per algorithm per library (default 3; 1 quick)")
     parser.add_argument("--quick", action="store_true", help="1 seed, a tenth of the budgets: a smoke test")
-    parser.add_argument("--agents", nargs="+", choices=AGENTS, default=list(AGENTS))
+    parser.add_argument("--workloads", nargs="+", choices=list(WORKLOADS), default=list(WORKLOADS),
+                        metavar="NAME", help=f"default: all of {', '.join(WORKLOADS)}")
     parser.add_argument("--out", type=Path, default=RESULTS, help="folder for the results (default: %(default)s)")
     args = parser.parse_args(argv)
     if args.seeds is None:
@@ -203,20 +226,22 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     test_episodes = 10 if args.quick else 100
     window_seconds = 0.3 if args.quick else 2.0
-    workloads = [load_workload(agent, args.quick, test_episodes) for agent in args.agents]
+    plans = [plan(WORKLOADS[name], args.quick, test_episodes) for name in args.workloads]
     errors: list[str] = []
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="rlconf-bench-") as tmp:
         print("loop rates:", file=sys.stderr)
-        rate_rows = rates(workloads, window_seconds, Path(tmp), errors)
+        rate_rows = rates(plans, window_seconds, Path(tmp), errors)
+        memory_rows = memory(plans, Path(tmp), errors)
         print(f"training ({args.seeds} seed(s)):", file=sys.stderr)
-        training_rows = training(workloads, args.seeds, Path(tmp), errors)
+        training_rows = training(plans, args.seeds, Path(tmp), errors)
     results = {
         "options": {"seeds": args.seeds, "quick": args.quick, "test_episodes": test_episodes,
-                    "window_seconds": window_seconds, "agents": args.agents},
+                    "window_seconds": window_seconds, "workloads": args.workloads},
         "machine": machine_info(),
         "training": training_rows,
         "rates": rate_rows,
+        "memory": memory_rows,
         "errors": errors,
         "bench_seconds": round(time.perf_counter() - start, 1),
     }

@@ -1,7 +1,8 @@
-"""rlconf's preset hyperparameters, read at run time and translated into Stable-Baselines3 arguments.
+"""The benchmark's workloads: rlconf's presets, read at run time and translated into Stable-Baselines3 terms.
 
-The benchmark never restates a hyperparameter: it composes the same config ``rlconf run`` would, and maps
-each value to its SB3 name in one function per algorithm. A preset change is therefore benchmarked on
+The benchmark never restates a hyperparameter: it composes the same config ``rlconf run`` would (a workload
+only adds the overrides the comparison asks for), and maps each value to its SB3 name in one function per
+algorithm, the environment and its preprocessing in another. A preset change is therefore benchmarked on
 both sides at once, and a setting SB3 cannot express fails loudly instead of comparing different things.
 """
 
@@ -16,7 +17,6 @@ from torch import nn
 from rlconf.cli import compose
 from rlconf.config import Settings, validate
 
-ENV = "classic/cartpole"
 ACTIVATIONS: dict[str, type[nn.Module]] = {"relu": nn.ReLU, "tanh": nn.Tanh, "elu": nn.ELU, "gelu": nn.GELU,
                                            "silu": nn.SiLU}
 
@@ -38,10 +38,37 @@ class Linear:
         return f"linear({self.start:g} -> {self.end:g})"
 
 
-def load_settings(agent: str, steps: int | None = None, env: str = ENV) -> Settings:
-    """The validated config of ``rlconf run agent=AGENT env=ENV [steps=STEPS]``, preset included."""
-    overrides = [f"agent={agent}", f"env={env}"] + ([f"steps={steps}"] if steps is not None else [])
-    return validate(compose(overrides, []))
+@dataclass(frozen=True)
+class Workload:
+    """One comparison: ``rlconf run agent=AGENT env=ENV *OVERRIDES`` and SB3 at the same settings."""
+
+    name: str
+    agent: str
+    env: str
+    overrides: tuple[str, ...] = ()
+    sb3: bool = True  # False: SB3 has no such algorithm; rlconf's rate is reported alone
+    test_episodes: int | None = None  # None: the benchmark's default; Atari's 20k-step agents are not tested
+
+    def command_overrides(self, steps: int | None = None) -> list[str]:
+        """The overrides of ``rlconf run``, a changed budget last so it wins."""
+        return [f"agent={self.agent}", f"env={self.env}", *self.overrides,
+                *([f"steps={steps}"] if steps is not None else [])]
+
+
+# The Atari workloads of the value-based issue: 20k agent steps (80k frames), learning from step 5k, one
+# update of batch 32 every 4 steps (the Atari presets' own batch and period), a 100k replay as rl-zoo's.
+ATARI_DQN = ("steps=20000", "agent.replay_start_size=5000", "agent.replay_buffer_size=100000")
+WORKLOADS = {w.name: w for w in (
+    Workload("dqn-cartpole", "dqn", "classic/cartpole"),
+    Workload("ppo-cartpole", "ppo", "classic/cartpole"),
+    Workload("dqn-breakout", "dqn", "atari/breakout", ATARI_DQN, test_episodes=0),
+    Workload("rainbow-breakout", "rainbow", "atari/breakout", ATARI_DQN, sb3=False, test_episodes=0),
+)}
+
+
+def load_settings(workload: Workload, steps: int | None = None) -> Settings:
+    """The validated config of the workload's ``rlconf run`` (at ``steps`` if given), preset included."""
+    return validate(compose(workload.command_overrides(steps), []))
 
 
 def _schedule(start: float, end: float | None) -> float | Linear:
@@ -57,9 +84,70 @@ def _unsupported(key: str, value: Any, why: str) -> ValueError:
     return ValueError(f"{key}={value}: no Stable-Baselines3 equivalent ({why}); the comparison would not be matched")
 
 
+def sb3_policy(settings: Settings) -> str:
+    """SB3's policy class for rlconf's model: its CnnPolicy is the Nature CNN, its MlpPolicy an MLP."""
+    model = settings.approximation
+    if model["model"] == "nature_cnn":
+        for key in ("dueling", "noisy"):
+            if model[key]:
+                raise _unsupported(f"approximation.{key}", True, "SB3's CnnPolicy has a plain Q head")
+        if model["hidden"] != 512:
+            raise _unsupported("approximation.hidden", model["hidden"], "SB3's NatureCNN has 512 features")
+        return "CnnPolicy"
+    if model["model"] == "mlp":
+        return "MlpPolicy"
+    raise _unsupported("approximation.model", model["model"], "SB3 builds an MLP or the Nature CNN")
+
+
+def _net_arch(settings: Settings, actor_critic: bool = False) -> dict[str, Any]:
+    """policy_kwargs.net_arch and activation for an MLP; nothing for the CNN, whose layout is SB3's own.
+
+    SB3 2.x gives actor-critic MLPs a network each and shares the CNN's features: rlconf's ``shared`` must agree.
+    """
+    model = settings.approximation
+    cnn = model["model"] != "mlp"
+    if actor_critic and model["shared"] != cnn:
+        raise _unsupported("approximation.shared", model["shared"],
+                           "SB3 shares the CNN's features between policy and value, never an MLP's")
+    if cnn:
+        return {}
+    hidden = list(model["hidden"])
+    return {"net_arch": {"pi": hidden, "vf": hidden} if actor_critic else hidden,
+            "activation_fn": ACTIVATIONS[model["activation"]]}
+
+
+def sb3_env(settings: Settings, n_envs: int, seed: int):
+    """The SB3 vector env of rlconf's env and body: gymnasium's for classic control; for Atari, SB3's
+    AtariWrapper over the same ALE game (frame skip, noop and fire reset, 84x84 grey, life loss and reward
+    clipping as rlconf's atari body) and VecFrameStack for the body's frame stack."""
+    from stable_baselines3.common.env_util import make_atari_env, make_vec_env
+    from stable_baselines3.common.vec_env import VecFrameStack
+
+    if settings.env.family == "classic":
+        return make_vec_env(settings.env.id, n_envs=n_envs, seed=seed)
+    if settings.env.family != "atari":
+        raise _unsupported("env.family", settings.env.family, "the benchmark maps classic and atari envs")
+    import ale_py
+    import gymnasium
+
+    gymnasium.register_envs(ale_py)
+    game, body = settings.env.kwargs, settings.body
+    env = make_atari_env(
+        settings.env.id, n_envs=n_envs, seed=seed,
+        env_kwargs={"frameskip": 1, "repeat_action_probability": game["repeat_action_probability"],
+                    "full_action_space": game["full_action_space"],
+                    "max_num_frames_per_episode": game["max_num_frames_per_episode"]},
+        wrapper_kwargs={"noop_max": game["noop_max"], "frame_skip": game["frame_skip"], "screen_size": 84,
+                        "terminal_on_life_loss": body.episodic_lives, "clip_reward": body.clip_rewards})
+    return VecFrameStack(env, body.frame_stack)
+
+
 def sb3_dqn_kwargs(settings: Settings) -> dict[str, Any]:
     """rlconf's DQN settings as keyword arguments of ``stable_baselines3.DQN``."""
-    a, model, n_envs = settings.agent, settings.approximation, settings.hardware.n_envs
+    a, n_envs = settings.agent, settings.hardware.n_envs
+    if a.replay != "uniform" or a.n_steps != 1:
+        raise _unsupported("agent.replay", f"{a.replay} with n_steps {a.n_steps}",
+                           "SB3's DQN replays uniformly, one step")
     if a.loss != "huber":
         raise _unsupported("agent.loss", a.loss, "SB3's DQN always uses the Huber loss")
     if a.target == "trivial":
@@ -82,20 +170,13 @@ def sb3_dqn_kwargs(settings: Settings) -> dict[str, Any]:
         "exploration_initial_eps": a.epsilon,
         "exploration_final_eps": a.epsilon_final,
         "max_grad_norm": _max_grad_norm(a.clip_grad),
-        "policy_kwargs": {
-            "net_arch": list(model["hidden"]),
-            "activation_fn": ACTIVATIONS[model["activation"]],
-            "optimizer_kwargs": {"eps": a.adam_eps},
-        },
+        "policy_kwargs": {**_net_arch(settings), "optimizer_kwargs": {"eps": a.adam_eps}},
     }
 
 
 def sb3_ppo_kwargs(settings: Settings) -> dict[str, Any]:
     """rlconf's PPO settings as keyword arguments of ``stable_baselines3.PPO``."""
     a, model = settings.agent, settings.approximation
-    if model["shared"]:
-        raise _unsupported("approximation.shared", True, "SB3 2.x builds separate policy and value MLPs")
-    hidden = list(model["hidden"])
     return {
         "n_steps": a.n_steps,
         "batch_size": a.batch_size,
@@ -109,8 +190,7 @@ def sb3_ppo_kwargs(settings: Settings) -> dict[str, Any]:
         "max_grad_norm": _max_grad_norm(a.clip_grad),
         "normalize_advantage": a.normalize_advantages,
         "policy_kwargs": {
-            "net_arch": {"pi": hidden, "vf": hidden},
-            "activation_fn": ACTIVATIONS[model["activation"]],
+            **_net_arch(settings, actor_critic=True),
             "ortho_init": model["ortho_init"],
             "optimizer_kwargs": {"eps": a.adam_eps},
         },

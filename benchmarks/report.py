@@ -59,7 +59,9 @@ def _mean(values: list[float]) -> float | None:
     return statistics.fmean(values) if values else None
 
 
-def _rate(value: float | None) -> str:
+def _rate(value: float | None, ran: bool = True) -> str:
+    if not ran:
+        return "–"
     return "failed" if value is None else f"{value:,.0f}"
 
 
@@ -84,7 +86,8 @@ def training_table(training: list[dict]) -> list[str]:
              "|---|--:|--:|--:|--:|--:|"]
     for row in training:
         ours, theirs = _train_rate(row["rlconf"]), _train_rate(row["sb3"])
-        lines.append(f"| {row['title']} | {_rate(ours)} | {_rate(theirs)} | {_ratio(ours, theirs)} "
+        compared = row.get("sb3_kwargs", True) is not None  # SB3 has no such algorithm otherwise
+        lines.append(f"| {row['title']} | {_rate(ours)} | {_rate(theirs, compared)} | {_ratio(ours, theirs)} "
                      f"| {_returns(row['rlconf'])} | {_returns(row['sb3'])} |")
     return lines
 
@@ -95,6 +98,25 @@ def rates_table(rates: list[dict]) -> list[str]:
         ours, theirs = row["rlconf"].get("steps_per_second"), row["sb3"].get("steps_per_second")
         lines.append(f"| {row['title']} | {_rate(ours)} | {_rate(theirs)} | {_ratio(ours, theirs)} |")
     return lines
+
+
+def memory_lines(memory: list[dict]) -> list[str]:
+    """Replay memory of a million stacked-frame transitions, from the bytes each library allocates per slot."""
+    lines = []
+    for row in memory:
+        if "rlconf_bytes_per_transition" not in row:
+            continue
+        ours = row["rlconf_bytes_per_transition"]
+        theirs = row["sb3_bytes_per_transition"]
+        shape = "x".join(str(n) for n in row["observation_shape"])
+        sb3 = "; ".join(f"SB3 {option}: {_gb(size)} ({size / ours:.1f}x)" for option, size in theirs.items())
+        lines += ["", f"Replay memory, {row['title']} ({shape} uint8 observations), 1M transitions: "
+                  f"rlconf {_gb(ours)} ({ours:,.0f} bytes per transition, every frame stored once); {sb3}."]
+    return lines
+
+
+def _gb(bytes_per_transition: float) -> str:
+    return f"{bytes_per_transition * 1e6 / 1e9:.2f} GB"
 
 
 def machine_line(machine: dict[str, Any]) -> str:
@@ -125,18 +147,21 @@ def render(results: dict[str, Any]) -> str:
     """The markdown report: training at matched hyperparameters, then the loop rates behind it."""
     options = results["options"]
     mode = " (quick: shortened budgets, smoke test only)" if options["quick"] else ""
-    lines = [f"## rlconf vs Stable-Baselines3 on CartPole-v1{mode}", "",
+    lines = [f"## rlconf vs Stable-Baselines3{mode}", "",
              f"Machine: {machine_line(results['machine'])}", "",
-             f"Training at the hyperparameters of rlconf's classic presets, {options['seeds']} seed(s) per library, "
-             "one process per trial, run one after another, torch.set_num_threads(1). Steps/s is env steps over "
-             "training wall time (rlconf: its training loop; SB3: model.learn), mean over seeds. Test return: "
-             f"greedy, {options['test_episodes']} episodes, mean over seeds (per seed in brackets).", ""]
+             f"Training at the hyperparameters of rlconf's presets (plus each workload's overrides in "
+             f"benchmarks/presets.py), {options['seeds']} seed(s) per library, one process per trial, run one after "
+             "another, torch.set_num_threads(1). Steps/s is agent steps over training wall time (rlconf: its "
+             "training loop; SB3: model.learn), mean over seeds. Test return: greedy, "
+             f"{options['test_episodes']} episodes, mean over seeds (per seed in brackets); the 20k-step Atari "
+             "agents are not tested.", ""]
     lines += training_table(results["training"])
     lines += ["", f"Loop rates: median of 3 windows of {options['window_seconds']:g} s after a warm-up, untrained "
               "networks. Raw env: random actions, rlconf vectorised as its adapter does (SB3: its DummyVecEnv). "
               "Acting: rlconf's test agent (agent.test_agent()) over its env; SB3's model.predict(deterministic=True) "
               "over its vector env.", ""]
     lines += rates_table(results["rates"])
+    lines += memory_lines(results.get("memory", []))
     lines += contention_note(results)
     if results["errors"]:
         lines += ["", "Failed trials:", *(f"- {error}" for error in results["errors"])]

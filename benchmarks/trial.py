@@ -4,12 +4,13 @@ A process per trial keeps trials from sharing state (torch's thread pools and al
 warm caches), so the order in which they run cannot change their numbers. Each trial writes one JSON object.
 rlconf's training trials are not here: bench.py runs them through ``rlconf run``, the real platform path.
 
-Kinds:
-    sb3-train AGENT   train Stable-Baselines3 on rlconf's preset, then test it greedily
-    env-rlconf N      raw env steps/s with random actions, vectorised as rlconf's adapter does
-    env-sb3 N         the same through SB3's DummyVecEnv (what SB3's learn() steps)
-    collect-rlconf AGENT   steps/s of rlconf's test agent acting in its env: inference only, no learning
-    collect-sb3 AGENT      the same with SB3's model.predict on its own vector env
+Kinds (WORKLOAD: a name from presets.WORKLOADS, e.g. dqn-breakout):
+    sb3-train WORKLOAD       train Stable-Baselines3 at rlconf's settings, then test it greedily
+    env-rlconf WORKLOAD N    raw env steps/s with random actions, N copies built as ``rlconf run`` builds them
+    env-sb3 WORKLOAD N       the same through SB3's vector env and wrappers (what SB3's learn() steps)
+    collect-rlconf WORKLOAD  steps/s of rlconf's test agent acting in its env: inference only, no learning
+    collect-sb3 WORKLOAD     the same with SB3's model.predict on its own vector env
+    memory WORKLOAD          bytes per transition of each library's replay buffer, at the workload's shapes
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import torch
 # Pin threads before anything builds a model: both libraries get exactly one core's worth of torch.
 torch.set_num_threads(1)
 
-from presets import SB3_KWARGS, load_settings  # noqa: E402  (after the thread pin, on purpose)
+from presets import SB3_KWARGS, WORKLOADS, load_settings, sb3_env, sb3_policy  # noqa: E402  (after the pin)
 
 REPEATS = 3  # timed windows per measurement; the median resists a single noisy window
 CHECK_EVERY = 32  # calls between clock reads, so reading the clock costs well under 1% of a window
@@ -41,29 +42,26 @@ def sb3_algorithm(agent: str):
     return {"dqn": stable_baselines3.DQN, "ppo": stable_baselines3.PPO}[agent]
 
 
-def sb3_model(agent: str, steps: int | None, seed: int):
-    """An untrained SB3 model with rlconf's preset hyperparameters, on an SB3 vector env of the preset's size."""
-    from stable_baselines3.common.env_util import make_vec_env
-
-    settings = load_settings(agent, steps)
-    env = make_vec_env(settings.env.id, n_envs=settings.hardware.n_envs, seed=seed)
+def sb3_model(name: str, steps: int | None, seed: int):
+    """An untrained SB3 model with the workload's hyperparameters, on an SB3 vector env of the preset's size."""
+    settings = load_settings(WORKLOADS[name], steps)
+    agent = settings.agent_name
+    env = sb3_env(settings, settings.hardware.n_envs, seed)
     kwargs = SB3_KWARGS[agent](settings)
-    return sb3_algorithm(agent)("MlpPolicy", env, seed=seed, device="cpu", **kwargs), settings
+    return sb3_algorithm(agent)(sb3_policy(settings), env, seed=seed, device="cpu", **kwargs), settings
 
 
-def sb3_train(agent: str, steps: int, seed: int, test_episodes: int) -> dict[str, Any]:
-    from stable_baselines3.common.env_util import make_vec_env
+def sb3_train(name: str, steps: int, seed: int, test_episodes: int) -> dict[str, Any]:
     from stable_baselines3.common.evaluation import evaluate_policy
 
-    model, settings = sb3_model(agent, steps, seed)
+    model, settings = sb3_model(name, steps, seed)
     start = time.perf_counter()
     model.learn(total_timesteps=steps)  # timed alone, as rlconf times only its training loop
     wall = time.perf_counter() - start
     returns: list[float] = []
     if test_episodes:
         # Like rlconf's final test: greedy, up to 16 parallel envs, a fixed episode quota per env.
-        test_env = make_vec_env(settings.env.id, n_envs=min(settings.hardware.eval_envs, test_episodes),
-                                seed=seed + 1_000_003)
+        test_env = sb3_env(settings, min(settings.hardware.eval_envs, test_episodes), seed + 1_000_003)
         returns, _ = evaluate_policy(model, test_env, n_eval_episodes=test_episodes, deterministic=True,
                                      return_episode_rewards=True)
     return {"steps": int(model.num_timesteps), "wall_seconds": round(wall, 3),
@@ -93,9 +91,9 @@ def window(step: Callable[[], int], seconds: float) -> float:
             return steps / elapsed
 
 
-def env_rate(env, n_envs: int, seconds: float) -> dict[str, Any]:
+def env_rate(env, n_envs: int, n_actions: int, seconds: float) -> dict[str, Any]:
     """Random actions, drawn up front so the timed loop measures the environment, not the action sampler."""
-    actions = itertools.cycle(np.random.default_rng(0).integers(0, 2, size=(4096, n_envs)))
+    actions = itertools.cycle(np.random.default_rng(0).integers(0, n_actions, size=(4096, n_envs)))
 
     def step() -> int:
         env.step(next(actions))
@@ -106,28 +104,39 @@ def env_rate(env, n_envs: int, seconds: float) -> dict[str, Any]:
     return {**timed_rate(step, seconds), "vectorisation": type(env).__name__, "n_envs": n_envs}
 
 
-def env_rlconf(n_envs: int, seconds: float) -> dict[str, Any]:
-    from rlconf.environments import make_vector_env
+def env_rlconf(name: str, n_envs: int, seconds: float) -> dict[str, Any]:
+    """The workload's env as ``rlconf run`` builds it, its body's preprocessing excluded (the agent's side)."""
+    from rlconf.experiments.run import make_env
 
-    env = make_vector_env("CartPole-v1", n_envs, {}, "auto", None)
+    env = make_env(load_settings(WORKLOADS[name]), n_envs)
     env.reset(seed=0)
-    return env_rate(env, n_envs, seconds)
+    vectorisation = type(getattr(env, "env", env)).__name__
+    rate = env_rate(_TensorActions(env), n_envs, int(env.action_space.n), seconds)
+    return {**rate, "vectorisation": vectorisation}
 
 
-def env_sb3(n_envs: int, seconds: float) -> dict[str, Any]:
-    from stable_baselines3.common.env_util import make_vec_env
+class _TensorActions:
+    """rlconf's environments take actions as tensors."""
 
-    env = make_vec_env("CartPole-v1", n_envs=n_envs, seed=0)
+    def __init__(self, env):
+        self.env = env
+
+    def step(self, actions: np.ndarray):
+        return self.env.step(torch.from_numpy(actions))
+
+
+def env_sb3(name: str, n_envs: int, seconds: float) -> dict[str, Any]:
+    env = sb3_env(load_settings(WORKLOADS[name]), n_envs, seed=0)
     env.reset()
-    return env_rate(env, n_envs, seconds)
+    return env_rate(env, n_envs, int(env.action_space.n), seconds)
 
 
-def collect_rlconf(agent: str, seconds: float) -> dict[str, Any]:
+def collect_rlconf(name: str, seconds: float) -> dict[str, Any]:
     """rlconf's test agent acting in the platform's env, built exactly as ``rlconf run`` builds them."""
     from rlconf.experiments.run import build_agent, make_env
     from rlconf.logging import LoggerGroup
 
-    settings = load_settings(agent)
+    settings = load_settings(WORKLOADS[name])
     n_envs = settings.hardware.n_envs
     env = make_env(settings, n_envs)
     test_agent = build_agent(settings, env, LoggerGroup([])).test_agent()
@@ -144,8 +153,8 @@ def collect_rlconf(agent: str, seconds: float) -> dict[str, Any]:
     return {**result, "n_envs": n_envs}
 
 
-def collect_sb3(agent: str, seconds: float) -> dict[str, Any]:
-    model, _ = sb3_model(agent, None, seed=0)
+def collect_sb3(name: str, seconds: float) -> dict[str, Any]:
+    model, _ = sb3_model(name, None, seed=0)
     env = model.get_env()
     n_envs = env.num_envs
     observation = env.reset()
@@ -160,10 +169,37 @@ def collect_sb3(agent: str, seconds: float) -> dict[str, Any]:
     return {**result, "n_envs": n_envs}
 
 
+def memory(name: str) -> dict[str, Any]:
+    """Bytes per stored transition: rlconf's buffer as the workload's agent builds it (frames stored once),
+    SB3's ReplayBuffer at the same observation space, with and without its optimize_memory_usage."""
+    from stable_baselines3.common.buffers import ReplayBuffer as SB3ReplayBuffer
+
+    from rlconf.experiments.run import build_agent, make_env
+    from rlconf.logging import LoggerGroup
+
+    settings = load_settings(WORKLOADS[name])
+    agent = build_agent(settings, make_env(settings, settings.hardware.n_envs), LoggerGroup([]))
+    while not hasattr(agent, "replay"):  # bodies wrap the agent that owns the replay
+        agent = agent.agent
+    replay = getattr(agent.replay, "buffer", agent.replay)  # an n-step view reads through to its buffer
+    model, _ = sb3_model(name, None, seed=0)
+    slots = 1000  # numpy allocates exactly: the bytes per slot do not depend on the capacity
+    sb3 = {}
+    for optimize in (False, True):
+        buffer = SB3ReplayBuffer(slots, model.observation_space, model.action_space, device="cpu",
+                                 optimize_memory_usage=optimize, handle_timeout_termination=not optimize)
+        arrays = [v for v in vars(buffer).values() if isinstance(v, np.ndarray)]
+        sb3[f"optimize_memory_usage={optimize}"] = sum(a.nbytes for a in arrays) / slots
+    return {"observation_shape": list(model.observation_space.shape),
+            "rlconf_bytes_per_transition": replay.bytes_per_transition, "sb3_bytes_per_transition": sb3}
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("kind", choices=["sb3-train", "env-rlconf", "env-sb3", "collect-rlconf", "collect-sb3"])
-    parser.add_argument("subject", help="agent (dqn, ppo) or number of envs")
+    parser.add_argument("kind", choices=["sb3-train", "env-rlconf", "env-sb3", "collect-rlconf", "collect-sb3",
+                                         "memory"])
+    parser.add_argument("workload", choices=sorted(WORKLOADS))
+    parser.add_argument("n_envs", type=int, nargs="?", default=1, help="env-*: the number of environment copies")
     parser.add_argument("--steps", type=int, help="sb3-train: the training budget in env steps")
     parser.add_argument("--seconds", type=float, default=2.0, help="rate measurements: length of a timed window")
     parser.add_argument("--seed", type=int, default=0)
@@ -175,11 +211,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     kinds: dict[str, Callable[[], dict[str, Any]]] = {
-        "sb3-train": lambda: sb3_train(args.subject, args.steps, args.seed, args.test_episodes),
-        "env-rlconf": lambda: env_rlconf(int(args.subject), args.seconds),
-        "env-sb3": lambda: env_sb3(int(args.subject), args.seconds),
-        "collect-rlconf": lambda: collect_rlconf(args.subject, args.seconds),
-        "collect-sb3": lambda: collect_sb3(args.subject, args.seconds),
+        "sb3-train": lambda: sb3_train(args.workload, args.steps, args.seed, args.test_episodes),
+        "env-rlconf": lambda: env_rlconf(args.workload, args.n_envs, args.seconds),
+        "env-sb3": lambda: env_sb3(args.workload, args.n_envs, args.seconds),
+        "collect-rlconf": lambda: collect_rlconf(args.workload, args.seconds),
+        "collect-sb3": lambda: collect_sb3(args.workload, args.seconds),
+        "memory": lambda: memory(args.workload),
     }
     result = kinds[args.kind]()
     result["torch_threads"] = torch.get_num_threads()

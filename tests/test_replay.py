@@ -92,6 +92,12 @@ def test_frame_stacks_are_stored_once_and_rebuilt_exactly():
         rebuilt = buffer.observations(rows, torch.arange(envs))
         assert torch.equal(rebuilt, seen[steps - 1 - back]), f"row {row}"
     assert buffer.observation.shape[2:] == (84, 84)  # one frame per slot, not four
+    # Sampled transitions (one gather for a state and its successor) hold the stacks the agent saw.
+    batch = buffer.sample(300)
+    for i, (row, col) in enumerate(zip(*batch.indices, strict=True)):
+        step = steps - 1 - (buffer.newest_row - int(row)) % buffer.rows
+        assert torch.equal(batch.observation[i], seen[step][col])
+        assert torch.equal(batch.next_observation[i], seen[step + 1][col])
 
 
 def test_deduplicated_atari_transition_costs_one_frame_plus_scalars():

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+import gymnasium as gym
 import torch
 
 from rlconf.core import State
@@ -134,11 +135,18 @@ class ReplayBuffer:
             reward, discount = self.reward[last, cols], None
         else:
             last, reward, discount = self._n_step(rows, cols, n_steps, discount_factor)
+        if n_steps == 1 and self.stack_start is not None:
+            # The next stack is this one shifted by a frame (a sampled state never ends its episode, so its
+            # successor continues the stack): one gather of k + 1 frames serves both.
+            frames = self.observation[self._stack_rows(rows, cols, extra=1), cols.unsqueeze(1)]
+            observation, next_observation = frames[:, :-1], frames[:, 1:]
+        else:
+            observation, next_observation = self.observations(rows, cols), self.observations(last, cols)
         return Transitions(
-            observation=self.observations(rows, cols),
+            observation=observation,
             action=self.action[rows, cols],
             reward=reward,
-            next_observation=self.observations(last, cols),
+            next_observation=next_observation,
             next_mask=self.mask[last, cols],
             discount=discount,
             indices=(rows, cols),
@@ -163,15 +171,21 @@ class ReplayBuffer:
         """The observations at (rows, cols); frame stacks are rebuilt from the frames stored before them."""
         if self.stack_start is None:
             return self.observation[rows, cols]
-        frames = [self.observation[rows, cols]]
+        return self.observation[self._stack_rows(rows, cols), cols.unsqueeze(1)]
+
+    def _stack_rows(self, rows: torch.Tensor, cols: torch.Tensor, extra: int = 0) -> torch.Tensor:
+        """``[B, frame_stack + extra]``: the rows whose frames make up the stacks ending at (rows, cols),
+        oldest first, then the ``extra`` rows after them. Gathering them is one indexing op, not one a frame."""
+        sources = [rows]
         source = rows
         started = self.stack_start[rows, cols]
         for _ in range(self.frame_stack - 1):
             # Step back one row unless the stack started here: then the first frame repeats.
             source = torch.where(started, source, (source - 1) % self.rows)
-            frames.append(self.observation[source, cols])
+            sources.append(source)
             started = started | self.stack_start[source, cols]
-        return torch.stack(frames[::-1], dim=1)
+        after = [(rows + k) % self.rows for k in range(1, extra + 1)]
+        return torch.stack(sources[::-1] + after, dim=1)
 
     def update_priorities(self, indices: tuple[torch.Tensor, torch.Tensor], priorities: torch.Tensor) -> None:
         """Uniform replay has no priorities; agents may call this regardless of the buffer they were given."""
@@ -229,12 +243,17 @@ class NStepReplayBuffer:
 
 def replay_buffer(capacity: int, n_envs: int, space, dtype: torch.dtype, *, device, seed: int,
                   prioritized: bool = False, alpha: float = 0.5, beta=0.5, epsilon: float = 1e-5,
-                  n_steps: int = 1, discount_factor: float = 0.99):
-    """The replay an agent's config asks for. Stacked uint8 frames (k, H, W) are stored deduplicated."""
+                  n_steps: int = 1, discount_factor: float = 0.99, action_space: gym.Space | None = None):
+    """The replay an agent's config asks for. Stacked uint8 frames (k, H, W) are stored deduplicated.
+
+    Actions are indices (int64) unless ``action_space`` is a Box: then float32 vectors of its shape."""
     from rlconf.memory.prioritized import PrioritizedReplayBuffer
 
     frame_stack = space.shape[0] if dtype == torch.uint8 and len(space.shape) == 3 else 1
-    common = dict(device=device, generator=torch.Generator().manual_seed(seed), frame_stack=frame_stack)
+    continuous = isinstance(action_space, gym.spaces.Box)
+    common = dict(device=device, generator=torch.Generator().manual_seed(seed), frame_stack=frame_stack,
+                  action_shape=tuple(action_space.shape) if continuous else (),
+                  action_dtype=torch.float32 if continuous else torch.int64)
     if prioritized:
         buffer = PrioritizedReplayBuffer(capacity, n_envs, space.shape, dtype, alpha=alpha, beta=beta,
                                          epsilon=epsilon, seed=seed, **common)

@@ -56,7 +56,7 @@ class Scale(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not x.is_floating_point():
-            x = x.float()
+            return x.float().mul_(self.factor)  # in place on the fresh float copy: one pass fewer
         return x * self.factor
 
     def extra_repr(self) -> str:
