@@ -1,4 +1,5 @@
-"""Developer tasks: ``nox -s tests``, ``nox -s lint``, ``nox -s bench`` (plain ``nox`` runs lint and tests).
+"""Developer tasks: ``nox -s tests``, ``nox -s lint``, ``nox -s slurm``, ``nox -s bench`` (plain ``nox`` runs lint
+and tests).
 
 Every session that installs rlconf installs torch first, pinned by constraints.txt: left to itself, pip
 would resolve ``torch>=2.2`` to the newest wheel on PyPI, a multi-gigabyte CUDA build, on machines that
@@ -17,10 +18,11 @@ CONSTRAINTS = "constraints.txt"
 
 
 def install_rlconf(session: nox.Session) -> None:
-    """torch from the constraints first, then rlconf and its dev extras (pytest, ruff, SB3) and ale-py (the
-    Atari tests play the real ALE) under them."""
+    """torch from the constraints first, then rlconf and its dev extras (pytest, ruff, SB3), ale-py and
+    MuJoCo (the Atari and continuous-control tests play the real simulators), submitit and Optuna's sweeper
+    (the launcher tests) under them."""
     session.install("-c", CONSTRAINTS, "torch")
-    session.install("-c", CONSTRAINTS, "-e", ".[dev,atari]")
+    session.install("-c", CONSTRAINTS, "-e", ".[dev,atari,mujoco,slurm,optuna]")
 
 
 @nox.session
@@ -28,6 +30,15 @@ def tests(session: nox.Session) -> None:
     """The whole suite, slow learning tests included, on 2 workers; posargs go to pytest."""
     install_rlconf(session)
     session.run("pytest", "-n", "2", *session.posargs)
+
+
+@nox.session
+def slurm(session: nox.Session) -> None:
+    """A single-node Slurm cluster on this machine (.ci/slurm-up, as root), then the tests that submit real
+    jobs to it (``-m slurm``); posargs go to pytest. ``nox -s tests`` runs them too when a cluster is up."""
+    install_rlconf(session)
+    session.run("bash", ".ci/slurm-up", external=True)
+    session.run("pytest", "-m", "slurm", *session.posargs)
 
 
 @nox.session

@@ -63,6 +63,11 @@ WORKLOADS = {w.name: w for w in (
     Workload("ppo-cartpole", "ppo", "classic/cartpole"),
     Workload("dqn-breakout", "dqn", "atari/breakout", ATARI_DQN, test_episodes=0),
     Workload("rainbow-breakout", "rainbow", "atari/breakout", ATARI_DQN, sb3=False, test_episodes=0),
+    # The continuous-control issue's: SAC at its MuJoCo preset (256x256, batch 256, one update a step) from
+    # step 1k, without the time feature SB3 does not add; PPO's Atari preset on 8 envs.
+    Workload("sac-halfcheetah", "sac", "mujoco/half_cheetah", ("steps=10000", "agent.replay_start_size=1000",
+                                                               "body=none"), test_episodes=0),
+    Workload("ppo-breakout", "ppo", "atari/breakout", ("steps=20000",), test_episodes=0),
 )}
 
 
@@ -123,10 +128,10 @@ def sb3_env(settings: Settings, n_envs: int, seed: int):
     from stable_baselines3.common.env_util import make_atari_env, make_vec_env
     from stable_baselines3.common.vec_env import VecFrameStack
 
-    if settings.env.family == "classic":
+    if settings.env.family in ("classic", "continuous", "mujoco"):
         return make_vec_env(settings.env.id, n_envs=n_envs, seed=seed)
     if settings.env.family != "atari":
-        raise _unsupported("env.family", settings.env.family, "the benchmark maps classic and atari envs")
+        raise _unsupported("env.family", settings.env.family, "the benchmark maps gymnasium and atari envs")
     import ale_py
     import gymnasium
 
@@ -197,7 +202,31 @@ def sb3_ppo_kwargs(settings: Settings) -> dict[str, Any]:
     }
 
 
-SB3_KWARGS = {"dqn": sb3_dqn_kwargs, "ppo": sb3_ppo_kwargs}
+def sb3_sac_kwargs(settings: Settings) -> dict[str, Any]:
+    """rlconf's SAC settings as keyword arguments of ``stable_baselines3.SAC``."""
+    a = settings.agent
+    if not a.lr_q == a.lr_pi == a.lr_temperature:
+        raise _unsupported("agent.lr_q/lr_pi/lr_temperature", f"{a.lr_q}/{a.lr_pi}/{a.lr_temperature}",
+                           "SB3's SAC has one learning rate")
+    if settings.body.name != "none":
+        raise _unsupported("body", settings.body.name, "SB3's SAC sees the env's own observations")
+    return {
+        "learning_rate": a.lr_q,
+        "buffer_size": a.replay_buffer_size,
+        # Both act uniformly at random until then, and rlconf's update_frequency counts env steps.
+        "learning_starts": a.replay_start_size,
+        "batch_size": a.batch_size,
+        "tau": a.polyak_rate,
+        "gamma": a.discount_factor,
+        "train_freq": max(1, a.update_frequency // settings.hardware.n_envs),
+        "gradient_steps": a.gradient_steps,
+        "ent_coef": f"auto_{a.temperature_initial}",
+        "target_entropy": "auto" if a.entropy_target is None else a.entropy_target,
+        "policy_kwargs": {**_net_arch(settings), "optimizer_kwargs": {"eps": a.adam_eps}},
+    }
+
+
+SB3_KWARGS = {"dqn": sb3_dqn_kwargs, "ppo": sb3_ppo_kwargs, "sac": sb3_sac_kwargs}
 
 
 def describe(kwargs: dict[str, Any]) -> dict[str, Any]:

@@ -39,7 +39,7 @@ CHECK_EVERY = 32  # calls between clock reads, so reading the clock costs well u
 def sb3_algorithm(agent: str):
     import stable_baselines3
 
-    return {"dqn": stable_baselines3.DQN, "ppo": stable_baselines3.PPO}[agent]
+    return {"dqn": stable_baselines3.DQN, "ppo": stable_baselines3.PPO, "sac": stable_baselines3.SAC}[agent]
 
 
 def sb3_model(name: str, steps: int | None, seed: int):
@@ -91,9 +91,14 @@ def window(step: Callable[[], int], seconds: float) -> float:
             return steps / elapsed
 
 
-def env_rate(env, n_envs: int, n_actions: int, seconds: float) -> dict[str, Any]:
+def env_rate(env, n_envs: int, space, seconds: float) -> dict[str, Any]:
     """Random actions, drawn up front so the timed loop measures the environment, not the action sampler."""
-    actions = itertools.cycle(np.random.default_rng(0).integers(0, n_actions, size=(4096, n_envs)))
+    rng = np.random.default_rng(0)
+    if hasattr(space, "n"):
+        actions = itertools.cycle(rng.integers(0, space.n, size=(4096, n_envs)))
+    else:
+        shape = (4096, n_envs, *space.shape)
+        actions = itertools.cycle(rng.uniform(space.low, space.high, size=shape).astype(space.dtype))
 
     def step() -> int:
         env.step(next(actions))
@@ -111,7 +116,7 @@ def env_rlconf(name: str, n_envs: int, seconds: float) -> dict[str, Any]:
     env = make_env(load_settings(WORKLOADS[name]), n_envs)
     env.reset(seed=0)
     vectorisation = type(getattr(env, "env", env)).__name__
-    rate = env_rate(_TensorActions(env), n_envs, int(env.action_space.n), seconds)
+    rate = env_rate(_TensorActions(env), n_envs, env.action_space, seconds)
     return {**rate, "vectorisation": vectorisation}
 
 
@@ -128,7 +133,7 @@ class _TensorActions:
 def env_sb3(name: str, n_envs: int, seconds: float) -> dict[str, Any]:
     env = sb3_env(load_settings(WORKLOADS[name]), n_envs, seed=0)
     env.reset()
-    return env_rate(env, n_envs, int(env.action_space.n), seconds)
+    return env_rate(env, n_envs, env.action_space, seconds)
 
 
 def collect_rlconf(name: str, seconds: float) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""The ``rlconf`` command: ``run`` composes a config with Hydra and trains; ``list`` shows the options.
+"""The ``rlconf`` command: ``run`` composes a config with Hydra and trains; ``list`` shows the options;
+``status`` tells how the runs of a sweep are doing.
 
 Bad input never reaches Hydra's launch: overrides are checked first (group options, keys, types,
 values), and any problem is one line on stderr with exit status 2, before anything is written.
@@ -13,11 +14,15 @@ from rlconf.paths import config_dir, launchers_dir
 
 USAGE = """usage: rlconf run [-m] [--cfg {job,hydra,all}] [--config-dir DIR] key=value ...
        rlconf list [GROUP | components]
+       rlconf status SWEEP_DIR [--lines N]
 
 Compose a run from config groups and train it:
   rlconf run agent=dqn env=classic/cartpole
   rlconf run agent=ppo env=classic/cartpole seed=3 steps=50000 logger=tensorboard
   rlconf run -m agent=dqn,ppo env=classic/cartpole seed=0,1,2
+  rlconf run -m agent=dqn,ddqn env=classic/cartpole seed='range(5)' launcher=slurm
+Continue a stopped run, or a sweep (finished runs are skipped):
+  rlconf run resume=runs/<run dir>          rlconf run -m resume=runs/<sweep dir>
 
 options:
   -m, --multirun        sweep over comma-separated values (Hydra's multirun)
@@ -129,8 +134,43 @@ def cmd_run(args: list[str]) -> int:
     for arg in overrides:
         if arg.startswith("-"):
             raise UsageError(f"unknown option {arg!r}; allowed: -m/--multirun, --cfg, --config-dir, --help")
+    overrides = with_resume(overrides, multirun)
     precheck(overrides, config_dirs, multirun)
     return launch(overrides, config_dirs, multirun, cfg_mode)
+
+
+def _key(override: str) -> str:
+    return override.lstrip("+~").split("=", 1)[0]
+
+
+def with_resume(overrides: list[str], multirun: bool) -> list[str]:
+    """``resume=DIR``: the overrides DIR was launched with, then those given beside ``resume`` (which replace
+    any of the same key). A sweep directory (with -m) becomes the sweep's directory (``hydra.sweep.dir``),
+    where each run resumes or, finished, is skipped."""
+    from omegaconf import OmegaConf
+
+    from rlconf.config import ConfigError
+    from rlconf.experiments.resume import check_resume_dir, check_resume_sweep_dir
+
+    resume = [o for o in overrides if _key(o) == "resume"]
+    value = resume[-1].split("=", 1)[1] if resume else ""
+    if not value or value == "null":
+        return overrides
+    try:
+        if multirun:  # the sweep's own overrides and its hydra.* ones (launcher settings, n_trials, ...)
+            saved_overrides = OmegaConf.load(check_resume_sweep_dir(value) / "multirun.yaml").hydra.overrides
+            saved = list(saved_overrides.task) + [o for o in saved_overrides.hydra if _key(o) not in (
+                "hydra.sweep.dir", "hydra.searchpath", "hydra.mode")]
+        else:  # a run of a sweep resumed alone: without the sweep's named grid and launcher
+            saved = [o for o in OmegaConf.load(check_resume_dir(value) / "overrides.yaml") or []
+                     if _key(o) not in ("sweep", "launcher")]
+    except ConfigError as error:
+        raise UsageError(str(error)) from None
+    given = {_key(o) for o in overrides}
+    merged = [o for o in saved if _key(o) not in given | {"resume", "hydra.sweep.dir"}] + overrides
+    if multirun:  # the jobs resume by their directories in the sweep directory, not by a resume key
+        merged = [o for o in merged if _key(o) != "resume"] + [f"hydra.sweep.dir={Path(value).resolve()}"]
+    return merged
 
 
 def _take_all(args: list[str], name: str) -> list[str]:
@@ -182,6 +222,9 @@ def precheck(overrides: list[str], config_dirs: list[str], multirun: bool) -> No
             override.get_value_element_as_str()]
         if override.is_sweep_override() and not multirun:
             raise UsageError(f"{key}={','.join(values)} is a sweep: add -m to run one job per value")
+        if override.is_sweep_override() and key.startswith("hydra."):
+            raise UsageError(f"{override.input_line}: Hydra's own settings cannot be swept; to give a sweep as "
+                             f"a value, quote it: {key}='{override.input_line.split('=', 1)[1]}'")
         choices[key] = values
         if override.is_sweep_override():
             sweeps[key] = (_override_prefixes()[override.type], values)
@@ -198,35 +241,103 @@ def precheck(overrides: list[str], config_dirs: list[str], multirun: bool) -> No
         if group not in choices:
             options = ", ".join(sorted(groups.get(group, {})))
             raise UsageError(f"missing {group}: choose one with {group}=NAME; available: {options}")
+    if "sweep" in choices and choices["sweep"] != ["null"] and not multirun:
+        raise UsageError(f"sweep={','.join(choices['sweep'])} is a sweep: add -m to run one job per value")
 
     # Every value of every sweep is composed once, the other sweeps at their first value: linear, not
     # the whole product, and still every value is checked.
     base = {key: f"{prefix}{key}={values[0]}" for key, (prefix, values) in sweeps.items()}
-    variants = [base] + [{**base, key: f"{prefix}{key}={v}"} for key, (prefix, values) in sweeps.items()
-                         for v in values[1:]]
-    for variant in variants:
-        check_composition([*fixed, *variant.values()], config_dirs)
+    hydra_cfg = check_composition([*fixed, *base.values()], config_dirs)
+    if multirun:
+        check_launcher(hydra_cfg)
+        # A named sweep's grid (hydra.sweeper.params) is checked like one typed on the command line.
+        extra = {k: v for k, v in config_sweeps(hydra_cfg).items() if k not in sweeps}
+        if extra:
+            sweeps.update(extra)
+            base = {key: f"{prefix}{key}={values[0]}" for key, (prefix, values) in sweeps.items()}
+            check_composition([*fixed, *base.values()], config_dirs)
+    for key, (prefix, values) in sweeps.items():
+        for value in values[1:]:
+            check_composition([*fixed, *{**base, key: f"{prefix}{key}={value}"}.values()], config_dirs)
 
 
-def compose(overrides: list[str], config_dirs: list[str]):
+def config_sweeps(hydra_cfg) -> dict[str, tuple[str, list[str]]]:
+    """The grid of Hydra's basic sweeper given in a config (``hydra.sweeper.params``), as key -> values.
+    Other sweepers (Optuna) draw their values as they go: nothing to check up front."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    sweeper = hydra_cfg.hydra.sweeper
+    if "BasicSweeper" not in str(sweeper.get("_target_", "")) or not sweeper.get("params"):
+        return {}
+    lines = [f"{key}={value}" for key, value in sweeper.params.items()]
+    try:
+        parsed = OverridesParser.create().parse_overrides(lines)
+    except Exception as error:
+        raise UsageError(f"hydra.sweeper.params: {str(error).splitlines()[0]}") from None
+    return {o.get_key_element(): (_override_prefixes()[o.type], list(o.sweep_string_iterator())
+                                  if o.is_sweep_override() else [o.get_value_element_as_str()]) for o in parsed}
+
+
+def check_launcher(hydra_cfg) -> None:
+    """rlconf's launchers' settings (and, for local_gpus, that there are GPUs), before anything is launched."""
+    from omegaconf import OmegaConf
+
+    from rlconf.launch.settings import LOCAL_TARGET, SLURM_TARGET, LauncherError, check
+    from rlconf.launch.slots import visible_gpus
+
+    target = str(hydra_cfg.hydra.launcher.get("_target_", ""))
+    try:
+        params = OmegaConf.to_container(hydra_cfg.hydra.launcher, resolve=True)
+        check(target, params)
+    except LauncherError as error:
+        raise UsageError(str(error)) from None
+    except Exception as error:  # an interpolation that does not resolve
+        raise UsageError(f"hydra.launcher: {' '.join(str(error).split())}") from None
+    if target == LOCAL_TARGET and params.get("gpus") == "auto" and not visible_gpus():
+        raise UsageError("launcher=local_gpus: no GPU is visible here (CUDA_VISIBLE_DEVICES, nvidia-smi); "
+                         "name them with hydra.launcher.gpus=[0,1,...] or use launcher=local")
+    if target == SLURM_TARGET:
+        import importlib.util
+        import shutil
+
+        if importlib.util.find_spec("submitit") is None:
+            raise UsageError("launcher=slurm needs submitit: pip install 'rlconf[slurm]'")
+        if shutil.which("sbatch") is None:
+            raise UsageError("launcher=slurm: sbatch is not on PATH (submit from a Slurm login node)")
+
+
+def compose(overrides: list[str], config_dirs: list[str], hydra_config: bool = False):
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
     with initialize_config_dir(config_dir=str(config_dir()), version_base=None):
-        return hydra_compose(config_name="config", overrides=[*overrides, searchpath_override(config_dirs)])
+        return hydra_compose(config_name="config", overrides=[*overrides, searchpath_override(config_dirs)],
+                             return_hydra_config=hydra_config)
 
 
-def check_composition(overrides: list[str], config_dirs: list[str]) -> None:
+def check_composition(overrides: list[str], config_dirs: list[str]):
+    """Compose and validate; returns the composed config with its ``hydra`` node (for the launcher's checks)."""
+    from omegaconf import OmegaConf, open_dict
+
     from rlconf.config import ConfigError, validate
+    from rlconf.experiments.resume import check_resumable
 
     try:
-        cfg = compose(overrides, config_dirs)
+        cfg = compose(overrides, config_dirs, hydra_config=True)
     except Exception as error:
         raise UsageError(_hydra_message(error, overrides, config_dirs)) from None
+    job = cfg.copy()
+    with open_dict(job):
+        del job["hydra"]
     try:
-        validate(cfg)
+        settings = validate(job)
+        if settings.run.resume and "hydra.sweep.dir" not in {_key(o) for o in overrides}:
+            from rlconf.experiments.resume import check_resume_dir
+
+            check_resumable(check_resume_dir(settings.run.resume), OmegaConf.to_container(job, resolve=True))
     except ConfigError as error:
         raise UsageError(str(error)) from None
+    return cfg
 
 
 def _hydra_message(error: Exception, overrides: list[str], config_dirs: list[str]) -> str:
@@ -235,6 +346,10 @@ def _hydra_message(error: Exception, overrides: list[str], config_dirs: list[str
     if "not in struct" in text or "Could not override" in text:
         key = text.split("'")[1] if "'" in text else text
         return _unknown_key_message(key, overrides, config_dirs)
+    if "hydra/sweeper/rlconf_optuna" in text:
+        return "this sweep needs Optuna's sweeper: pip install 'rlconf[optuna]'"
+    if text.startswith("Error merging override") and error.__cause__ is not None:  # say why: the type
+        return f"{text.removeprefix('Error merging override ')}: {str(error.__cause__).splitlines()[0]}"
     # Hydra appends its search path and a hint about HYDRA_FULL_ERROR: noise on a one-line error.
     return text.split(". Set the environment variable")[0].split(" Config search path:")[0]
 
@@ -248,7 +363,8 @@ def _unknown_key_message(key: str, overrides: list[str], config_dirs: list[str])
     parent = key.rpartition(".")[0]
     others = [o for o in overrides if o.lstrip("+~").split("=")[0] != key]
     try:
-        node = OmegaConf.select(compose(others, config_dirs), parent) if parent else compose(others, config_dirs)
+        composed = compose(others, config_dirs, hydra_config=key.startswith("hydra."))
+        node = OmegaConf.select(composed, parent) if parent else composed
     except Exception:
         node = None
     if not isinstance(node, DictConfig):
@@ -298,9 +414,10 @@ def launch(overrides: list[str], config_dirs: list[str], multirun: bool, cfg_mod
         hydra_cfg = HydraConfig.get()
         parent = hydra_cfg.sweep.dir if hydra_cfg.mode == RunMode.MULTIRUN else None
         try:
-            run(cfg, parent_dir=parent, overrides=list(hydra_cfg.overrides.task))
+            summary = run(cfg, parent_dir=parent, overrides=list(hydra_cfg.overrides.task))
         except ConfigError as error:
             fail(str(error))
+        return summary.get("test_return_mean")  # a sweeper's objective (Optuna): the final test return
 
     saved = sys.argv
     sys.argv = argv
@@ -309,6 +426,21 @@ def launch(overrides: list[str], config_dirs: list[str], multirun: bool, cfg_mod
     finally:
         sys.argv = saved
     return 0
+
+
+# -- rlconf status --------------------------------------------------------------------------------------
+def cmd_status(args: list[str]) -> int:
+    lines = _take_option(args, "--lines")
+    if len(args) != 1 or args[0].startswith("-"):
+        raise UsageError("usage: rlconf status SWEEP_DIR [--lines N]")
+    if lines is not None and (not lines.isdigit() or int(lines) < 1):
+        raise UsageError(f"--lines {lines}: must be a positive integer")
+    from rlconf.launch.status import StatusError, print_status
+
+    try:
+        return print_status(Path(args[0]), int(lines or 5))
+    except StatusError as error:
+        raise UsageError(str(error)) from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -321,7 +453,7 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"rlconf {__version__}")
         return 0
-    commands = {"run": cmd_run, "list": cmd_list}
+    commands = {"run": cmd_run, "list": cmd_list, "status": cmd_status}
     command = commands.get(args[0])
     try:
         if command is None:
@@ -331,6 +463,9 @@ def main(argv: list[str] | None = None) -> int:
         return command(args[1:])
     except UsageError as error:
         fail(str(error))
+    except KeyboardInterrupt:  # a second Ctrl-C, or one in a launcher that has stopped its runs
+        print("rlconf: interrupted", file=sys.stderr)
+        return 130
     return 2
 
 

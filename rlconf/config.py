@@ -50,6 +50,7 @@ class RunSettings:
     verbose: bool = False  # also log losses and schedules
     plugins: list[str] = field(default_factory=list)  # modules to import (they may register components)
     checkpoint: CheckpointSettings = field(default_factory=CheckpointSettings)
+    resume: str | None = None  # a run directory to continue from its checkpoint (with -m: a sweep directory)
 
     def __post_init__(self):
         require(self.steps > 0, "steps", self.steps, "must be a positive integer (environment steps)")
@@ -80,9 +81,23 @@ class HardwareSettings:
     torch_threads: int = 1
     vectorization: str = "auto"  # auto, sync, async (subprocesses) or native (gymnasium's vector version)
     eval_envs: int = 16  # parallel environments for evaluation
+    # How runs share a machine (read by the launchers): each run gets gpus_per_run GPUs of its own (Slurm
+    # allocates them; local_gpus hands each run a distinct set), runs_per_gpu runs share one GPU when
+    # gpus_per_run is 1 (local_gpus), and cpus_per_run cores (Slurm's cpus-per-task; local launchers pin each
+    # run to that many cores of its own when the machine has them).
+    gpus_per_run: int = 0
+    runs_per_gpu: int = 1
+    cpus_per_run: int = 1
 
     def __post_init__(self):
         require(self.n_envs >= 1, "hardware.n_envs", self.n_envs, "must be at least 1")
+        require(self.gpus_per_run >= 0, "hardware.gpus_per_run", self.gpus_per_run, "must be 0 or more")
+        require(self.runs_per_gpu >= 1, "hardware.runs_per_gpu", self.runs_per_gpu, "must be at least 1")
+        require(self.runs_per_gpu == 1 or self.gpus_per_run == 1, "hardware.runs_per_gpu", self.runs_per_gpu,
+                "runs share a GPU only with hardware.gpus_per_run=1")
+        require(self.cpus_per_run >= 1, "hardware.cpus_per_run", self.cpus_per_run, "must be at least 1")
+        require(not self.device.startswith("cuda") or self.gpus_per_run >= 1, "hardware.gpus_per_run",
+                self.gpus_per_run, f"hardware.device={self.device} needs at least 1")
         require(self.torch_threads >= 1, "hardware.torch_threads", self.torch_threads, "must be at least 1")
         require(self.eval_envs >= 1, "hardware.eval_envs", self.eval_envs, "must be at least 1")
         require(self.vectorization in VECTORIZATION_MODES, "hardware.vectorization", self.vectorization,
@@ -99,11 +114,15 @@ class BodySettings:
     frame_stack: int = 4  # frames the agent sees at once (atari)
     clip_rewards: bool = True  # the agent learns from sign(reward) (atari)
     episodic_lives: bool = True  # in training, a lost life ends the agent's episode (atari)
+    time_feature_scale: float = 0.001  # the feature is t * this, t the steps into the episode (time_feature)
+    # Any body: running mean/std normalisation of the env's observations, saved in checkpoints (bodies.normalize)
+    normalize_observations: bool = False
 
     def __post_init__(self):
         require(self.name in registry.names("body"), "body.name", self.name,
                 f"allowed: {', '.join(registry.names('body'))}")
         require(self.frame_stack >= 1, "body.frame_stack", self.frame_stack, "must be at least 1")
+        require(self.time_feature_scale > 0, "body.time_feature_scale", self.time_feature_scale, "must be positive")
 
 
 @dataclass

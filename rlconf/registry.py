@@ -25,11 +25,20 @@ _BUILTIN: dict[str, dict[str, tuple[str, str]]] = {
         "rainbow": ("rlconf.agents.c51:Rainbow", "C51 + prioritized + 3-step replay + dueling noisy networks"),
         "vqn": ("rlconf.agents.vqn:VQN", "vanilla Q-learning over parallel envs: no replay, no target"),
         "vsarsa": ("rlconf.agents.vqn:VSarsa", "SARSA over parallel envs: on-policy TD(0), no replay"),
+        "vpg": ("rlconf.agents.vpg:VPG", "REINFORCE with a value baseline: complete episodes, parallel envs"),
+        "vac": ("rlconf.agents.vac:VAC", "vanilla actor-critic: one-step TD advantages every step, parallel envs"),
+        "a2c": ("rlconf.agents.a2c:A2C", "Advantage Actor-Critic: n-step returns, entropy bonus, parallel envs"),
         "ppo": ("rlconf.agents.ppo:PPO", "Proximal Policy Optimisation: clipped surrogate, GAE, parallel envs"),
+        "ddpg": ("rlconf.agents.ddpg:DDPG", "Deep Deterministic Policy Gradient: continuous actions, Gaussian noise"),
+        "td3": ("rlconf.agents.td3:TD3", "DDPG + twin critics, target policy smoothing, delayed policy updates"),
+        "sac": ("rlconf.agents.sac:SAC", "Soft Actor-Critic: squashed Gaussian, twin critics, tuned temperature"),
     },
     "environment": {
         "classic": ("rlconf.environments.gym:GymVectorEnvironment", "gymnasium environments, vectorised"),
         "atari": ("rlconf.environments.atari:AtariEnvironment", "Atari 2600 games (ale-py), DeepMind preprocessing"),
+        "continuous": ("rlconf.environments.gym:GymVectorEnvironment",
+                       "gymnasium tasks with continuous (Box) actions: Pendulum, MountainCarContinuous"),
+        "mujoco": ("rlconf.environments.mujoco:MujocoEnvironment", "MuJoCo robots (gymnasium v5), vectorised"),
     },
     "model": {
         "mlp": ("rlconf.nn.builders:MLPSettings", "fully connected layers on the flattened observation"),
@@ -39,6 +48,8 @@ _BUILTIN: dict[str, dict[str, tuple[str, str]]] = {
     "body": {
         "none": ("rlconf.bodies.body:Body", "pass-through: the agent sees the environment's states"),
         "atari": ("rlconf.bodies.atari:DeepmindAtariBody", "frame stack, reward clipping, episodic lives"),
+        "time_feature": ("rlconf.bodies.time_feature:TimeFeature",
+                         "appends t * scale (steps into the episode) to the observation (MuJoCo)"),
     },
     "logger": {
         "csv": ("rlconf.logging.csv:CSVLogger", "episodes.csv, returns100.csv, evaluations.csv (always on)"),
@@ -47,15 +58,24 @@ _BUILTIN: dict[str, dict[str, tuple[str, str]]] = {
     "buffer": {
         "replay": ("rlconf.memory.replay:ReplayBuffer", "uniform replay on preallocated tensors"),
         "gae": ("rlconf.memory.advantage:GeneralizedAdvantageBuffer", "on-policy rollouts with GAE"),
+        "episodes": ("rlconf.memory.episodes:CompleteEpisodeBuffer", "complete episodes with their returns (VPG)"),
     },
     "approximation": {
         "q": ("rlconf.approximation.approximation:QNetwork", "action values Q(s, a)"),
         "v": ("rlconf.approximation.approximation:VNetwork", "state values V(s)"),
         "features": ("rlconf.approximation.approximation:FeatureNetwork", "shared features for several heads"),
+        "q_continuous": ("rlconf.approximation.q_continuous:QContinuous",
+                         "action values Q(s, a) of continuous actions: observation and action in"),
     },
     "policy": {
         "greedy": ("rlconf.policies.greedy:ParallelGreedyPolicy", "epsilon-greedy over Q (schedulable)"),
         "softmax": ("rlconf.policies.softmax:SoftmaxPolicy", "categorical distribution over logits"),
+        "gaussian": ("rlconf.policies.gaussian:GaussianPolicy",
+                     "diagonal Gaussian over Box actions in [-1, 1]: mean network, learned log std"),
+        "deterministic": ("rlconf.policies.deterministic:DeterministicPolicy",
+                          "DDPG/TD3: the network's output, tanh-squashed into the action Box"),
+        "soft_deterministic": ("rlconf.policies.soft_deterministic:SoftDeterministicPolicy",
+                               "SAC: reparameterised tanh-squashed Gaussian with log-prob correction"),
     },
 }
 _USER: dict[str, dict[str, tuple[Any, str]]] = {kind: {} for kind in KINDS}

@@ -12,6 +12,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import torch
+
+# In-process tests compute on one thread, as runs do by default (hardware.torch_threads=1): with pytest -n 2
+# on 2 cores, torch's default of a thread per core would oversubscribe the machine several times over.
+torch.set_num_threads(1)
 
 # Small budgets: every real run in the fast suite finishes in a few seconds on one core.
 FAST_RUN = ["test_episodes=2", "eval_every=0", "quiet=true"]

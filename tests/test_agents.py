@@ -90,3 +90,14 @@ def test_prioritized_replay_learns_priorities_from_td_errors():
     # New transitions enter at the largest priority; trained ones carry their own |TD error|: not all equal.
     assert len(np.unique(valid.round(6))) > 10
     env.close()
+
+
+@pytest.mark.parametrize("agent", ["dqn", "c51", "rainbow", "vqn"])
+def test_discrete_agents_refuse_continuous_actions_in_one_line(agent, run_cli, tmp_path):
+    result = run_cli("run", f"agent={agent}", "env=classic/pendulum", "steps=100", f"logdir={tmp_path / 'runs'}",
+                     cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip() == (f"rlconf: error: agent={agent}: needs discrete actions, not "
+                                     "Box(-2.0, 2.0, (1,), float32); allowed: envs with Discrete actions, e.g. "
+                                     "env=classic/cartpole or env=atari/<game> (rlconf list env)")
+    assert not (tmp_path / "runs").exists()  # nothing half-written

@@ -24,14 +24,6 @@ SIMULATORS = ["sync", "native"]  # gymnasium's AtariPreprocessing in this proces
 DETERMINISTIC = {"repeat_action_probability": 0.0, "noop_max": 0}
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    """As in a run (hardware.torch_threads=1). torch's OpenMP workers keep spinning between operations and
-    would take the cores that ale-py's threads step on: a body test was 20x slower with 2 torch threads."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def make(n_envs: int = 1, vectorization: str = "sync", **kwargs) -> AtariEnvironment:

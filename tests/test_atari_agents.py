@@ -9,13 +9,6 @@ from test_agents import build, drive, parameters
 pytest.importorskip("ale_py")
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    # ale-py's vector env runs its own threads; torch's pool on the same 2 cores slows both badly.
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
 
 
 @pytest.mark.parametrize("game", ["breakout", "pong"])

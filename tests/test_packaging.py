@@ -21,5 +21,9 @@ def test_wheel_ships_configs_and_launchers(tmp_path):
     missing = {name for name in shipped_yaml if f"rlconf/{name}" not in names}
     assert not missing, f"not in the wheel: {sorted(missing)}"
     assert "rlconf/cli.py" in names and "rlconf/agents/dqn.py" in names
+    # Hydra finds launchers and sweepers only in the hydra_plugins namespace (and no __init__.py of its own:
+    # other plugins share it).
+    assert "hydra_plugins/rlconf_launch/__init__.py" in names and "hydra_plugins/__init__.py" not in names
+    assert "rlconf/launch/local.py" in names and "rlconf/launch/slurm.py" in names
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "rlconf = rlconf.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()

@@ -10,6 +10,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from rlconf.config import ConfigError
 from rlconf.core import State, StateArray
 
 
@@ -68,6 +69,13 @@ class BuildContext:
     approximation: dict = field(default_factory=dict)
     logger: Any = None
     seed: int = 0
+
+    def n_actions(self, agent: str) -> int:
+        """The number of discrete actions, for agents that choose among them; other spaces: one clear line."""
+        if not isinstance(self.action_space, gym.spaces.Discrete):
+            raise ConfigError(f"agent={agent}: needs discrete actions, not {self.action_space}; allowed: envs with "
+                              "Discrete actions, e.g. env=classic/cartpole or env=atari/<game> (rlconf list env)")
+        return int(self.action_space.n)
 
     @property
     def observation_dtype(self) -> torch.dtype:

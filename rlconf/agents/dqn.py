@@ -91,7 +91,7 @@ class DQN(ParallelAgent, Buildable):
 
     @classmethod
     def from_config(cls, config: DQNConfig, context: BuildContext) -> DQN:
-        n_actions = int(context.action_space.n)
+        n_actions = context.n_actions(cls.__name__.lower())
         clock = Clock()
         q = cls.build_q(config, context, clock, n_actions)
         epsilon = schedule(config.epsilon, config.epsilon_final, config.epsilon_decay_steps, clock, "epsilon")

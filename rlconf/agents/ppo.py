@@ -4,6 +4,7 @@ The agent collects ``n_steps`` steps from each of its ``n_envs`` environments, c
 estimates, then runs ``epochs`` passes of minibatch updates maximising the clipped surrogate
 ``min(ratio * A, clip(ratio, 1 - clip, 1 + clip) * A)`` plus an entropy bonus, and regresses the value head on
 the returns. Policy and value heads sit on shared features or on a trunk each (``approximation.shared``).
+Discrete actions get a softmax policy, Box actions a Gaussian (``_policy_gradient.build_networks``).
 """
 
 from __future__ import annotations
@@ -13,106 +14,64 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from rlconf.agents._agent import Buildable, BuildContext, ParallelAgent, TestAgent
-from rlconf.approximation import (
-    Approximation,
-    FeatureNetwork,
-    Identity,
-    VNetwork,
-    adam,
-    reinforce_together,
-)
+from rlconf.agents._agent import BuildContext
+from rlconf.agents._policy_gradient import PolicyGradient, PolicyGradientConfig, build_networks
+from rlconf.approximation import Approximation, VNetwork
 from rlconf.config import require
 from rlconf.core import StateArray
 from rlconf.memory import GeneralizedAdvantageBuffer, Rollout
-from rlconf.nn import model_settings
-from rlconf.optim import Clock, schedule
-from rlconf.policies import SoftmaxPolicy
+from rlconf.optim import Clock, LinearScheduler, schedule
+from rlconf.policies import StochasticPolicy, action_layout
 
 
 @dataclass
-class PPOConfig:
-    discount_factor: float = 0.99
+class PPOConfig(PolicyGradientConfig):
     lam: float = 0.95  # GAE lambda
-    lr: float = 3e-4
-    lr_final: float | None = None  # decay the learning rate linearly to this over the run
-    adam_eps: float = 1e-5
     clip: float = 0.2  # surrogate clipping range ...
     clip_final: float | None = None  # ... optionally decayed linearly to this over the run
     n_steps: int = 128  # steps per environment in each rollout
     epochs: int = 4
     batch_size: int = 64  # minibatch size
-    entropy_loss_scaling: float = 0.0
-    value_loss_scaling: float = 0.5
-    clip_grad: float = 0.5
     normalize_advantages: bool = True
 
     def __post_init__(self):
-        require(self.lr > 0, "agent.lr", self.lr, "must be positive")
-        for key in ("discount_factor", "lam"):
-            require(0 <= getattr(self, key) <= 1, f"agent.{key}", getattr(self, key), "must be in [0, 1]")
+        super().__post_init__()
+        require(0 <= self.lam <= 1, "agent.lam", self.lam, "must be in [0, 1]")
         for key in ("n_steps", "epochs", "batch_size"):
             require(getattr(self, key) >= 1, f"agent.{key}", getattr(self, key), "must be at least 1")
         require(self.clip > 0, "agent.clip", self.clip, "must be positive")
 
 
-class PPO(ParallelAgent, Buildable):
+class PPO(PolicyGradient):
     Config = PPOConfig
 
-    def __init__(self, features: Approximation, v: VNetwork, policy: SoftmaxPolicy,
-                 buffer: GeneralizedAdvantageBuffer, clock: Clock, config: PPOConfig, clip):
-        self.features = features
-        self.v = v
-        self.policy = policy
+    def __init__(self, features: Approximation, policy: StochasticPolicy, v: VNetwork,
+                 buffer: GeneralizedAdvantageBuffer, clock: Clock, config: PPOConfig, clip: float | LinearScheduler,
+                 device: torch.device | str = "cpu", seed: int = 0):
+        super().__init__(features, policy, v, clock, config, device, seed)
         self.buffer = buffer
-        self.clock = clock
-        self.config = config
         self.clip = clip
-        # Sampling happens where the policy's outputs live: a CUDA multinomial needs a CUDA generator.
-        self.generator = torch.Generator(device=buffer.observation.device)
 
     @classmethod
     def from_config(cls, config: PPOConfig, context: BuildContext) -> PPO:
-        space, device = context.observation_space, context.device
-        n_actions = int(context.action_space.n)
-        settings = model_settings(context.approximation)
         clock = Clock()
-        lr = schedule(config.lr, config.lr_final, context.total_steps, clock, "lr")
-
-        def approximation(kind, model, name):
-            model = model.to(device)
-            optimizer, lr_schedule = adam(model.parameters(), lr, config.adam_eps)
-            return kind(model, optimizer, clip_grad=config.clip_grad, scheduler=lr_schedule, name=name,
-                        logger=context.logger)
-
-        if settings.shared:
-            trunk, width = settings.trunk(space)
-            features = approximation(FeatureNetwork, trunk, "features")
-            policy_model, value_model = settings.linear(width, n_actions, 0.01), settings.linear(width, 1, 1.0)
-        else:
-            features = Identity()
-            policy_model = settings.head(space, n_actions, out_gain=0.01)
-            value_model = settings.head(space, 1, out_gain=1.0)
-        policy = approximation(SoftmaxPolicy, policy_model, "policy")
-        v = approximation(VNetwork, value_model, "v")
+        features, policy, v = build_networks(config, context, clock)
+        action_shape, action_dtype = action_layout(context.action_space)
         buffer = GeneralizedAdvantageBuffer(
-            config.n_steps, context.n_envs, space.shape, context.observation_dtype,
-            discount_factor=config.discount_factor, lam=config.lam, device=device)
+            config.n_steps, context.n_envs, context.observation_space.shape, context.observation_dtype,
+            action_shape, action_dtype, discount_factor=config.discount_factor, lam=config.lam,
+            device=context.device)
         clip = schedule(config.clip, config.clip_final, context.total_steps, clock, "clip")
-        agent = cls(features, v, policy, buffer, clock, config, clip)
-        agent.generator.manual_seed(context.seed)
-        return agent
+        return cls(features, policy, v, buffer, clock, config, clip, context.device, context.seed)
 
     def act(self, states: StateArray) -> torch.Tensor:
         self.clock.tick(len(states))
         self.buffer.store_state(states)
         if self.buffer.full:
             self._train()
-        with torch.no_grad():
-            distribution = self.policy.no_grad(self.features.no_grad(states.as_input()))
-            actions = distribution.sample(self.generator)
-            self.buffer.store_action(actions, distribution.log_prob(actions))
-        return actions
+        actions, log_prob = self._sample(states)
+        self.buffer.store_action(actions, log_prob)
+        return self.policy.env_actions(actions)
 
     def _train(self) -> None:
         observations = self.buffer.observation
@@ -150,31 +109,11 @@ class PPO(ParallelAgent, Buildable):
         policy_loss = -surrogate.mean()
         if self.config.entropy_loss_scaling:
             policy_loss = policy_loss - self.config.entropy_loss_scaling * distribution.entropy().mean()
-        value_loss = F.mse_loss(self.v(features), batch.returns)
-        reinforce_together((self.policy, policy_loss), (self.v, self.config.value_loss_scaling * value_loss))
-        self.features.reinforce()
-
-    def test_agent(self) -> TestAgent:
-        return PPOTestAgent(self.features, self.policy)
+        self._reinforce(policy_loss, F.mse_loss(self.v(features), batch.returns))
 
     def state_dict(self) -> dict:
-        return {"features": self.features.state_dict(), "policy": self.policy.state_dict(),
-                "v": self.v.state_dict(), "buffer": self.buffer.state_dict(), "steps": self.clock.steps}
+        return {**super().state_dict(), "buffer": self.buffer.state_dict()}
 
     def load_state_dict(self, state: dict) -> None:
-        self.features.load_state_dict(state["features"])
-        self.policy.load_state_dict(state["policy"])
-        self.v.load_state_dict(state["v"])
+        super().load_state_dict(state)
         self.buffer.load_state_dict(state["buffer"])
-        self.clock.steps = state["steps"]
-
-
-class PPOTestAgent(TestAgent):
-    """Takes the policy's most probable action."""
-
-    def __init__(self, features: Approximation, policy: SoftmaxPolicy):
-        self.features = features
-        self.policy = policy
-
-    def act(self, states: StateArray) -> torch.Tensor:
-        return self.policy.greedy(self.features.eval(states.as_input()))

@@ -58,7 +58,7 @@ class VQN(ParallelAgent, Buildable):
 
     @classmethod
     def from_config(cls, config: VQNConfig, context: BuildContext) -> VQN:
-        n_actions = int(context.action_space.n)
+        n_actions = context.n_actions(cls.__name__.lower())
         clock = Clock()
         model = model_settings(context.approximation).q(context.observation_space, n_actions).to(context.device)
         lr = schedule(config.lr, config.lr_final, context.total_steps, clock, "lr")

@@ -10,6 +10,7 @@ from rlconf.approximation.approximation import (
     adam,
     reinforce_together,
 )
+from rlconf.approximation.q_continuous import QContinuous
 from rlconf.approximation.qdist import QDist
 from rlconf.approximation.target import FixedTarget, PolyakTarget, TargetNetwork, TrivialTarget, make_target
 
@@ -19,6 +20,7 @@ __all__ = [
     "FixedTarget",
     "Identity",
     "PolyakTarget",
+    "QContinuous",
     "QDist",
     "QNetwork",
     "ScheduledLearningRate",

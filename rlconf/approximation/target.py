@@ -92,15 +92,28 @@ class FixedTarget(_CopiedTarget):
 
 
 class PolyakTarget(_CopiedTarget):
-    """target <- (1 - rate) * target + rate * model after every optimiser step."""
+    """target <- (1 - rate) * target + rate * model after every optimiser step, or every ``every``-th
+    (TD3 moves its critics' targets only with its delayed policy updates)."""
 
-    def __init__(self, rate: float):
+    def __init__(self, rate: float, every: int = 1):
         self.rate = rate
+        self.every = every
+        self._updates = 0
 
     @torch.no_grad()
     def update(self) -> None:
+        self._updates += 1
+        if self._updates % self.every:
+            return
         targets, sources = zip(*self._pairs, strict=True)
         torch._foreach_lerp_(list(targets), list(sources), self.rate)
+
+    def state_dict(self) -> dict:
+        return {**super().state_dict(), "updates": self._updates}
+
+    def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
+        self._updates = state.get("updates", 0)
 
 
 def make_target(kind: str, period: int = 0, rate: float = 0.005) -> TargetNetwork:

@@ -6,6 +6,14 @@
 
 Everything else here is bookkeeping around that line: episode statistics to the loggers, periodic
 greedy evaluation, periodic checkpoints, the progress bar, and the final test.
+
+A checkpoint holds everything needed to continue: the agent (models, optimisers, schedules, counters), the
+replay memory (on request, and always when a signal stops the run), every random generator, the loop's
+counters and where each logger stands. An environment cannot be saved: a resumed run resets it (with a
+seed derived from the run's seed and the checkpoint's step), so the episodes in progress at the checkpoint
+are abandoned: their steps count towards the budget, they get no row, and the agent's memory treats the
+last state it stored as the end of its episode. Rows the loggers wrote after the checkpoint (by an attempt
+that went on and was killed) are cut off, so episodes.csv continues without a gap or a repeated row.
 """
 
 from __future__ import annotations
@@ -16,13 +24,22 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import torch
 
+from rlconf.experiments import rng
 from rlconf.experiments.evaluate import evaluate
 from rlconf.experiments.progress import ConsoleProgress
 from rlconf.experiments.rundir import atomic_write
 from rlconf.logging import Logger
+
+# SIGINT: Ctrl-C. SIGTERM: kill, and Slurm at a time limit, on preemption or scancel. SIGUSR1 / SIGUSR2: the
+# warning Slurm sends ahead of a time limit (sbatch --signal; submitit asks for USR2) or scancel --signal.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2)
+CHECKPOINT_FORMAT = 2  # 1: agent, steps, episodes (and replay); 2: adds what resuming needs
+STATUS_SECONDS = 10.0  # how often a training run refreshes status.json (rlconf status reads it)
 
 
 class Interrupted(Exception):
@@ -40,18 +57,21 @@ class _StopRequest:
 
 
 @contextlib.contextmanager
-def stop_requests(signals=(signal.SIGINT, signal.SIGTERM)) -> Iterator[_StopRequest]:
-    """While training, SIGINT and SIGTERM only ask the loop to stop: it finishes the current step, writes
-    a checkpoint and raises Interrupted, so nothing is left half-updated. A second signal acts at once."""
+def stop_requests(signals=STOP_SIGNALS) -> Iterator[_StopRequest]:
+    """While training, these signals only ask the loop to stop: it finishes the current step, writes a
+    checkpoint and raises Interrupted, so nothing is left half-updated. A second Ctrl-C acts at once; other
+    signals are not repeated by people but by schedulers (Slurm's SIGTERM reaches a job step twice within a
+    millisecond): those must not cut the checkpoint short, so they change nothing."""
     request = _StopRequest()
     if threading.current_thread() is not threading.main_thread():
         yield request
         return
 
     def ask(signum, frame):
-        request.signum = signum
-        for s in signals:  # the next one is not polite any more
-            signal.signal(s, previous[s])
+        if request.signum is None:
+            request.signum = signum
+        if signum == signal.SIGINT and signal.SIGINT in previous:  # the next Ctrl-C is not polite any more
+            signal.signal(signal.SIGINT, previous[signal.SIGINT])
 
     previous = {s: signal.signal(s, ask) for s in signals}
     try:
@@ -64,7 +84,8 @@ def stop_requests(signals=(signal.SIGINT, signal.SIGTERM)) -> Iterator[_StopRequ
 class Experiment:
     def __init__(self, agent, env, make_test_env: Callable[[], object], logger: Logger, run_dir: Path,
                  *, steps: int, seed: int, eval_every: int, eval_episodes: int, checkpoint_every: int,
-                 progress: ConsoleProgress, checkpoint_extra: dict | None = None, save_replay: bool = False):
+                 progress: ConsoleProgress, checkpoint_extra: dict | None = None, save_replay: bool = False,
+                 on_status: Callable[[str], None] | None = None):
         self.agent = agent
         self.env = env
         self.make_test_env = make_test_env
@@ -78,42 +99,70 @@ class Experiment:
         self.progress = progress
         self.checkpoint_extra = checkpoint_extra or {}
         self.save_replay = save_replay
+        self.on_status = on_status  # called with "running" every STATUS_SECONDS and after each checkpoint
         self.episodes = 0
         self.last_return: float | None = None
         self.train_seconds = 0.0
+        self.start_steps = 0  # where this attempt began: 0, or the checkpoint's step when resumed
+        self.resumes = 0  # how many times this run has been resumed from a checkpoint
+        self._next_eval = float(eval_every or "inf")
+        self._next_checkpoint = float(checkpoint_every or "inf")
         self._test_env = None
 
     # -- training ------------------------------------------------------------------------------------
     def train(self) -> None:
         env, agent = self.env, self.agent
-        next_eval = self.eval_every or float("inf")
-        next_checkpoint = self.checkpoint_every or float("inf")
         start = time.perf_counter()
-        state = env.reset(seed=self.seed)
+        next_status = start + STATUS_SECONDS
+        state = env.reset(seed=self.reset_seed())
         with stop_requests() as stop:
             while env.steps < self.budget:
                 state = env.step(agent.act(state))
                 if env.completed:
                     self._record_episodes(start)
-                if env.steps >= next_eval:
-                    next_eval += self.eval_every
+                if env.steps >= self._next_eval:
+                    self._next_eval += self.eval_every
                     self._evaluate()
-                if env.steps >= next_checkpoint:
-                    next_checkpoint += self.checkpoint_every
-                    self.save_checkpoint()
-                self.progress.update(env.steps, self.episodes, self.last_return, start)
+                if env.steps >= self._next_checkpoint:
+                    self._next_checkpoint += self.checkpoint_every
+                    self._checkpoint_in_loop(start)
+                now = time.perf_counter()
+                self.progress.update(env.steps, self.episodes, self.last_return, start, self.start_steps)
+                if now >= next_status:
+                    next_status = now + STATUS_SECONDS
+                    self._status()
                 if stop.signum is not None:
-                    self.train_seconds += time.perf_counter() - start
                     self.progress.stop()
-                    self.save_checkpoint()
+                    self._checkpoint_in_loop(start, replay=True)  # the memory too: the run goes on elsewhere
                     raise Interrupted(stop.signum, env.steps)
         self.train_seconds += time.perf_counter() - start
         self.logger.step = env.steps
         self.progress.stop()
         self.save_checkpoint()
 
+    def _checkpoint_in_loop(self, start: float, replay: bool | None = None) -> None:
+        """A checkpoint mid-training counts the seconds trained so far in this attempt."""
+        elapsed = time.perf_counter() - start
+        self.train_seconds += elapsed
+        try:
+            self.save_checkpoint(replay)
+        finally:
+            self.train_seconds -= elapsed
+
+    def reset_seed(self) -> int:
+        """The run's seed for a fresh run; for a resumed one a seed drawn from the run's seed and the step it
+        resumes at, so that resuming twice from one checkpoint replays the same episodes, and the restarted
+        episodes are not the run's first ones again."""
+        if not self.start_steps:
+            return self.seed
+        return int(np.random.SeedSequence([self.seed, self.start_steps]).generate_state(1)[0] >> 1)
+
+    def _status(self) -> None:
+        if self.on_status is not None:
+            self.on_status("running")
+
     def _record_episodes(self, start: float) -> None:
-        wall = time.perf_counter() - start
+        wall = self.train_seconds + time.perf_counter() - start  # across attempts, as if never stopped
         self.logger.step = self.env.steps
         for episode in self.env.completed:
             self.episodes += 1
@@ -131,14 +180,43 @@ class Experiment:
         return evaluate(self.agent.test_agent(), self._test_env, episodes, seed=self.seed + 1_000_003)
 
     # -- checkpoints ---------------------------------------------------------------------------------
-    def save_checkpoint(self) -> None:
-        """Models, optimisers and counters, written to a temporary file and renamed into place."""
+    def save_checkpoint(self, replay: bool | None = None) -> None:
+        """Everything ``restore`` needs, written to a temporary file and renamed into place. ``replay``: also
+        the replay memory (default: as configured, ``checkpoint.replay``)."""
+        self.logger.step = self.env.steps
         self.logger.flush()
-        state = {"agent": self.agent.state_dict(), "steps": self.env.steps, "episodes": self.episodes,
-                 **self.checkpoint_extra}
-        if self.save_replay:
+        state: dict[str, Any] = {
+            "format": CHECKPOINT_FORMAT, "agent": self.agent.state_dict(), "steps": self.env.steps,
+            "episodes": self.episodes, "last_return": self.last_return, "train_seconds": self.train_seconds,
+            "next_eval": self._next_eval, "next_checkpoint": self._next_checkpoint, "resumes": self.resumes,
+            "rng": rng.capture(self.agent), "logger": self.logger.state_dict(), **self.checkpoint_extra}
+        if self.save_replay if replay is None else replay:
             state["replay"] = self.agent.replay_state_dict()
         atomic_write(self.run_dir / "checkpoint.pt", lambda tmp: torch.save(state, tmp))
+        self._status()
+
+    def restore(self, state: dict[str, Any] | None) -> None:
+        """Continue from a checkpoint written by ``save_checkpoint`` (``None``: start over in a directory that
+        an attempt killed before its first checkpoint wrote to). The agent must have been built from the same
+        config; the environment is reset when training starts (see the module's docstring)."""
+        if state is None:
+            self.logger.load_state_dict(None)
+            return
+        if state.get("format", 1) < CHECKPOINT_FORMAT:
+            raise ValueError("the checkpoint was written by an older rlconf and cannot be resumed")
+        self.agent.load_state_dict(state["agent"])
+        if "replay" in state:
+            self.agent.load_replay_state_dict(state["replay"])
+        self.env.steps = self.start_steps = state["steps"]
+        self.episodes = state["episodes"]
+        self.last_return = state["last_return"]
+        self.train_seconds = state["train_seconds"]
+        self._next_eval = state["next_eval"]
+        self._next_checkpoint = state["next_checkpoint"]
+        self.resumes = state["resumes"] + 1
+        rng.restore(self.agent, state["rng"])
+        self.logger.step = state["steps"]
+        self.logger.load_state_dict(state["logger"])
 
     def close(self) -> None:
         self.env.close()

@@ -27,16 +27,17 @@ class ConsoleProgress:
         self.task = self.progress.add_task(title, total=total_steps, rate=0.0, episodes=0, last="-")
         self.progress.start()
 
-    def update(self, steps: int, episodes: int, last_return: float | None, start: float) -> None:
-        """Cheap to call every step: the display (and the rate since ``start``, a perf_counter reading) is
-        computed at most four times a second."""
+    def update(self, steps: int, episodes: int, last_return: float | None, start: float,
+               start_steps: int = 0) -> None:
+        """Cheap to call every step: the display (and the rate since ``start``, a perf_counter reading, when
+        the run stood at ``start_steps``) is computed at most four times a second."""
         if self.quiet:
             return
         now = time.perf_counter()
         if now < self._next_refresh:
             return
         self._next_refresh = now + self.REFRESH_SECONDS
-        rate = steps / max(now - start, 1e-9)
+        rate = (steps - start_steps) / max(now - start, 1e-9)
         last = "-" if last_return is None else f"{last_return:.1f}"
         self.progress.update(self.task, completed=steps, rate=rate, episodes=episodes, last=last)
 

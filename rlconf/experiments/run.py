@@ -2,13 +2,17 @@
 
 Data flows one way: config -> settings (checked) -> registry builds env, agent, body -> loop -> loggers.
 Nothing is written to disk until every component has been built, so bad input leaves no run directory.
+A run may continue an earlier attempt from its checkpoint, or find itself finished (experiments.resume).
 """
 
 from __future__ import annotations
 
+import os
 import random
+import signal
 import sys
 import time
+import traceback
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -19,11 +23,13 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlconf import registry
 from rlconf.agents import BuildContext, ParallelAgent, SingleEnvAgent
-from rlconf.bodies import body_options
+from rlconf.bodies import NormalizeObservations, RunningMeanStd, body_options
 from rlconf.config import ConfigError, Settings, validate
+from rlconf.experiments import preemption, resume
 from rlconf.experiments.experiment import Experiment, Interrupted
 from rlconf.experiments.progress import ConsoleProgress
-from rlconf.experiments.rundir import make_run_dir, write_json
+from rlconf.experiments.rundir import make_run_dir, slurm_job_id, write_json, write_status
+from rlconf.experiments.sweep import write_sweep_table
 from rlconf.logging import LoggerGroup
 
 # Optional extras: the package an env family needs, and the extra that installs it.
@@ -58,11 +64,16 @@ def check_device(device: str) -> None:
 
 
 def build_agent(settings: Settings, env, logger) -> ParallelAgent:
-    """The agent, built for what it will see through its body, wrapped in that body."""
+    """The agent, built for what it will see through its body, wrapped in that body (and, outermost, in
+    observation normalisation when ``body.normalize_observations``)."""
     body_class = registry.get("body", settings.body.name)
     options = body_options(body_class, settings.body)
+    space = env.observation_space
+    if settings.body.normalize_observations:
+        space = _transformed(NormalizeObservations, space, {}, "body.normalize_observations=true")
+    space = _transformed(body_class, space, options, f"body={settings.body.name}")
     context = BuildContext(
-        observation_space=body_class.transform_space(env.observation_space, **options),
+        observation_space=space,
         action_space=env.action_space, n_envs=settings.hardware.n_envs,
         device=torch.device(settings.hardware.device), total_steps=settings.run.steps,
         approximation=settings.approximation, logger=logger, seed=settings.run.seed)
@@ -72,7 +83,19 @@ def build_agent(settings: Settings, env, logger) -> ParallelAgent:
             raise ConfigError(f"hardware.n_envs={settings.hardware.n_envs}: agent {settings.agent_name} "
                               "acts on one state at a time; allowed: 1")
         agent = SingleEnvAgent(agent)
-    return body_class(agent, **options)
+    body = body_class(agent, **options)
+    if settings.body.normalize_observations:
+        body = NormalizeObservations(body, RunningMeanStd(env.observation_space.shape, settings.hardware.device))
+    return body
+
+
+def _transformed(body_class, space, options: dict, choice: str):
+    """The space ``body_class`` makes of ``space``; observations it cannot handle (a time feature for
+    frames, normalisation of uint8) are the user's choice of body, so a ConfigError naming it."""
+    try:
+        return body_class.transform_space(space, **options)
+    except TypeError as error:
+        raise ConfigError(f"{choice}: {error}") from None
 
 
 def seed_everything(seed: int) -> None:
@@ -82,50 +105,126 @@ def seed_everything(seed: int) -> None:
 
 
 def run(cfg: DictConfig, parent_dir: str | Path | None = None, overrides: list[str] | None = None) -> dict:
-    """Run one experiment described by a composed config; returns the summary (also in summary.json)."""
+    """Run one experiment described by a composed config; returns the summary (also in summary.json).
+
+    ``parent_dir``: the sweep directory of a sweep job, whose run directory is named by its ``overrides``.
+    A sweep job, or a run given ``resume=DIR``, continues from its directory's checkpoint, or returns the
+    summary of a run that has already finished."""
+    started_at = time.time()
     settings = validate(cfg)
     check_device(settings.hardware.device)
     torch.set_num_threads(settings.hardware.torch_threads)
     seed_everything(settings.run.seed)
     hardware = settings.hardware
+    overrides = list(overrides or [])
+    resolved = OmegaConf.to_container(cfg, resolve=True)
+    where = resume.plan(settings.run.steps, settings.run.resume, parent_dir,
+                        (settings.agent_name, settings.env.name, settings.run.seed), overrides, resolved)
+    if where.summary is not None:
+        return _already_finished(settings, where.summary, where.run_dir, parent_dir)
     logger = LoggerGroup([], verbose=settings.run.verbose, debug_every=settings.logger.debug_every)
     env = make_env(settings, hardware.n_envs)
     agent = build_agent(settings, env, logger)
+    checkpoint = torch.load(where.checkpoint, weights_only=False) if where.checkpoint else None
 
-    run_dir = make_run_dir(parent_dir or settings.run.logdir, settings.agent_name, settings.env.name,
-                           settings.run.seed)
-    resolved = OmegaConf.to_container(cfg, resolve=True)
+    run_dir = where.run_dir or make_run_dir(settings.run.logdir, settings.agent_name, settings.env.name,
+                                            settings.run.seed)
+    run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(resolved))
-    (run_dir / "overrides.yaml").write_text(OmegaConf.to_yaml(list(overrides or [])))
+    if not (run_dir / "overrides.yaml").exists():  # a resumed run keeps those it was launched with
+        (run_dir / "overrides.yaml").write_text(OmegaConf.to_yaml(overrides))
+    (run_dir / "summary.json").unlink(missing_ok=True)  # resumed with a longer budget: not finished any more
     logger.loggers = [registry.get("logger", "csv")(run_dir)]
     logger.loggers += [registry.get("logger", name)(run_dir) for name in settings.logger.backends if name != "csv"]
 
     title = f"{settings.agent_name} {settings.env.name}"
     progress = ConsoleProgress(title, settings.run.steps, quiet=settings.run.quiet)
+
+    def status(state: str, **extra: Any) -> None:
+        write_status(run_dir, state, steps=env.steps, total_steps=settings.run.steps,
+                     episodes=experiment.episodes, last_return=experiment.last_return,
+                     resumes=experiment.resumes, **extra)
+
     experiment = Experiment(
         agent, env, lambda: make_env(settings, min(hardware.eval_envs, max(settings.run.test_episodes, 1))),
         logger, run_dir, steps=settings.run.steps, seed=settings.run.seed, eval_every=settings.run.eval_every,
         eval_episodes=settings.run.eval_episodes, checkpoint_every=settings.run.checkpoint_every,
-        progress=progress, checkpoint_extra={"config": resolved}, save_replay=settings.run.checkpoint.replay)
+        progress=progress, checkpoint_extra={"config": resolved}, save_replay=settings.run.checkpoint.replay,
+        on_status=status)
     try:
+        if where.existing:
+            _restore(experiment, checkpoint, run_dir, settings)
+        status("running")
         try:
             experiment.train()
         except Interrupted as stop:
-            print(f"rlconf: stopped by {stop}; checkpoint written to {run_dir / 'checkpoint.pt'}",
-                  file=sys.stderr)
-            raise SystemExit(128 + stop.signum) from None
+            raise SystemExit(_stopped(stop, experiment, run_dir, status)) from None
         test_start = time.perf_counter()
         returns = experiment.test(settings.run.test_episodes)
         summary = _summary(settings, experiment, returns, time.perf_counter() - test_start, run_dir)
+        summary.update(_placement(started_at))
         if returns:
             logger.add_evaluation(env.steps, returns)
         write_json(run_dir / "summary.json", summary)
+        status("done")
+    except KeyboardInterrupt:  # a second Ctrl-C: stopped without a new checkpoint
+        status("stopped")
+        raise
+    except Exception as error:
+        (run_dir / "error.txt").write_text(traceback.format_exc())
+        status("failed", error=f"{type(error).__name__}: {error}".splitlines()[0])
+        raise
     finally:
         progress.stop()
         logger.close()
         experiment.close()
+    sweep_dir = parent_dir or (run_dir.parent if (run_dir.parent / "multirun.yaml").exists() else None)
+    if sweep_dir is not None:  # a sweep's run, or one of them resumed on its own
+        write_sweep_table(sweep_dir)
     progress.print(_summary_line(title, summary))
     return summary
+
+
+def _restore(experiment: Experiment, checkpoint: dict | None, run_dir: Path, settings: Settings) -> None:
+    """Continue the attempt that left ``run_dir`` (from the start when it left no checkpoint)."""
+    try:
+        experiment.restore(checkpoint)
+    except (ValueError, KeyError, RuntimeError) as error:  # another rlconf's or another agent's checkpoint
+        raise ConfigError(f"cannot resume {run_dir / 'checkpoint.pt'}: {error}") from None
+    if checkpoint is not None and "replay" not in checkpoint and experiment.agent.replay_state_dict():
+        print(f"rlconf: {run_dir / 'checkpoint.pt'} holds no replay memory (checkpoint.replay=false): "
+              "the resumed run refills it from empty", file=sys.stderr)
+    if checkpoint is not None and not settings.run.quiet:
+        print(f"rlconf: resuming {run_dir} at step {experiment.start_steps:,} "
+              f"({experiment.episodes:,} episodes)", file=sys.stderr)
+
+
+def _stopped(stop: Interrupted, experiment: Experiment, run_dir: Path, status) -> int:
+    """After a signal stopped training with a checkpoint: requeue under a scheduler, report, exit status."""
+    # The checkpoint is on disk; a scheduler repeats its signals while this attempt ends (Slurm sends
+    # SIGTERM once more when it requeues), and they must not cut the last status update short.
+    for signum in (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2):
+        signal.signal(signum, signal.SIG_IGN)
+    requeued = preemption.should_requeue(stop.signum, stop.steps > experiment.start_steps) and preemption.requeue()
+    status("requeued" if requeued else "stopped", signal=signal.Signals(stop.signum).name)
+    then = f"; requeued Slurm job {slurm_job_id()}" if requeued else ""
+    print(f"rlconf: stopped by {stop}; checkpoint written to {run_dir / 'checkpoint.pt'}{then}", file=sys.stderr)
+    return 128 + stop.signum
+
+
+def _already_finished(settings: Settings, summary: dict, run_dir: Path, parent_dir) -> dict:
+    if parent_dir is not None:
+        write_sweep_table(parent_dir)
+    if not settings.run.quiet:
+        print(f"rlconf: {run_dir} has finished (summary.json): skipped", file=sys.stderr)
+    return summary
+
+
+def _placement(started_at: float) -> dict[str, Any]:
+    """Where and when this attempt ran: the machine, its Slurm job, its GPUs and CPUs."""
+    return {"host": os.uname().nodename, "slurm_job_id": slurm_job_id(),
+            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+            "cpus": sorted(os.sched_getaffinity(0)), "started_at": started_at, "finished_at": time.time()}
 
 
 def _summary(settings: Settings, experiment: Experiment, returns: list[float], test_seconds: float,
@@ -147,6 +246,7 @@ def _summary(settings: Settings, experiment: Experiment, returns: list[float], t
         "test_episodes": len(r),
         "test_seconds": round(test_seconds, 3),
         "n_envs": settings.hardware.n_envs,
+        "resumes": experiment.resumes,
         "run_dir": str(run_dir),
         "hardware": asdict(settings.hardware),
     }

@@ -1,13 +1,25 @@
-"""Run directories: ``<logdir>/<agent>_<env>_<YYYYmmdd-HHMMSS>_s<seed>/``, unique, written atomically."""
+"""Run directories: ``<logdir>/<agent>_<env>_<YYYYmmdd-HHMMSS>_s<seed>/``, unique, written atomically.
+
+Inside a sweep a run's directory is named by what it runs instead, ``<sweep>/<agent>_<env>_s<seed>_<hash>``
+(the hash of the job's overrides): the same job, requeued by Slurm or launched again by the same command,
+finds its own directory, its checkpoint and its summary.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import socket
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+# Overrides that say where or how visibly a run executes, not what it computes: they do not change which
+# directory a sweep job belongs to (re-running a sweep on another launcher, or quietly, continues it).
+PLACEMENT_KEYS = ("hydra", "launcher", "quiet", "logdir", "resume", "hardware.torch_threads",
+                  "hardware.eval_envs", "hardware.vectorization", "hardware.runs_per_gpu", "hardware.cpus_per_run")
 
 
 def make_run_dir(parent: str | Path, agent: str, env: str, seed: int) -> Path:
@@ -42,3 +54,39 @@ def atomic_write(path: str | Path, write) -> None:
 
 def write_json(path: str | Path, data: dict[str, Any]) -> None:
     atomic_write(path, lambda tmp: Path(tmp).write_text(json.dumps(data, indent=2) + "\n"))
+
+
+def sweep_run_name(agent: str, env: str, seed: int, overrides: list[str]) -> str:
+    """The directory name of a sweep job: readable, and unique to the job's overrides (in any order)."""
+    key = "\n".join(sorted(o for o in overrides if not is_placement(o.lstrip("+~").split("=", 1)[0])))
+    digest = hashlib.sha1(key.encode()).hexdigest()[:8]
+    return f"{agent}_{env.replace('/', '-')}_s{seed}_{digest}"
+
+
+def is_placement(key: str) -> bool:
+    """Whether an override of ``key`` only says where or how visibly a run executes."""
+    return any(key == k or key.startswith(k + ".") for k in PLACEMENT_KEYS)
+
+
+def write_status(run_dir: str | Path, state: str, **fields: Any) -> None:
+    """``status.json``: what ``rlconf status`` shows for a run (its state, steps, last return, and where it
+    runs: host, process, Slurm job), refreshed while it trains."""
+    status = {"state": state, "updated": time.time(), "host": socket.gethostname(), "pid": os.getpid(),
+              "slurm_job_id": slurm_job_id(), **fields}
+    write_json(Path(run_dir) / "status.json", status)
+
+
+def slurm_job_id() -> str | None:
+    """This process's Slurm job as squeue names it (``<array>_<task>`` for a job array), or None."""
+    array, task = os.environ.get("SLURM_ARRAY_JOB_ID"), os.environ.get("SLURM_ARRAY_TASK_ID")
+    if array and task:
+        return f"{array}_{task}"
+    return os.environ.get("SLURM_JOB_ID")
+
+
+def read_json(path: str | Path) -> dict[str, Any] | None:
+    """A JSON file written by ``write_json``, or None when it is missing (or, written by hand, unreadable)."""
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None

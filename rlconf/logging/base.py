@@ -32,6 +32,16 @@ class Logger:
     def close(self) -> None:
         pass
 
+    # -- resume --------------------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        """Where this logger stands, saved in every checkpoint (after ``flush``): what it has written so far."""
+        return {}
+
+    def load_state_dict(self, state: dict | None) -> None:
+        """Continue from a checkpoint's ``state_dict``: whatever was written after it (by a run that went on
+        and was then killed) is discarded, so a resumed run neither loses nor repeats a record. ``None``: the
+        run starts over in a directory an earlier attempt wrote to before its first checkpoint."""
+
 
 class LoggerGroup(Logger):
     """Several backends behind one Logger (CSV always, plus whatever the logger group adds)."""
@@ -60,3 +70,12 @@ class LoggerGroup(Logger):
     def close(self) -> None:
         for logger in self.loggers:
             logger.close()
+
+    def state_dict(self) -> dict:
+        for logger in self.loggers:  # the backends' own clocks are not kept up to date while logging
+            logger.step = self.step
+        return {type(logger).__name__: logger.state_dict() for logger in self.loggers}
+
+    def load_state_dict(self, state: dict | None) -> None:
+        for logger in self.loggers:  # a backend added since the checkpoint starts over
+            logger.load_state_dict(None if state is None else state.get(type(logger).__name__))

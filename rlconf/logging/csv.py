@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import os
 from collections import deque
 from pathlib import Path
 
@@ -19,6 +20,8 @@ SCALAR_FIELDS = ["step", "name", "value"]
 class _Table:
     def __init__(self, path: Path, fields: list[str]):
         new = not path.exists() or path.stat().st_size == 0
+        self.path = path
+        self.fields = fields
         self.file = open(path, "a", newline="")  # noqa: SIM115 - open for the run's lifetime
         self.writer = csv.writer(self.file)
         if new:
@@ -26,6 +29,19 @@ class _Table:
 
     def write(self, row) -> None:
         self.writer.writerow(row)
+
+    @property
+    def size(self) -> int:
+        """Bytes on disk once flushed: the position a checkpoint records."""
+        self.file.flush()
+        return os.fstat(self.file.fileno()).st_size
+
+    def truncate(self, size: int) -> None:
+        """Cut the file back to ``size`` bytes (0: just the header). Appends continue from there."""
+        self.file.flush()
+        self.file.truncate(size)
+        if size == 0:
+            self.writer.writerow(self.fields)
 
 
 class CSVLogger(Logger):
@@ -58,8 +74,7 @@ class CSVLogger(Logger):
 
     def add_scalar(self, name, value, step=None) -> None:
         if self._scalars is None:
-            self._scalars = _Table(self._scalars_path, SCALAR_FIELDS)
-            self._tables.append(self._scalars)
+            self.add_scalar_table()
         self._scalars.write([self.step if step is None else step, name, _number(value)])
 
     def flush(self) -> None:
@@ -69,6 +84,26 @@ class CSVLogger(Logger):
     def close(self) -> None:
         for table in self._tables:
             table.file.close()
+
+    # -- resume --------------------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        """Each file's length (its rows so far) and the returns of the current 100-episode window."""
+        sizes = {table.path.name: table.size for table in self._tables}
+        sizes.setdefault(self._scalars_path.name, 0)  # not created yet: nothing to keep
+        return {"sizes": sizes, "recent": list(self._recent)}
+
+    def load_state_dict(self, state: dict | None) -> None:
+        sizes = {} if state is None else state["sizes"]
+        if self._scalars is None and self._scalars_path.exists():
+            self.add_scalar_table()
+        for table in self._tables:
+            table.truncate(sizes.get(table.path.name, 0))
+        self._recent.clear()
+        self._recent.extend([] if state is None else state["recent"])
+
+    def add_scalar_table(self) -> None:
+        self._scalars = _Table(self._scalars_path, SCALAR_FIELDS)
+        self._tables.append(self._scalars)
 
 
 def _number(x) -> str:

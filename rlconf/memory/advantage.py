@@ -65,6 +65,12 @@ class GeneralizedAdvantageBuffer:
         self.log_prob[self.t] = log_prob
         self.t += 1
 
+    @property
+    def valid(self) -> torch.Tensor:
+        """``[n_steps, n_envs]``: the rows that are transitions (not the reset step after an episode's end);
+        ``rollout`` returns these, in this order (time-major)."""
+        return ~self.done[:-1]
+
     def advantages(self, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """GAE advantages and returns for rows 0..n_steps-1, given V of rows 0..n_steps."""
         gamma, lam = self.discount_factor, self.lam
@@ -80,7 +86,7 @@ class GeneralizedAdvantageBuffer:
     def rollout(self, values: torch.Tensor) -> Rollout:
         """The flattened valid transitions with their advantages; then start the next rollout."""
         advantages, returns = self.advantages(values)
-        valid = ~self.done[:-1]
+        valid = self.valid
         rollout = Rollout(self.observation[:-1][valid], self.action[valid], self.log_prob[valid],
                           advantages[valid], returns[valid])
         self._carry_last_row()
@@ -98,6 +104,11 @@ class GeneralizedAdvantageBuffer:
         return {name: getattr(self, name) for name in names} | {"t": self.t}
 
     def load_state_dict(self, state: dict) -> None:
+        """Restore a checkpoint's rollout. A resumed run starts from an environment reset, so the newest
+        stored state's action never gets its outcome: marked as the end of its episode, it is left out of
+        training and the advantages before it bootstrap from its value."""
         for name in ("observation", "reward", "mask", "done", "action", "log_prob"):
             getattr(self, name).copy_(state[name])
         self.t = state["t"]
+        if self.t:
+            self.done[self.t - 1] = True

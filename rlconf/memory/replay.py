@@ -206,10 +206,15 @@ class ReplayBuffer:
         return tensors | {"next_row": self._next_row, "filled": self._filled}
 
     def load_state_dict(self, state: dict) -> None:
+        """Restore a checkpoint's memory. Environments are not checkpointed: a resumed run starts from a
+        reset, so the newest stored state never gets its successor. It is marked as the end of its episode,
+        so the transition leaving it is never sampled (and n-step returns bootstrap from it)."""
         for name in self._STATE:
             if getattr(self, name) is not None:
                 getattr(self, name).copy_(state[name])
         self._next_row, self._filled = state["next_row"], state["filled"]
+        if self._filled:
+            self.done[self.newest_row] = True
 
 
 class NStepReplayBuffer:

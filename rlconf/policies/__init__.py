@@ -1,7 +1,19 @@
 """Policies: how an agent turns values or logits into actions."""
 
 from rlconf.policies.bounds import ActionBounds
+from rlconf.policies.deterministic import DeterministicPolicy, TanhActionBound
+from rlconf.policies.gaussian import DiagonalNormal, GaussianHead, GaussianPolicy
 from rlconf.policies.greedy import GreedyPolicy, ParallelGreedyPolicy
+from rlconf.policies.soft_deterministic import SoftDeterministicPolicy
 from rlconf.policies.softmax import Categorical, SoftmaxPolicy
+from rlconf.policies.stochastic import (
+    StochasticPolicy,
+    action_layout,
+    policy_network,
+    policy_outputs,
+    stochastic_policy,
+)
 
-__all__ = ["ActionBounds", "Categorical", "GreedyPolicy", "ParallelGreedyPolicy", "SoftmaxPolicy"]
+__all__ = ["ActionBounds", "Categorical", "DeterministicPolicy", "DiagonalNormal", "GaussianHead", "GaussianPolicy",
+           "GreedyPolicy", "ParallelGreedyPolicy", "SoftDeterministicPolicy", "SoftmaxPolicy", "StochasticPolicy",
+           "TanhActionBound", "action_layout", "policy_network", "policy_outputs", "stochastic_policy"]

@@ -54,3 +54,7 @@ class SoftmaxPolicy(Approximation):
     def greedy(self, *inputs) -> torch.Tensor:
         """The most probable action, evaluated without gradients (for test agents)."""
         return self.eval(*inputs).argmax(-1)
+
+    def env_actions(self, actions: torch.Tensor) -> torch.Tensor:
+        """The environment's actions for sampled ones: the same indices (GaussianPolicy rescales)."""
+        return actions

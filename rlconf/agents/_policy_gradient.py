@@ -1,0 +1,156 @@
+"""What the policy-gradient agents (VPG, VAC, A2C, PPO) share, so that each of their files holds only its
+algorithm: what it learns from and when.
+
+- ``PolicyGradientConfig``: the hyperparameters of the networks and their optimisation.
+- ``build_networks``: features, a stochastic policy head and a value head. The policy is a softmax over a
+  Discrete action space and a Gaussian over a Box (``rlconf.policies.stochastic_policy``), so every agent
+  here acts in both through one code path. With ``approximation.shared`` (the Nature CNN's default) both
+  heads sit on one trunk, a ``FeatureNetwork``; otherwise each head is a network of its own.
+- ``PolicyGradient``: the agent base with sampling, the advantage actor-critic step, the greedy test agent
+  and checkpoints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from rlconf.agents._agent import Buildable, BuildContext, ParallelAgent, TestAgent
+from rlconf.approximation import Approximation, FeatureNetwork, Identity, VNetwork, adam, reinforce_together
+from rlconf.config import require
+from rlconf.core import StateArray
+from rlconf.nn import model_settings
+from rlconf.optim import Clock, LinearScheduler, schedule
+from rlconf.policies import StochasticPolicy, policy_network, policy_outputs, stochastic_policy
+
+
+@dataclass
+class PolicyGradientConfig:
+    discount_factor: float = 0.99
+    lr: float = 3e-4
+    lr_final: float | None = None  # decay the learning rate linearly to this over the run
+    lr_v: float | None = None  # the value head's learning rate (null: lr); it decays in proportion to lr
+    adam_eps: float = 1e-5
+    clip_grad: float = 0.5  # max gradient norm of policy and value head together (and of the features); 0: off
+    entropy_loss_scaling: float = 0.0  # weight of the entropy bonus, which keeps the policy exploring
+    value_loss_scaling: float = 0.5  # weight of the value loss against the policy loss
+    log_std_init: float = 0.0  # Box actions: the Gaussian's initial log std, in actions normalised to [-1, 1]
+
+    def __post_init__(self):
+        require(self.lr > 0, "agent.lr", self.lr, "must be positive")
+        require(self.lr_v is None or self.lr_v > 0, "agent.lr_v", self.lr_v, "must be positive or null")
+        require(self.lr_final is None or self.lr_final >= 0, "agent.lr_final", self.lr_final,
+                "must be non-negative or null")
+        require(0 <= self.discount_factor <= 1, "agent.discount_factor", self.discount_factor, "must be in [0, 1]")
+        require(self.adam_eps > 0, "agent.adam_eps", self.adam_eps, "must be positive")
+        for key in ("clip_grad", "entropy_loss_scaling", "value_loss_scaling"):
+            require(getattr(self, key) >= 0, f"agent.{key}", getattr(self, key), "must be non-negative")
+
+
+def build_networks(config: PolicyGradientConfig, context: BuildContext,
+                   clock: Clock) -> tuple[Approximation, StochasticPolicy, VNetwork]:
+    """Features, policy and value head for the context's spaces, each with its own Adam and gradient
+    clipping. Features and policy learn at ``lr``, the value head at ``lr_v`` (as the Autonomous Learning
+    Library's VAC and VPG): its targets are returns, often far larger than its first outputs, which a
+    policy's learning rate moves too slowly. With ``lr_final`` both decay linearly over the run, keeping
+    their ratio.
+
+    Output layers start small under ``ortho_init``: the policy's (gain 0.01) so the first policy is close to
+    uniform, or to the Gaussian's mean 0, whatever the observation.
+    """
+    space, device = context.observation_space, context.device
+    outputs = policy_outputs(context.action_space)
+    settings = model_settings(context.approximation)
+    lr = schedule(config.lr, config.lr_final, context.total_steps, clock, "lr")
+    lr_v = lr
+    if config.lr_v is not None:
+        final = None if config.lr_final is None else config.lr_final * config.lr_v / config.lr
+        lr_v = schedule(config.lr_v, final, context.total_steps, clock, "lr_v")
+
+    def training(model: torch.nn.Module, name: str, rate: float | LinearScheduler) -> dict[str, Any]:
+        optimizer, lr_schedule = adam(model.parameters(), rate, config.adam_eps)
+        return dict(optimizer=optimizer, clip_grad=config.clip_grad, scheduler=lr_schedule, name=name,
+                    logger=context.logger)
+
+    if settings.shared:
+        trunk, width = settings.trunk(space)
+        trunk = trunk.to(device)
+        features: Approximation = FeatureNetwork(trunk, **training(trunk, "features", lr))
+        policy_layers, value_model = settings.linear(width, outputs, 0.01), settings.linear(width, 1, 1.0)
+    else:
+        features = Identity()
+        policy_layers = settings.head(space, outputs, out_gain=0.01)
+        value_model = settings.head(space, 1, out_gain=1.0)
+    network = policy_network(context.action_space, policy_layers, config.log_std_init).to(device)
+    policy = stochastic_policy(context.action_space, network, **training(network, "policy", lr))
+    value_model = value_model.to(device)
+    v = VNetwork(value_model, **training(value_model, "v", lr_v))
+    return features, policy, v
+
+
+class PolicyGradient(ParallelAgent, Buildable):
+    """Base of the policy-gradient agents: ``features`` -> ``policy`` and ``v`` heads, a step counter, and a
+    generator that makes sampling reproducible from the run's seed (checkpoints save it with every other
+    generator of the run, ``experiments.rng``)."""
+
+    def __init__(self, features: Approximation, policy: StochasticPolicy, v: VNetwork, clock: Clock,
+                 config: PolicyGradientConfig, device: torch.device | str = "cpu", seed: int = 0):
+        self.features = features
+        self.policy = policy
+        self.v = v
+        self.clock = clock
+        self.config = config
+        # Sampling happens where the policy's outputs live: CUDA sampling needs a CUDA generator.
+        self.generator = torch.Generator(device=device)
+        self.generator.manual_seed(seed)
+
+    def _sample(self, states: StateArray) -> tuple[torch.Tensor, torch.Tensor]:
+        """Actions for ``states`` from the current policy, without gradients, and their log-probabilities.
+        The actions are the policy's own (normalised, for a Box); ``policy.env_actions`` maps them."""
+        with torch.no_grad():
+            distribution = self.policy.no_grad(self.features.no_grad(states.as_input()))
+            actions = distribution.sample(self.generator)
+            return actions, distribution.log_prob(actions)
+
+    def _actor_critic_step(self, features: torch.Tensor, actions: torch.Tensor, returns: torch.Tensor) -> None:
+        """One update of policy, value head and features on a batch of steps with their return estimates G:
+        the advantage is ``G - V(s)``, the policy ascends ``A * log pi(a|s)`` plus the entropy bonus, and V
+        regresses on G. ``features`` come from ``self.features(...)`` (with gradients) for these steps."""
+        values = self.v(features)
+        distribution = self.policy(features)
+        advantages = returns - values.detach()
+        policy_loss = -(advantages * distribution.log_prob(actions)).mean()
+        if self.config.entropy_loss_scaling:
+            policy_loss = policy_loss - self.config.entropy_loss_scaling * distribution.entropy().mean()
+        self._reinforce(policy_loss, (returns - values).square().mean())
+
+    def _reinforce(self, policy_loss: torch.Tensor, value_loss: torch.Tensor) -> None:
+        """One optimiser step of both heads from one backward pass, then of the shared features."""
+        reinforce_together((self.policy, policy_loss), (self.v, self.config.value_loss_scaling * value_loss))
+        self.features.reinforce()
+
+    def test_agent(self) -> TestAgent:
+        return PolicyGradientTestAgent(self.features, self.policy)
+
+    def state_dict(self) -> dict:
+        return {"features": self.features.state_dict(), "policy": self.policy.state_dict(),
+                "v": self.v.state_dict(), "steps": self.clock.steps}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.features.load_state_dict(state["features"])
+        self.policy.load_state_dict(state["policy"])
+        self.v.load_state_dict(state["v"])
+        self.clock.steps = state["steps"]
+
+
+class PolicyGradientTestAgent(TestAgent):
+    """Takes the policy's most probable action: the argmax of the softmax, the mean of the Gaussian."""
+
+    def __init__(self, features: Approximation, policy: StochasticPolicy):
+        self.features = features
+        self.policy = policy
+
+    def act(self, states: StateArray) -> torch.Tensor:
+        return self.policy.env_actions(self.policy.greedy(self.features.eval(states.as_input())))

@@ -1,0 +1,90 @@
+"""Advantage Actor-Critic (A2C; Mnih et al. 2016, the synchronous version of A3C), as in the Autonomous
+Learning Library: parallel environments instead of replay decorrelate the samples.
+
+The agent collects ``n_steps`` steps from each of its ``n_envs`` environments, then takes one gradient step
+on all of them. The return of each step is n-step: the discounted rewards up to the end of the rollout plus
+the discounted value of the state the rollout ends in (up to ``n_steps`` rewards ahead, fewer for later
+steps), cut where an episode ends:
+
+    G_t = r_{t+1} + gamma * r_{t+2} + ... + gamma^k * mask_{t+k} * V(s_{t+k})
+
+where ``s_{t+k}`` is the rollout's last state or the last state of the episode, whose value counts when a
+time limit truncated the episode (``mask`` 1) and not when it ended (``mask`` 0). That is generalised
+advantage estimation with lambda = 1, so the rollout buffer is PPO's. The policy ascends
+``(G - V(s)) * log pi(a | s)`` plus an entropy bonus; V regresses on G.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from rlconf.agents._agent import BuildContext
+from rlconf.agents._policy_gradient import PolicyGradient, PolicyGradientConfig, build_networks
+from rlconf.approximation import Approximation, VNetwork
+from rlconf.config import require
+from rlconf.core import StateArray
+from rlconf.memory import GeneralizedAdvantageBuffer
+from rlconf.optim import Clock
+from rlconf.policies import StochasticPolicy, action_layout
+
+
+@dataclass
+class A2CConfig(PolicyGradientConfig):
+    lr: float = 7e-4
+    n_steps: int = 5  # steps per environment in each rollout: one update per rollout
+    entropy_loss_scaling: float = 0.01
+
+    def __post_init__(self):
+        super().__post_init__()
+        require(self.n_steps >= 1, "agent.n_steps", self.n_steps, "must be at least 1")
+
+
+class A2C(PolicyGradient):
+    Config = A2CConfig
+
+    def __init__(self, features: Approximation, policy: StochasticPolicy, v: VNetwork,
+                 buffer: GeneralizedAdvantageBuffer, clock: Clock, config: A2CConfig,
+                 device: torch.device | str = "cpu", seed: int = 0):
+        super().__init__(features, policy, v, clock, config, device, seed)
+        self.buffer = buffer
+
+    @classmethod
+    def from_config(cls, config: A2CConfig, context: BuildContext) -> A2C:
+        clock = Clock()
+        features, policy, v = build_networks(config, context, clock)
+        action_shape, action_dtype = action_layout(context.action_space)
+        buffer = GeneralizedAdvantageBuffer(
+            config.n_steps, context.n_envs, context.observation_space.shape, context.observation_dtype,
+            action_shape, action_dtype, discount_factor=config.discount_factor, lam=1.0, device=context.device)
+        return cls(features, policy, v, buffer, clock, config, context.device, context.seed)
+
+    def act(self, states: StateArray) -> torch.Tensor:
+        self.clock.tick(len(states))
+        self.buffer.store_state(states)
+        if self.buffer.full:
+            self._train()
+        actions, log_prob = self._sample(states)
+        self.buffer.store_action(actions, log_prob)
+        return self.policy.env_actions(actions)
+
+    def _train(self) -> None:
+        # [n_steps + 1, n_envs, ...]: the last row bootstraps. A copy: starting the next rollout overwrites
+        # the buffer's first row, which a shared trunk's backward pass still needs.
+        observations = self.buffer.observation.clone()
+        # One pass with gradients through the features of every state; the returns need the values of all
+        # of them, the loss those of the transitions.
+        features = self.features(observations.flatten(0, 1))
+        values = self.v.no_grad(features).view(observations.shape[:2])
+        valid = self.buffer.valid  # the rows the rollout holds, read before it starts the next one
+        rollout = self.buffer.rollout(values)
+        steps = features.view(*observations.shape[:2], *features.shape[1:])[:-1][valid]
+        self._actor_critic_step(steps, rollout.action, rollout.returns)
+
+    def state_dict(self) -> dict:
+        return {**super().state_dict(), "buffer": self.buffer.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
+        self.buffer.load_state_dict(state["buffer"])

@@ -1,0 +1,221 @@
+"""DDPG (Lillicrap et al. 2016): Q-learning for continuous actions, with a deterministic policy that climbs
+the critic's gradient.
+
+Every step the agent acts with its policy plus Gaussian noise (uniformly random actions for the first
+``replay_start_size`` steps, which fill the replay with diverse experience) and stores the state in replay.
+Every ``update_frequency`` environment steps it takes ``gradient_steps`` minibatch steps, each training
+
+- the critic on ``(Q(s, a) - y)^2`` with ``y = r + gamma * mask' * Q_target(s', policy_target(s'))``,
+- the policy on ``-Q(s, policy(s))``, through the critic's weights as they are (``QContinuous.frozen``),
+
+in one backward pass (so the policy follows the critic as it was before this step's update, as in rlkit;
+it is one of thousands of steps); both target networks then move a ``polyak_rate`` step towards their
+networks.
+``mask'`` is 0 only after a terminal state: an episode cut off by a time limit still bootstraps.
+
+TD3 and SAC (td3.py, sac.py) build on the helpers at the end of this file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from rlconf.agents._agent import Buildable, BuildContext, ParallelAgent, TestAgent
+from rlconf.approximation import PolyakTarget, QContinuous, adam, reinforce_together
+from rlconf.config import ConfigError, require
+from rlconf.core import StateArray
+from rlconf.memory import ReplayBuffer, Transitions, replay_buffer
+from rlconf.nn import model_settings
+from rlconf.optim import Clock
+from rlconf.policies import ActionBounds, DeterministicPolicy
+
+
+@dataclass
+class DDPGConfig:
+    discount_factor: float = 0.99
+    lr_q: float = 1e-3  # the critic's learning rate
+    lr_pi: float = 1e-3  # the policy's learning rate
+    adam_eps: float = 1e-8
+    batch_size: int = 100
+    replay_buffer_size: int = 1_000_000
+    replay_start_size: int = 5_000  # environment steps of uniformly random actions before the first update
+    update_frequency: int = 1  # environment steps between bursts of updates
+    gradient_steps: int = 1  # minibatch updates per burst
+    polyak_rate: float = 0.005  # targets move this fraction of the way to their networks after each update
+    noise: float = 0.1  # exploration: std of the Gaussian added to actions, in half-widths of the Box
+
+    def __post_init__(self):
+        check_off_policy(self)
+        require(self.noise >= 0, "agent.noise", self.noise, "must be non-negative")
+
+
+class DDPG(ParallelAgent, Buildable):
+    Config = DDPGConfig
+
+    def __init__(self, q: QContinuous, policy: DeterministicPolicy, replay: ReplayBuffer, clock: Clock,
+                 config: DDPGConfig, n_envs: int, generator: torch.Generator):
+        self.q = q
+        self.policy = policy
+        self.bounds = policy.bounds
+        self.replay = replay
+        self.clock = clock
+        self.config = config
+        self.generator = generator
+        # Periods are given in environment steps; with n_envs environments one act() is n_envs steps.
+        self._train_every = max(1, config.update_frequency // n_envs)
+        self._calls = 0
+
+    @classmethod
+    def from_config(cls, config: DDPGConfig, context: BuildContext) -> DDPG:
+        bounds = action_bounds(context, "ddpg")
+        model = model_settings(context.approximation).head(context.observation_space, bounds.dim).to(context.device)
+        policy = DeterministicPolicy(model, optimizer(model, config.lr_pi, config), bounds=bounds,
+                                     target=PolyakTarget(config.polyak_rate), logger=context.logger)
+        q = critic(config, context, bounds, "q")
+        return cls(q, policy, off_policy_replay(config, context), Clock(), config, context.n_envs,
+                   generator(context))
+
+    def act(self, states: StateArray) -> torch.Tensor:
+        self.clock.tick(len(states))
+        self._calls += 1
+        actions = self._explore(states)
+        self.replay.store(states, actions)
+        if self._learning() and self._calls % self._train_every == 0:
+            self._train()
+        return actions
+
+    def _learning(self) -> bool:
+        """Past the random steps, and the replay holds a transition (not so on the very first step)."""
+        return self.clock.steps >= self.config.replay_start_size and len(self.replay) > 0
+
+    def _explore(self, states: StateArray) -> torch.Tensor:
+        if self.clock.steps < self.config.replay_start_size:
+            return random_actions(self.bounds, len(states), self.generator)
+        actions = self.policy.no_grad(states.as_input())
+        return self.bounds.clip(actions + self.bounds.half_range * gaussian(actions, self.config.noise, self.generator))
+
+    def _train(self) -> None:
+        for batch in minibatches(self.replay, self.config.gradient_steps, self.config.batch_size):
+            self._update(batch)
+
+    def _update(self, batch: Transitions) -> None:
+        q_loss = F.mse_loss(self.q(batch.observation, batch.action), self._td_targets(batch))
+        policy_loss = -self.q.frozen(batch.observation, self.policy(batch.observation)).mean()
+        reinforce_together((self.q, q_loss), (self.policy, policy_loss))
+
+    def _td_targets(self, batch: Transitions) -> torch.Tensor:
+        """r + gamma * mask' * Q_target(s', policy_target(s'))."""
+        next_values = self.q.target(batch.next_observation, self.policy.target(batch.next_observation))
+        return batch.reward + self.config.discount_factor * batch.next_mask * next_values
+
+    def test_agent(self) -> TestAgent:
+        return DDPGTestAgent(self.policy)
+
+    def state_dict(self) -> dict:
+        return {"q": self.q.state_dict(), "policy": self.policy.state_dict(), "steps": self.clock.steps,
+                "calls": self._calls}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.q.load_state_dict(state["q"])
+        self.policy.load_state_dict(state["policy"])
+        self.clock.steps = state["steps"]
+        self._calls = state["calls"]
+
+    def replay_state_dict(self) -> dict:
+        return self.replay.state_dict()
+
+    def load_replay_state_dict(self, state: dict) -> None:
+        self.replay.load_state_dict(state)
+
+
+class DDPGTestAgent(TestAgent):
+    """The policy's action, without exploration noise."""
+
+    def __init__(self, policy: DeterministicPolicy):
+        self.policy = policy
+
+    def act(self, states: StateArray) -> torch.Tensor:
+        return self.policy.eval(states.as_input())
+
+
+# -- what DDPG, TD3 and SAC share ---------------------------------------------------------------------------
+OFF_POLICY_COUNTS = ("batch_size", "replay_buffer_size", "update_frequency", "gradient_steps")
+
+
+def check_off_policy(config) -> None:
+    """The checks every off-policy actor-critic config needs (the fields DDPGConfig starts with)."""
+    for key in ("lr_q", "lr_pi"):
+        require(getattr(config, key) > 0, f"agent.{key}", getattr(config, key), "must be positive")
+    require(0 <= config.discount_factor <= 1, "agent.discount_factor", config.discount_factor, "must be in [0, 1]")
+    require(0 < config.polyak_rate <= 1, "agent.polyak_rate", config.polyak_rate, "must be in (0, 1]")
+    require(config.replay_start_size >= 0, "agent.replay_start_size", config.replay_start_size,
+            "must be non-negative")
+    for key in OFF_POLICY_COUNTS:
+        require(getattr(config, key) >= 1, f"agent.{key}", getattr(config, key), "must be at least 1")
+
+
+def action_bounds(context: BuildContext, agent: str) -> ActionBounds:
+    """The bounds of the continuous actions ``agent`` acts in; anything else is a ConfigError, one line."""
+    space = context.action_space
+    if not (isinstance(space, gym.spaces.Box) and len(space.shape) == 1):
+        raise ConfigError(f"agent={agent}: needs continuous (Box) actions, not {space}; allowed: envs with Box "
+                          "actions, e.g. env=classic/pendulum or env=mujoco/half_cheetah (rlconf list env)")
+    shape = context.observation_space.shape
+    if len(shape) != 1:
+        raise ConfigError(f"agent={agent}: its critic takes vector observations (concatenated with the action), "
+                          f"not observations of shape {shape}; allowed: envs with vector observations")
+    return ActionBounds(space, context.device)
+
+
+def critic(config, context: BuildContext, bounds: ActionBounds, name: str, every: int = 1) -> QContinuous:
+    """Q(s, a): the approximation group's network on the observation and action side by side, with Adam at
+    ``lr_q`` and a Polyak target moved after every ``every``-th update."""
+    inputs = int(np.prod(context.observation_space.shape)) + bounds.dim
+    space = gym.spaces.Box(-np.inf, np.inf, (inputs,), np.float32)
+    model = model_settings(context.approximation).head(space, 1).to(context.device)
+    return QContinuous(model, optimizer(model, config.lr_q, config), name=name,
+                       target=PolyakTarget(config.polyak_rate, every), logger=context.logger)
+
+
+def optimizer(model: torch.nn.Module, lr: float, config) -> torch.optim.Adam:
+    """Fused Adam at a constant learning rate."""
+    return adam(model.parameters(), lr, config.adam_eps)[0]
+
+
+def off_policy_replay(config, context: BuildContext) -> ReplayBuffer:
+    return replay_buffer(config.replay_buffer_size, context.n_envs, context.observation_space,
+                         context.observation_dtype, device=context.device, seed=context.seed,
+                         action_space=context.action_space)
+
+
+def generator(context: BuildContext) -> torch.Generator:
+    """The agent's own random numbers (exploration, target smoothing), seeded, on the networks' device."""
+    return torch.Generator(device=context.device).manual_seed(context.seed)
+
+
+def random_actions(bounds: ActionBounds, n: int, generator: torch.Generator) -> torch.Tensor:
+    """``n`` actions drawn uniformly from the Box."""
+    uniform = torch.rand((n, bounds.dim), generator=generator, device=bounds.low.device)
+    return bounds.scale(uniform * 2 - 1).view(n, *bounds.shape)
+
+
+def gaussian(like: torch.Tensor, std: float, generator: torch.Generator) -> torch.Tensor:
+    return std * torch.randn(like.shape, generator=generator, device=like.device, dtype=like.dtype)
+
+
+def minibatches(replay: ReplayBuffer, n: int, size: int) -> Iterator[Transitions]:
+    """``n`` uniform minibatches of ``size`` from one draw of ``n * size`` transitions (one indexing pass)."""
+    batch = replay.sample(n * size)
+    if n == 1:
+        yield batch
+        return
+    for i in range(n):
+        part = slice(i * size, (i + 1) * size)
+        yield Transitions(batch.observation[part], batch.action[part], batch.reward[part],
+                          batch.next_observation[part], batch.next_mask[part])

@@ -1,0 +1,190 @@
+"""SAC (Haarnoja et al. 2018): an off-policy actor-critic that maximises reward plus the policy's entropy.
+
+Every step the agent samples an action from its squashed Gaussian policy (uniformly random actions for the
+first ``replay_start_size`` steps) and stores the state in replay. Every ``update_frequency`` environment
+steps it takes ``gradient_steps`` minibatch steps, each training in one backward pass
+
+- twin critics on ``(Q_i(s, a) - y)^2``, ``y = r + gamma * mask' * (min_i Q_i,target(s', a') - alpha log pi(a'|s'))``
+  with ``a' ~ pi(s')``: the soft Bellman target, with TD3's clipped double Q;
+- the policy on ``alpha log pi(a|s) - min_i Q_i(s, a)``, ``a ~ pi(s)`` reparameterised so the gradient flows
+  through the sample into the policy (the critics' weights held as they are);
+- the temperature alpha (as log alpha) towards the entropy target: alpha grows while the policy's entropy
+  is below ``entropy_target`` (default -dim(A)) and shrinks while it is above.
+
+All three losses are taken from the networks as they are before the step (one backward pass, as in rlkit).
+Every critic update moves the critics' targets a ``polyak_rate`` step; the policy has no target network.
+``mask'`` is 0 only after a terminal state: an episode cut off by a time limit still bootstraps.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from rlconf.agents._agent import Buildable, BuildContext, ParallelAgent, TestAgent
+from rlconf.agents.ddpg import (
+    action_bounds,
+    check_off_policy,
+    critic,
+    generator,
+    minibatches,
+    off_policy_replay,
+    optimizer,
+    random_actions,
+)
+from rlconf.approximation import Approximation, QContinuous, reinforce_together
+from rlconf.config import require
+from rlconf.core import StateArray
+from rlconf.memory import ReplayBuffer, Transitions
+from rlconf.nn import model_settings
+from rlconf.optim import Clock
+from rlconf.policies import SoftDeterministicPolicy
+
+
+@dataclass
+class SACConfig:
+    discount_factor: float = 0.99
+    lr_q: float = 3e-4  # the critics' learning rate
+    lr_pi: float = 3e-4  # the policy's learning rate
+    lr_temperature: float = 3e-4  # the temperature's learning rate (on log alpha)
+    adam_eps: float = 1e-8
+    batch_size: int = 256
+    replay_buffer_size: int = 1_000_000
+    replay_start_size: int = 10_000  # environment steps of uniformly random actions before the first update
+    update_frequency: int = 1  # environment steps between bursts of updates
+    gradient_steps: int = 1  # minibatch updates per burst
+    polyak_rate: float = 0.005  # targets move this fraction of the way to their networks after each update
+    temperature_initial: float = 1.0  # alpha, the weight of the entropy bonus, to start with
+    entropy_target: float | None = None  # the entropy alpha steers towards; None: -dim(A)
+
+    def __post_init__(self):
+        check_off_policy(self)
+        require(self.lr_temperature > 0, "agent.lr_temperature", self.lr_temperature, "must be positive")
+        require(self.temperature_initial > 0, "agent.temperature_initial", self.temperature_initial,
+                "must be positive")
+
+
+class LogTemperature(nn.Module):
+    """log alpha, learned in log space so that alpha stays positive."""
+
+    def __init__(self, initial: float):
+        super().__init__()
+        self.log_alpha = nn.Parameter(torch.tensor(math.log(initial)))
+
+    def forward(self) -> torch.Tensor:
+        return self.log_alpha
+
+
+class SAC(ParallelAgent, Buildable):
+    Config = SACConfig
+
+    def __init__(self, q_1: QContinuous, q_2: QContinuous, policy: SoftDeterministicPolicy,
+                 temperature: Approximation, replay: ReplayBuffer, clock: Clock, config: SACConfig, n_envs: int,
+                 entropy_target: float):
+        self.q_1, self.q_2 = q_1, q_2
+        self.policy = policy
+        self.bounds = policy.bounds
+        self.temperature = temperature
+        self.replay = replay
+        self.clock = clock
+        self.config = config
+        self.entropy_target = entropy_target
+        # Periods are given in environment steps; with n_envs environments one act() is n_envs steps.
+        self._train_every = max(1, config.update_frequency // n_envs)
+        self._calls = 0
+
+    @classmethod
+    def from_config(cls, config: SACConfig, context: BuildContext) -> SAC:
+        bounds = action_bounds(context, "sac")
+        # Means and log standard deviations of the Gaussian, one of each per action dimension.
+        model = model_settings(context.approximation).head(context.observation_space, 2 * bounds.dim)
+        model = model.to(context.device)
+        policy = SoftDeterministicPolicy(model, optimizer(model, config.lr_pi, config), bounds=bounds,
+                                         generator=generator(context), logger=context.logger)
+        q_1, q_2 = (critic(config, context, bounds, name) for name in ("q_1", "q_2"))
+        log_alpha = LogTemperature(config.temperature_initial).to(context.device)
+        temperature = Approximation(log_alpha, optimizer(log_alpha, config.lr_temperature, config),
+                                    name="temperature", logger=context.logger)
+        entropy_target = -bounds.dim if config.entropy_target is None else config.entropy_target
+        return cls(q_1, q_2, policy, temperature, off_policy_replay(config, context), Clock(), config,
+                   context.n_envs, entropy_target)
+
+    def act(self, states: StateArray) -> torch.Tensor:
+        self.clock.tick(len(states))
+        self._calls += 1
+        if self.clock.steps < self.config.replay_start_size:
+            actions = random_actions(self.bounds, len(states), self.policy.generator)
+        else:
+            actions, _ = self.policy.no_grad(states.as_input())
+        self.replay.store(states, actions)
+        # Learning starts after the random steps, once the replay holds a transition (not on the first step).
+        learning = self.clock.steps >= self.config.replay_start_size and len(self.replay) > 0
+        if learning and self._calls % self._train_every == 0:
+            self._train()
+        return actions
+
+    def _train(self) -> None:
+        for batch in minibatches(self.replay, self.config.gradient_steps, self.config.batch_size):
+            self._update(batch)
+
+    def _update(self, batch: Transitions) -> None:
+        log_alpha = self.temperature()
+        alpha = log_alpha.detach().exp()  # a constant in the critics' and the policy's losses
+        targets = self._td_targets(batch, alpha)
+        q_1_loss = F.mse_loss(self.q_1(batch.observation, batch.action), targets)
+        q_2_loss = F.mse_loss(self.q_2(batch.observation, batch.action), targets)
+
+        actions, log_probs = self.policy(batch.observation)
+        values = torch.min(self.q_1.frozen(batch.observation, actions), self.q_2.frozen(batch.observation, actions))
+        policy_loss = (alpha * log_probs - values).mean()
+
+        # d/d(log alpha) = -(log pi + target): alpha rises while the entropy -log pi is below the target.
+        temperature_loss = -(log_alpha * (log_probs.detach() + self.entropy_target)).mean()
+        reinforce_together((self.q_1, q_1_loss), (self.q_2, q_2_loss), (self.policy, policy_loss),
+                           (self.temperature, temperature_loss))
+        logger = self.temperature.logger
+        if logger is not None and logger.wants_debug(self.temperature.updates):
+            logger.add_scalar("temperature", alpha.item())
+            logger.add_scalar("entropy", -log_probs.detach().mean().item())
+
+    def _td_targets(self, batch: Transitions, alpha: torch.Tensor) -> torch.Tensor:
+        """r + gamma * mask' * (min_i Q_i,target(s', a') - alpha log pi(a'|s')), a' ~ pi(s')."""
+        next_observation = batch.next_observation
+        actions, log_probs = self.policy.no_grad(next_observation)
+        next_values = torch.min(self.q_1.target(next_observation, actions), self.q_2.target(next_observation, actions))
+        return batch.reward + self.config.discount_factor * batch.next_mask * (next_values - alpha * log_probs)
+
+    def test_agent(self) -> TestAgent:
+        return SACTestAgent(self.policy)
+
+    def state_dict(self) -> dict:
+        return {"q_1": self.q_1.state_dict(), "q_2": self.q_2.state_dict(), "policy": self.policy.state_dict(),
+                "temperature": self.temperature.state_dict(), "steps": self.clock.steps, "calls": self._calls}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.q_1.load_state_dict(state["q_1"])
+        self.q_2.load_state_dict(state["q_2"])
+        self.policy.load_state_dict(state["policy"])
+        self.temperature.load_state_dict(state["temperature"])
+        self.clock.steps = state["steps"]
+        self._calls = state["calls"]
+
+    def replay_state_dict(self) -> dict:
+        return self.replay.state_dict()
+
+    def load_replay_state_dict(self, state: dict) -> None:
+        self.replay.load_state_dict(state)
+
+
+class SACTestAgent(TestAgent):
+    """The squashed mean of the policy's Gaussian: its most likely action, without sampling."""
+
+    def __init__(self, policy: SoftDeterministicPolicy):
+        self.policy = policy
+
+    def act(self, states: StateArray) -> torch.Tensor:
+        return self.policy.greedy(states.as_input())

@@ -1,0 +1,102 @@
+"""TD3 (Fujimoto et al. 2018): DDPG with three fixes for the critic's overestimation.
+
+- Twin critics: both regress on the same target, built from the smaller of their two target values.
+- Target policy smoothing: the target action is the target policy's plus clipped Gaussian noise, so the
+  target averages Q over a small neighbourhood instead of trusting one sharp peak.
+- Delayed policy updates: the policy and all targets move once every ``policy_delay`` critic updates.
+
+Acting, replay and the update schedule are DDPG's (ddpg.py); only the networks and the update differ.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from rlconf.agents._agent import BuildContext
+from rlconf.agents.ddpg import (
+    DDPG,
+    DDPGConfig,
+    action_bounds,
+    critic,
+    gaussian,
+    generator,
+    off_policy_replay,
+    optimizer,
+)
+from rlconf.approximation import PolyakTarget, QContinuous, reinforce_together
+from rlconf.config import require
+from rlconf.memory import ReplayBuffer, Transitions
+from rlconf.nn import model_settings
+from rlconf.optim import Clock
+from rlconf.policies import DeterministicPolicy
+
+
+@dataclass
+class TD3Config(DDPGConfig):
+    target_noise: float = 0.2  # smoothing: std of the noise on target actions, in half-widths of the Box ...
+    target_noise_clip: float = 0.5  # ... clipped to +-this
+    policy_delay: int = 2  # critic updates per policy (and target) update
+
+    def __post_init__(self):
+        super().__post_init__()
+        for key in ("target_noise", "target_noise_clip"):
+            require(getattr(self, key) >= 0, f"agent.{key}", getattr(self, key), "must be non-negative")
+        require(self.policy_delay >= 1, "agent.policy_delay", self.policy_delay, "must be at least 1")
+
+
+class TD3(DDPG):
+    Config = TD3Config
+
+    def __init__(self, q_1: QContinuous, q_2: QContinuous, policy: DeterministicPolicy, replay: ReplayBuffer,
+                 clock: Clock, config: TD3Config, n_envs: int, generator: torch.Generator):
+        super().__init__(q_1, policy, replay, clock, config, n_envs, generator)  # DDPG's critic: the first twin
+        self.q_1, self.q_2 = q_1, q_2
+        self._updates = 0
+
+    @classmethod
+    def from_config(cls, config: TD3Config, context: BuildContext) -> TD3:
+        bounds = action_bounds(context, "td3")
+        model = model_settings(context.approximation).head(context.observation_space, bounds.dim).to(context.device)
+        policy = DeterministicPolicy(model, optimizer(model, config.lr_pi, config), bounds=bounds,
+                                     target=PolyakTarget(config.polyak_rate), logger=context.logger)
+        # The critics' targets move with the policy's, every policy_delay-th critic update.
+        q_1, q_2 = (critic(config, context, bounds, name, every=config.policy_delay) for name in ("q_1", "q_2"))
+        return cls(q_1, q_2, policy, off_policy_replay(config, context), Clock(), config, context.n_envs,
+                   generator(context))
+
+    def _update(self, batch: Transitions) -> None:
+        self._updates += 1
+        targets = self._td_targets(batch)
+        q_losses = ((self.q_1, F.mse_loss(self.q_1(batch.observation, batch.action), targets)),
+                    (self.q_2, F.mse_loss(self.q_2(batch.observation, batch.action), targets)))
+        if self._updates % self.config.policy_delay:
+            reinforce_together(*q_losses)
+            return
+        # The policy follows the first critic alone, as in the paper.
+        policy_loss = -self.q_1.frozen(batch.observation, self.policy(batch.observation)).mean()
+        reinforce_together(*q_losses, (self.policy, policy_loss))
+
+    def _td_targets(self, batch: Transitions) -> torch.Tensor:
+        """r + gamma * mask' * min_i Q_i,target(s', a'), a' the smoothed target action."""
+        next_observation = batch.next_observation
+        actions = self.policy.target(next_observation)
+        noise = gaussian(actions, self.config.target_noise, self.generator)
+        noise = noise.clamp(-self.config.target_noise_clip, self.config.target_noise_clip)
+        actions = self.bounds.clip(actions + self.bounds.half_range * noise)
+        next_values = torch.min(self.q_1.target(next_observation, actions), self.q_2.target(next_observation, actions))
+        return batch.reward + self.config.discount_factor * batch.next_mask * next_values
+
+    def state_dict(self) -> dict:
+        return {"q_1": self.q_1.state_dict(), "q_2": self.q_2.state_dict(), "policy": self.policy.state_dict(),
+                "steps": self.clock.steps, "calls": self._calls, "updates": self._updates}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.q_1.load_state_dict(state["q_1"])
+        self.q_2.load_state_dict(state["q_2"])
+        self.policy.load_state_dict(state["policy"])
+        self.clock.steps = state["steps"]
+        self._calls = state["calls"]
+        self._updates = state["updates"]

@@ -1,0 +1,90 @@
+"""Observation normalisation (``body.normalize_observations=true``): the agent sees each observation
+component shifted and scaled by the running mean and standard deviation of everything seen in training.
+
+It wraps whichever body the run has, outermost, so it sees the environment's own observations (a time
+feature is appended after it, unnormalised). Why a body rather than an environment wrapper: the
+statistics are learned from training data like the agent's weights, so they live in the agent's checkpoint
+(``state_dict``) and are restored with it; and the test agent shares them without updating them (frozen).
+Off-policy agents store what they saw: observations normalised by the statistics of their time, which
+settle within the first thousands of steps.
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from rlconf.agents import TestAgent
+from rlconf.bodies.body import Body
+from rlconf.core import StateArray
+
+CLIP = 10.0  # normalised observations are clipped to +-CLIP standard deviations (as Stable-Baselines3)
+EPSILON = 1e-8  # added to the variance: a constant component becomes 0, not NaN
+
+
+class RunningMeanStd:
+    """Mean and variance of every component over all observations so far, updated a batch at a time with
+    Chan et al.'s parallel formula (float64, so a million small updates do not drift)."""
+
+    def __init__(self, shape: tuple[int, ...], device: torch.device | str = "cpu"):
+        self.mean = torch.zeros(shape, dtype=torch.float64, device=device)
+        self.var = torch.ones(shape, dtype=torch.float64, device=device)
+        self.count = 0
+
+    def update(self, batch: torch.Tensor) -> None:
+        batch = batch.to(torch.float64)
+        n = len(batch)
+        batch_mean = batch.mean(0)
+        batch_var = batch.var(0, correction=0)
+        total = self.count + n
+        delta = batch_mean - self.mean
+        self.mean += delta * (n / total)
+        self.var = (self.var * self.count + batch_var * n + delta.square() * (self.count * n / total)) / total
+        self.count = total
+
+    def normalize(self, x: torch.Tensor) -> torch.Tensor:
+        scaled = (x - self.mean.to(x.dtype)) * torch.rsqrt(self.var + EPSILON).to(x.dtype)
+        return scaled.clamp(-CLIP, CLIP)
+
+    def state_dict(self) -> dict:
+        return {"mean": self.mean.clone(), "var": self.var.clone(), "count": self.count}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.mean.copy_(state["mean"])
+        self.var = state["var"].to(self.var)
+        self.count = state["count"]
+
+
+class NormalizeObservations(Body):
+    """Normalised observations for the agent; the statistics learn in training and are frozen in tests."""
+
+    def __init__(self, agent, statistics: RunningMeanStd, training: bool = True):
+        super().__init__(agent)
+        self.statistics = statistics
+        self.training = training
+
+    @classmethod
+    def transform_space(cls, space: gym.Space, **settings) -> gym.Space:
+        if not (isinstance(space, gym.spaces.Box) and np.issubdtype(space.dtype, np.floating)):
+            raise TypeError(f"observation normalisation needs float Box observations, not {space}")
+        return gym.spaces.Box(-CLIP, CLIP, space.shape, np.float32)
+
+    def process_state(self, states: StateArray) -> StateArray:
+        observation = states.observation
+        if self.training:
+            self.statistics.update(observation)
+        return states.update("observation", self.statistics.normalize(observation.float()))
+
+    def test_agent(self) -> TestAgent:
+        body = super().test_agent()
+        body.training = False  # the same statistics, read only
+        return body
+
+    # The statistics are part of what the agent has learned: they travel in its checkpoints.
+    def state_dict(self) -> dict:
+        return {**self.agent.state_dict(), "observation_statistics": self.statistics.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.statistics.load_state_dict(state["observation_statistics"])
+        self.agent.load_state_dict({key: value for key, value in state.items() if key != "observation_statistics"})

@@ -1,0 +1,105 @@
+"""Where a run lives and how it starts: fresh, resumed from its checkpoint, or already finished.
+
+- A single run gets a new, unique directory, unless ``resume=DIR`` names one of an earlier run: it then
+  continues from DIR's checkpoint (after Ctrl-C, a signal, a crash, or ``kill -9``), or starts DIR over when
+  it was killed before its first checkpoint.
+- A sweep job's directory is named by its overrides (``rundir.sweep_run_name``): a requeued job, or the same
+  sweep launched again into the same sweep directory, resumes each unfinished run and skips each finished
+  one (it has a summary.json).
+
+A resumed run must compute what the checkpoint was computing: ``check_resumable`` allows only the keys in
+``RESUME_MAY_CHANGE`` to differ from the saved config.yaml (a longer budget, other logging, other hardware
+placement), and names the first other key that does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from rlconf.config import ConfigError
+from rlconf.experiments.rundir import read_json, sweep_run_name
+
+RESUME_MAY_CHANGE = ("steps", "quiet", "verbose", "logdir", "resume", "plugins", "eval_every", "eval_episodes",
+                     "test_episodes", "checkpoint_every", "checkpoint", "logger", "hardware.device",
+                     "hardware.torch_threads", "hardware.eval_envs", "hardware.vectorization",
+                     "hardware.gpus_per_run", "hardware.runs_per_gpu", "hardware.cpus_per_run")
+
+
+@dataclass
+class Plan:
+    """How a run starts. ``run_dir`` is None for a fresh single run (its directory is made once everything
+    is built, so that bad input leaves none); ``existing`` says the directory holds an earlier attempt."""
+
+    run_dir: Path | None
+    existing: bool = False
+    checkpoint: Path | None = None
+    summary: dict[str, Any] | None = None  # set when the run has already finished
+
+
+def check_resume_dir(path: str | Path) -> Path:
+    """``resume=DIR`` must name a run directory (one with a config.yaml)."""
+    run_dir = Path(path)
+    if not run_dir.is_dir():
+        raise ConfigError(f"resume={path}: no such directory")
+    if not (run_dir / "config.yaml").is_file():
+        hint = " (a sweep directory: add -m)" if (run_dir / "multirun.yaml").is_file() else ""
+        raise ConfigError(f"resume={path}: not a run directory, it has no config.yaml{hint}")
+    return run_dir
+
+
+def check_resume_sweep_dir(path: str | Path) -> Path:
+    """``-m ... resume=DIR`` must name a sweep directory (one with Hydra's multirun.yaml)."""
+    sweep_dir = Path(path)
+    if not sweep_dir.is_dir():
+        raise ConfigError(f"resume={path}: no such directory")
+    if not (sweep_dir / "multirun.yaml").is_file():
+        hint = " (a run directory: leave out -m)" if (sweep_dir / "config.yaml").is_file() else ""
+        raise ConfigError(f"resume={path}: not a sweep directory, it has no multirun.yaml{hint}")
+    return sweep_dir
+
+
+def check_resumable(run_dir: Path, config: dict[str, Any]) -> None:
+    """Raise a ConfigError naming the first key of ``config`` (resolved) that differs from the run's saved
+    config.yaml and may not change on resume."""
+    saved = OmegaConf.to_container(OmegaConf.load(run_dir / "config.yaml"), resolve=True)
+    old, new = _flatten(saved), _flatten(config)
+    for key in sorted(old.keys() | new.keys()):
+        if any(key == k or key.startswith(k + ".") for k in RESUME_MAY_CHANGE):
+            continue
+        if old.get(key, "<unset>") != new.get(key, "<unset>"):
+            raise ConfigError(f"resume={run_dir}: {key}={new.get(key, '<unset>')} but the run has "
+                              f"{key}={old.get(key, '<unset>')}; a resumed run may change only "
+                              f"{', '.join(RESUME_MAY_CHANGE[:6])}, ... (not what it computes)")
+
+
+def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(node, dict):
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            out.update(_flatten(value, f"{prefix}{key}."))
+        return out
+    return {prefix.rstrip("."): node}
+
+
+def plan(steps: int, resume: str | None, parent_dir: str | Path | None, name: tuple[str, str, int],
+         overrides: list[str], config: dict[str, Any]) -> Plan:
+    """Where the run described by ``config`` (resolved) lives, and whether it resumes or is done.
+    ``name``: (agent, env, seed); ``parent_dir``: the sweep directory of a sweep job."""
+    if parent_dir is not None:
+        run_dir = Path(parent_dir) / sweep_run_name(*name, overrides)
+    elif resume:
+        run_dir = check_resume_dir(resume)
+        check_resumable(run_dir, config)
+    else:
+        return Plan(None)
+    if not run_dir.exists():
+        return Plan(run_dir)
+    checkpoint = run_dir / "checkpoint.pt"
+    summary = read_json(run_dir / "summary.json")
+    if summary is not None and summary.get("steps", 0) >= steps:
+        return Plan(run_dir, existing=True, checkpoint=checkpoint, summary=summary)
+    return Plan(run_dir, existing=True, checkpoint=checkpoint if checkpoint.exists() else None)

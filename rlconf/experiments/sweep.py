@@ -1,0 +1,86 @@
+"""A sweep directory's table of results: ``sweep.csv``, one row per finished run.
+
+Each row holds the run's directory, its overrides (one column per key) and the figures of its summary.json.
+The table is rebuilt from the run directories whenever a run finishes, under a lock, rather than appended
+to: runs finish concurrently on several machines, a requeued run finishes once however often it started,
+and a sweep launched again cannot add a row twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import fcntl
+import io
+from collections.abc import Iterator
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from rlconf.experiments.rundir import atomic_write, is_placement, read_json
+
+SUMMARY_COLUMNS = ["steps", "episodes", "test_return_mean", "test_return_std", "test_episodes", "wall_seconds",
+                   "steps_per_second", "resumes"]
+
+
+def finished_runs(sweep_dir: Path) -> Iterator[tuple[Path, dict]]:
+    """``(run_dir, summary)`` for every run of the sweep that has finished, by directory name."""
+    for summary_path in sorted(Path(sweep_dir).glob("*/summary.json")):
+        summary = read_json(summary_path)
+        if summary is not None:
+            yield summary_path.parent, summary
+
+
+def overrides_of(run_dir: Path) -> dict[str, str]:
+    """What a run was launched with, as key -> value (``+``, ``++`` and ``~`` dropped): its overrides but
+    those that only place it (launcher, logdir, quiet, ...) and those a summary column reports as reached
+    (``steps``: a vectorised run may take a few more)."""
+    try:
+        lines = OmegaConf.to_container(OmegaConf.load(run_dir / "overrides.yaml")) or []
+    except (OSError, ValueError):
+        return {}
+    pairs = [str(line).lstrip("+~").split("=", 1) for line in lines]
+    return {p[0]: p[1] if len(p) > 1 else "" for p in pairs
+            if not is_placement(p[0]) and p[0] not in SUMMARY_COLUMNS}
+
+
+def write_sweep_table(sweep_dir: str | Path) -> Path:
+    """Rebuild ``sweep.csv`` from the finished runs of ``sweep_dir``; returns its path."""
+    sweep_dir = Path(sweep_dir)
+    # Read and written under one lock: two runs finishing together must not each write a table without
+    # the other's row.
+    with _locked(sweep_dir / ".sweep.lock"):
+        return _write_table(sweep_dir)
+
+
+def _write_table(sweep_dir: Path) -> Path:
+    rows = []
+    keys: list[str] = []
+    for run_dir, summary in finished_runs(sweep_dir):
+        overrides = overrides_of(run_dir)
+        keys += [k for k in overrides if k not in keys]
+        rows.append((run_dir, overrides, summary))
+    text = io.StringIO()
+    writer = csv.writer(text)
+    writer.writerow(["run", *keys, *SUMMARY_COLUMNS])
+    for run_dir, overrides, summary in rows:
+        writer.writerow([run_dir.name, *(overrides.get(k, "") for k in keys),
+                         *(_cell(summary.get(c)) for c in SUMMARY_COLUMNS)])
+    path = sweep_dir / "sweep.csv"
+    atomic_write(path, lambda tmp: Path(tmp).write_text(text.getvalue()))
+    return path
+
+
+def _cell(value) -> str:
+    return "" if value is None else str(value)
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive lock on ``path`` (fcntl locks also hold across machines on NFS)."""
+    with open(path, "a") as handle:
+        fcntl.lockf(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.lockf(handle, fcntl.LOCK_UN)

@@ -1,0 +1,170 @@
+"""What rlconf's launchers share: skipping finished runs, a job record per run, and the job itself.
+
+Hydra hands a launcher the overrides of every job of a sweep. Before anything is started, each job's run
+directory is worked out exactly as the run will (``rundir.sweep_run_name``): a job whose run has a
+summary.json is not launched again, and every other gets a ``job.json`` in its directory (launcher, job
+number, overrides, later the Slurm job and its log), which ``rlconf status`` reads to show runs still queued.
+
+The job itself (``__call__``) runs in a fresh process, on this machine or on a Slurm node: it loads the job's
+config as Hydra's own launchers do and runs the task (which calls ``rlconf.experiments.run``).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hydra.core.singleton import Singleton
+from hydra.core.utils import JobReturn, JobStatus, run_job, setup_globals
+from hydra.plugins.launcher import Launcher
+from hydra.types import HydraContext, TaskFunction
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from rlconf.launch.slots import Slot
+
+
+@dataclass
+class Job:
+    """One job of a sweep, as the launcher sees it."""
+
+    num: int
+    overrides: list[str]
+    run_dir: Path
+    summary: dict | None  # the run has finished: not launched again
+
+    @property
+    def name(self) -> str:
+        return self.run_dir.name
+
+
+class RunLauncher(Launcher):
+    """The base of rlconf's Hydra launchers; subclasses implement ``start`` (launch the jobs not finished)."""
+
+    kind = "abstract"
+
+    def __init__(self, **params: Any) -> None:
+        self.params = {k: OmegaConf.to_container(v, resolve=True) if OmegaConf.is_config(v) else v
+                       for k, v in params.items()}
+        self.config: DictConfig | None = None
+        self.hydra_context: HydraContext | None = None
+        self.task_function: TaskFunction | None = None
+
+    def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
+        self.config = config
+        self.hydra_context = hydra_context
+        self.task_function = task_function
+
+    # -- in the launching process ---------------------------------------------------------------------
+    def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+        assert self.config is not None
+        sweep_dir = Path(str(self.config.hydra.sweep.dir))
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        jobs = [self._job(initial_job_idx + i, list(o)) for i, o in enumerate(job_overrides)]
+        done = [job for job in jobs if job.summary is not None]
+        todo = [job for job in jobs if job.summary is None]
+        if done:
+            print(f"rlconf: {len(done)} of {len(jobs)} runs in {sweep_dir} have finished already: skipped",
+                  file=sys.stderr)
+        for job in todo:
+            self.record(job, state="queued", queued_at=time.time())
+        returns = dict(zip([job.num for job in todo], self.start(todo, sweep_dir), strict=True)) if todo else {}
+        results = [_finished(job) if job.summary is not None else returns[job.num] for job in jobs]
+        failures = [r for r in results if r.status == JobStatus.FAILED]
+        for failure in failures:
+            print(f"rlconf: {failure._return_value}", file=sys.stderr)
+        if failures and "BasicSweeper" in str(self.config.hydra.sweeper.get("_target_", "")):
+            # Hydra's basic sweeper would raise the first failure with a traceback of its own code; the
+            # lines above say which runs failed and where their logs are. Other sweepers (Optuna) get the
+            # failures, and may go on.
+            print(f"rlconf: {len(failures)} of {len(jobs)} runs failed; see: rlconf status {sweep_dir}",
+                  file=sys.stderr)
+            raise SystemExit(1)
+        return results
+
+    def start(self, jobs: list[Job], sweep_dir: Path) -> list[JobReturn]:
+        """Launch ``jobs`` (none has finished); one JobReturn each, in order."""
+        raise NotImplementedError
+
+    def _job(self, num: int, overrides: list[str]) -> Job:
+        """The job's run directory, named as ``rlconf.experiments.run`` will name it."""
+        from rlconf.config import validate
+        from rlconf.experiments.rundir import read_json, sweep_run_name
+
+        assert self.hydra_context is not None and self.config is not None
+        config = self.hydra_context.config_loader.load_sweep_config(self.config, overrides)
+        task_overrides = list(config.hydra.overrides.task)
+        with open_dict(config):
+            del config["hydra"]  # the job's own config, as the task gets it
+        settings = validate(config)
+        name = sweep_run_name(settings.agent_name, settings.env.name, settings.run.seed, task_overrides)
+        run_dir = Path(str(self.config.hydra.sweep.dir)) / name
+        summary = read_json(run_dir / "summary.json")
+        return Job(num, overrides, run_dir, summary if summary and summary.get("steps", 0) >= settings.run.steps
+                   else None)
+
+    def record(self, job: Job, **fields: Any) -> None:
+        """Add ``fields`` to the job's ``job.json`` (creating the run directory)."""
+        from rlconf.experiments.rundir import read_json, write_json
+
+        job.run_dir.mkdir(parents=True, exist_ok=True)
+        path = job.run_dir / "job.json"
+        record = read_json(path) or {}
+        record.update({"launcher": self.kind, "job": job.num, "overrides": job.overrides,
+                       "launcher_host": socket.gethostname(), "launcher_pid": os.getpid(), **fields})
+        write_json(path, record)
+
+    # -- in the job's process -------------------------------------------------------------------------
+    def __call__(self, overrides: list[str], job_num: int, singleton_state: dict, slot: Slot | None = None,
+                 job_id: str | None = None) -> JobReturn:
+        """Run one job: its config, as Hydra's launchers compose it, given to the task."""
+        assert self.hydra_context is not None and self.config is not None and self.task_function is not None
+        Singleton.set_state(singleton_state)
+        setup_globals()
+        if slot is not None:
+            os.environ.update(slot.environment())
+            if slot.cpus is not None:
+                os.sched_setaffinity(0, slot.cpus)
+        sweep_config = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
+        with open_dict(sweep_config.hydra.job):
+            sweep_config.hydra.job.id = job_id or str(os.getpid())
+            sweep_config.hydra.job.num = job_num
+        return run_job(hydra_context=self.hydra_context, task_function=self.task_function, config=sweep_config,
+                       job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir")
+
+    def checkpoint(self, *args: Any, **kwargs: Any) -> Any:
+        """submitit's hook when its own signal handler requeues a job (a signal outside the training loop,
+        which has its own): the same job again, which resumes from the run's last checkpoint."""
+        import submitit
+
+        return submitit.helpers.DelayedSubmission(self, *args, **kwargs)
+
+
+def _finished(job: Job) -> JobReturn:
+    """The JobReturn of a run that finished earlier: its objective (the final test return) for sweepers."""
+    return JobReturn(overrides=job.overrides, working_dir=str(job.run_dir), task_name=job.name,
+                     status=JobStatus.COMPLETED, _return_value=(job.summary or {}).get("test_return_mean"))
+
+
+def failed(job: Job, message: str) -> JobReturn:
+    return JobReturn(overrides=job.overrides, working_dir=str(job.run_dir), task_name=job.name,
+                     status=JobStatus.FAILED, _return_value=RunFailed(message))
+
+
+class RunFailed(RuntimeError):
+    """A run of a sweep did not finish; the message says which, why, and where its log is."""
+
+
+def log_tail(path: Path, lines: int = 1) -> str:
+    """The last non-empty ``lines`` lines of a log file ('' when there is none)."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return ""
+    kept = [line for line in text.splitlines() if line.strip()]
+    return "\n".join(kept[-lines:])

@@ -1,0 +1,130 @@
+"""Runs on this machine, each in a fresh process, as many at once as there are slots.
+
+``launcher=local``: one slot, so one run after another; no run inherits another's CUDA context, environment
+processes, torch threads or global random state. ``launcher=local_gpus``: one slot per GPU set (runs_per_gpu
+per GPU), each run seeing only its own GPUs and pinned to its own cores.
+
+Why not submitit's LocalExecutor: it starts every job at once, gives every job the same first GPUs, and on
+Ctrl-C kills its jobs a second after interrupting them, before a checkpoint can be written. Here each job is
+a process in its own session: Ctrl-C reaches only the launcher, which passes one SIGINT to each running job
+(each writes its checkpoint and stops) and waits for them; a second Ctrl-C kills them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import deque
+from pathlib import Path
+
+from hydra.core.singleton import Singleton
+from hydra.core.utils import JobReturn
+
+from rlconf.launch.base import Job, RunLauncher, failed, log_tail
+from rlconf.launch.slots import Slot, make_slots, visible_gpus
+
+POLL_SECONDS = 0.1
+
+
+class LocalRunLauncher(RunLauncher):
+    kind = "local"
+
+    def slots(self) -> list[Slot]:
+        p = self.params
+        gpus = p["gpus"]
+        if gpus == "auto":
+            gpus = visible_gpus()
+            if not gpus:  # the CLI's precheck says so before launching; this is for direct users of Hydra
+                raise RuntimeError("launcher=local_gpus: no GPU is visible here; name them with "
+                                   "hydra.launcher.gpus=[0,1,...] or use launcher=local")
+        return make_slots(gpus, p["gpus_per_run"], p["runs_per_gpu"], p["cpus_per_run"], p["parallel"],
+                          p["pin_cpus"])
+
+    def start(self, jobs: list[Job], sweep_dir: Path) -> list[JobReturn]:
+        import cloudpickle
+
+        slots = self.slots()
+        spool = sweep_dir / ".launcher"
+        spool.mkdir(exist_ok=True)
+        if len(slots) > 1:
+            print(f"rlconf: {len(jobs)} runs, {len(slots)} at a time: "
+                  f"{'; '.join(s.describe() for s in slots)}", file=sys.stderr)
+        queue = deque(jobs)
+        free = list(slots)
+        running: dict[int, tuple[subprocess.Popen, Job, Slot, Path]] = {}
+        results: dict[int, JobReturn] = {}
+        try:
+            while queue or running:
+                while queue and free:
+                    job, slot = queue.popleft(), free.pop(0)
+                    task = spool / f"{job.num}.pkl"
+                    task.write_bytes(cloudpickle.dumps(
+                        (self, (job.overrides, job.num, Singleton.get_state(), slot, None))))
+                    log = job.run_dir / "log.txt"
+                    with open(log, "ab") as out:
+                        # The slot's GPUs are the process's from its start, before anything could touch CUDA.
+                        process = subprocess.Popen(
+                            [sys.executable, "-m", "rlconf.launch.job", str(task)], stdout=out,
+                            stderr=subprocess.STDOUT, start_new_session=True, env={**os.environ, **slot.environment()})
+                    self.record(job, state="started", pid=process.pid, log=str(log), slot=slot.describe(),
+                                started_at=time.time())
+                    running[job.num] = (process, job, slot, task)
+                for num, (process, job, slot, task) in list(running.items()):
+                    if process.poll() is not None:
+                        results[num] = _result(process.returncode, job, task)
+                        free.append(slot)
+                        free.sort(key=lambda s: s.index)
+                        del running[num]
+                time.sleep(POLL_SECONDS)
+        except KeyboardInterrupt:
+            _stop(running)
+            raise
+        return [results[job.num] if job.num in results else failed(job, "not started") for job in jobs]
+
+
+def _result(returncode: int, job: Job, task: Path) -> JobReturn:
+    """The job's JobReturn (pickled by rlconf.launch.job), or a failure naming the run and its log."""
+    import cloudpickle
+
+    result_path = task.with_suffix(".result.pkl")
+    if returncode == 0 and result_path.exists():
+        result = cloudpickle.loads(result_path.read_bytes())
+        result_path.unlink()
+        task.unlink(missing_ok=True)
+        return result
+    log = job.run_dir / "log.txt"
+    if returncode < 0 or returncode > 128:
+        number = -returncode if returncode < 0 else returncode - 128
+        why = f"stopped by {signal.Signals(number).name}" if number in signal.Signals._value2member_map_ else \
+            f"exited with status {returncode}"
+    else:
+        why = f"exited with status {returncode}"
+    last = log_tail(log)
+    return failed(job, f"run {job.run_dir} {why}{': ' + last if last else ''} (log: {log})")
+
+
+def _stop(running: dict) -> None:
+    """Ctrl-C in the launcher: one SIGINT to every running job (each checkpoints and stops), then wait for
+    them; a second Ctrl-C kills them."""
+    if not running:
+        return
+    print(f"rlconf: stopping {len(running)} running run(s) at their next step (Ctrl-C again to kill them)",
+          file=sys.stderr)
+    for process, *_ in running.values():
+        _signal(process, signal.SIGINT)
+    try:
+        for process, *_ in running.values():
+            process.wait()
+    except KeyboardInterrupt:
+        for process, *_ in running.values():
+            _signal(process, signal.SIGKILL)
+        raise
+
+
+def _signal(process: subprocess.Popen, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError):  # it has just ended
+        process.send_signal(signum)

@@ -1,0 +1,172 @@
+"""``rlconf status SWEEP_DIR``: each run of a sweep, its state, its steps and its last return.
+
+What a run directory holds says where the run is: ``job.json`` (written by the launcher when it queued
+the job), ``status.json`` (written by the run as it trains, with its host, process and Slurm job) and
+``summary.json`` (written when it finished). Whether a run that says it is running still is, is asked of
+Slurm (squeue) for Slurm jobs and of the process table for runs on this machine; a run that is neither
+finished nor alive has failed (killed, or its node lost), and its log's last lines are shown.
+
+States: queued (waiting for a slot or in Slurm's queue, requeued runs too), running, done, failed, and
+stopped (stopped by a signal with a checkpoint, or never started by a launcher that was stopped: launch
+the sweep again, or ``rlconf run -m resume=SWEEP_DIR``, to continue it).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from rlconf.launch.base import log_tail
+
+STATES = ("queued", "running", "done", "failed", "stopped")
+STALE_SECONDS = 120.0  # a run elsewhere that has not refreshed its status.json for this long is presumed dead
+QUEUED = {"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "CONFIGURING", "RESV_DEL_HOLD", "SUSPENDED"}
+RUNNING = {"RUNNING", "COMPLETING", "STAGE_OUT", "SIGNALING", "RESIZING"}
+
+
+class StatusError(ValueError):
+    """Not a directory rlconf status can read: one line."""
+
+
+@dataclass
+class RunStatus:
+    name: str
+    state: str
+    steps: int | None = None
+    total_steps: int | None = None
+    episodes: int | None = None
+    last_return: float | None = None
+    test_return: float | None = None
+    where: str = ""
+    log: Path | None = None
+    note: str = ""
+
+
+def run_dirs(sweep_dir: Path) -> list[Path]:
+    """The run directories of a sweep (or the one run, given a run directory)."""
+    if (sweep_dir / "config.yaml").is_file() or (sweep_dir / "job.json").is_file():
+        return [sweep_dir]
+    return sorted(d for d in sweep_dir.iterdir() if d.is_dir() and not d.name.startswith(".") and any(
+        (d / f).is_file() for f in ("job.json", "status.json", "config.yaml")))
+
+
+def collect(sweep_dir: Path) -> list[RunStatus]:
+    from rlconf.experiments.rundir import read_json
+    from rlconf.launch.slurm import squeue_states
+
+    if not sweep_dir.is_dir():
+        raise StatusError(f"{sweep_dir}: no such directory")
+    dirs = run_dirs(sweep_dir)
+    if not dirs and not (sweep_dir / "multirun.yaml").is_file():
+        raise StatusError(f"{sweep_dir}: not a sweep directory (no multirun.yaml) and no run directory in it")
+    records = {d: (read_json(d / "job.json") or {}, read_json(d / "status.json"), read_json(d / "summary.json"))
+               for d in dirs}
+    slurm_ids = {str(r[1].get("slurm_job_id") if r[1] and r[1].get("slurm_job_id") else r[0].get("slurm_job_id"))
+                 for r in records.values()} - {"None"}
+    squeue = squeue_states(sorted(slurm_ids)) if slurm_ids else None
+    return [_status(d, *records[d], squeue) for d in dirs]
+
+
+def _status(run_dir: Path, job: dict, status: dict | None, summary: dict | None,
+            squeue: dict[str, str] | None) -> RunStatus:
+    log = Path(job["log"]) if job.get("log") else None
+    if log is None or not log.exists():
+        log = run_dir / "error.txt" if (run_dir / "error.txt").exists() else log
+    slurm_id = (status or {}).get("slurm_job_id") or job.get("slurm_job_id")
+    slurm_state = None if squeue is None or not slurm_id else squeue.get(str(slurm_id), "GONE")
+    where = f"slurm {slurm_id}" if slurm_id else (status or {}).get("host", "")
+    out = RunStatus(run_dir.name, "queued", where=where, log=log)
+    if status:
+        out.steps, out.total_steps = status.get("steps"), status.get("total_steps")
+        out.episodes, out.last_return = status.get("episodes"), status.get("last_return")
+    if summary is not None:
+        out.state = "done"
+        out.steps, out.episodes = summary.get("steps"), summary.get("episodes")
+        out.total_steps = out.total_steps or summary.get("steps")
+        out.test_return = summary.get("test_return_mean")
+        return out
+    if status is None:  # queued by a launcher, not started
+        if slurm_state is not None:
+            out.state = "queued" if slurm_state in QUEUED else "running" if slurm_state in RUNNING else "failed"
+            if out.state == "failed":
+                out.note = f"Slurm job {slurm_id} ended ({slurm_state}) before the run started"
+        elif job.get("launcher") == "local" and _dead(job.get("launcher_host"), job.get("launcher_pid")):
+            out.state, out.note = "stopped", "never started: its launcher was stopped"
+        return out
+    state = status.get("state")
+    if state in ("failed", "stopped"):
+        out.state = state
+        out.note = status.get("error") or (f"stopped by {status['signal']}" if status.get("signal") else "")
+        return out
+    # running or requeued: is it still?
+    if slurm_state is not None:
+        if slurm_state in QUEUED:
+            out.state = "queued"
+            out.note = "requeued" if state == "requeued" else ""
+        elif slurm_state in RUNNING:
+            out.state = "running"
+        else:
+            out.state, out.note = "failed", f"Slurm job {slurm_id} ended ({slurm_state})"
+        return out
+    if state == "requeued":  # Slurm cannot be asked: trust the run
+        out.state, out.note = "queued", "requeued"
+    elif _dead(status.get("host"), status.get("pid")):
+        out.state, out.note = "failed", "its process is gone (killed?)"
+    elif status.get("host") != socket.gethostname() and time.time() - status.get("updated", 0) > STALE_SECONDS:
+        out.state, out.note = "failed", f"no news for {(time.time() - status['updated']) / 60:.0f} minutes"
+    else:
+        out.state = "running"
+    return out
+
+
+def _dead(host: str | None, pid: int | None) -> bool:
+    """Whether a process of this machine is gone (False when it is elsewhere: we cannot tell)."""
+    if host != socket.gethostname() or not pid:
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # someone else's process with that number
+        return False
+    try:  # killed, but not yet reaped by its parent (or by an init that takes its time): a zombie
+        return Path(f"/proc/{int(pid)}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def print_status(sweep_dir: Path, lines: int = 5) -> int:
+    """Print the table; failed runs with the last ``lines`` lines of their log."""
+    runs = collect(sweep_dir)
+    counts = {s: sum(r.state == s for r in runs) for s in STATES}
+    print(f"{sweep_dir}: {len(runs)} run{'s' if len(runs) != 1 else ''}"
+          + "".join(f", {n} {s}" for s, n in counts.items() if n))
+    if not runs:
+        return 0
+    width = max(len(r.name) for r in runs)
+    print(f"{'run':<{width}}  {'state':<8} {'steps':>17} {'episodes':>9} {'last return':>12} "
+          f"{'test return':>12}  where")
+    for r in runs:
+        steps = "" if r.steps is None else f"{r.steps:,}" + (f"/{r.total_steps:,}" if r.total_steps else "")
+        print(f"{r.name:<{width}}  {r.state:<8} {steps:>17} {_num(r.episodes):>9} {_num(r.last_return):>12} "
+              f"{_num(r.test_return):>12}  {r.where}")
+        if r.state == "failed":
+            if r.note:
+                print(f"    {r.note}")
+            tail = log_tail(r.log, lines) if r.log else ""
+            for line in tail.splitlines():
+                print(f"    | {line}")
+            if r.log:
+                print(f"    log: {r.log}")
+        elif r.note:
+            print(f"    {r.note}")
+    return 0
+
+
+def _num(x) -> str:
+    if x is None:
+        return ""
+    return f"{x:,}" if isinstance(x, int) else f"{x:.1f}"

@@ -1,0 +1,98 @@
+"""Gaussian policies for continuous (Box) actions, in the normalised action space [-1, 1]^d.
+
+The network outputs the mean of each action dimension; the log standard deviation is a learned vector that
+does not depend on the state, as in PPO's reference implementation and its successors (OpenAI baselines,
+Stable-Baselines3, CleanRL). Andrychowicz et al. (2021, "What matters in on-policy RL") found it as good as
+a state-dependent one and steadier early in training: the network cannot shrink the noise in the states it
+happens to visit first. Samples are not squashed: the policy's log-probabilities are those of the Gaussian,
+the environment gets ``bounds.scale(sample)``, and the environment adapter clips it to the Box.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from rlconf.approximation import Approximation
+from rlconf.policies.bounds import ActionBounds
+
+LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+
+
+class DiagonalNormal:
+    """Independent Gaussians over the last dimension of ``mean`` (``[..., d]``), one log std per dimension.
+
+    ``log_std`` is ``[d]`` or broadcastable to ``mean``. The formulas are written out instead of using
+    ``torch.distributions.Normal``, which validates its arguments and broadcasts on every call: several
+    times the cost on the per-step path of small policies.
+    """
+
+    def __init__(self, mean: torch.Tensor, log_std: torch.Tensor):
+        self.mean = mean
+        self.log_std = log_std
+
+    @property
+    def std(self) -> torch.Tensor:
+        return self.log_std.exp()
+
+    def sample(self, generator: torch.Generator | None = None) -> torch.Tensor:
+        noise = torch.randn(self.mean.shape, generator=generator, device=self.mean.device, dtype=self.mean.dtype)
+        return self.mean + self.std * noise
+
+    def log_prob(self, actions: torch.Tensor) -> torch.Tensor:
+        """The joint log-density of each action vector: the sum over its dimensions."""
+        z = (actions - self.mean) * torch.exp(-self.log_std)
+        return (-0.5 * z.square() - self.log_std).sum(-1) - self.mean.shape[-1] * LOG_SQRT_2PI
+
+    def entropy(self) -> torch.Tensor:
+        per_dimension = (0.5 + LOG_SQRT_2PI + self.log_std).expand_as(self.mean)
+        return per_dimension.sum(-1)
+
+    @property
+    def mode(self) -> torch.Tensor:
+        return self.mean
+
+
+class GaussianHead(nn.Module):
+    """Means from ``model`` and a state-independent log standard deviation, a parameter of this module so
+    the policy's optimiser and checkpoints include it. ``forward`` returns ``(mean, log_std)``."""
+
+    def __init__(self, model: nn.Module, dim: int, log_std_init: float = 0.0):
+        super().__init__()
+        self.model = model
+        self.log_std = nn.Parameter(torch.full((dim,), float(log_std_init)))
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.model(x), self.log_std
+
+
+class GaussianPolicy(Approximation):
+    """A policy over a Box: calling it gives a ``DiagonalNormal`` over normalised actions.
+
+    ``model`` is a ``GaussianHead`` (or any module returning ``(mean, log_std)``). Agents store and learn from
+    the normalised samples; ``env_actions`` maps them to the environment's Box through ``bounds``, the one
+    place actions are rescaled.
+    """
+
+    def __init__(self, model: nn.Module, optimizer=None, *, bounds: ActionBounds, name: str = "policy", **kwargs):
+        super().__init__(model, optimizer, name=name, **kwargs)
+        self.bounds = bounds
+
+    def __call__(self, *inputs) -> DiagonalNormal:
+        return DiagonalNormal(*self.model(*inputs))
+
+    @torch.no_grad()
+    def no_grad(self, *inputs) -> DiagonalNormal:
+        mean, log_std = self.model(*inputs)
+        return DiagonalNormal(mean, log_std.detach())  # a parameter handed through keeps requires_grad
+
+    def greedy(self, *inputs) -> torch.Tensor:
+        """The mean action (normalised), evaluated without gradients (for test agents)."""
+        mean, _ = self.eval(*inputs)
+        return mean
+
+    def env_actions(self, actions: torch.Tensor) -> torch.Tensor:
+        """Normalised actions as the environment's: [-1, 1] -> [low, high] (the environment clips)."""
+        return self.bounds.scale(actions)

@@ -1,0 +1,61 @@
+"""The stochastic policy an action space calls for: softmax over a Discrete space, Gaussian over a Box.
+
+On-policy agents build their policy through these three functions and never ask which kind they have, so
+one code path serves CartPole, Atari and Pendulum:
+
+    layers = settings.head(observation_space, policy_outputs(action_space))
+    network = policy_network(action_space, layers)                  # what the optimiser trains
+    policy = stochastic_policy(action_space, network, optimizer, ...)
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import torch
+from torch import nn
+
+from rlconf.config import ConfigError
+from rlconf.policies.bounds import ActionBounds
+from rlconf.policies.gaussian import GaussianHead, GaussianPolicy
+from rlconf.policies.softmax import SoftmaxPolicy
+
+StochasticPolicy = SoftmaxPolicy | GaussianPolicy
+
+
+def _check(space: gym.Space) -> None:
+    if not isinstance(space, (gym.spaces.Discrete, gym.spaces.Box)):
+        raise ConfigError(f"env action space {space}: policy-gradient agents need one of its kinds; "
+                          "allowed: Discrete, Box")
+
+
+def policy_outputs(space: gym.Space) -> int:
+    """How many numbers the policy network outputs: one logit per action, or one mean per dimension."""
+    _check(space)
+    if isinstance(space, gym.spaces.Discrete):
+        return int(space.n)
+    return ActionBounds(space).dim
+
+
+def policy_network(space: gym.Space, layers: nn.Module, log_std_init: float = 0.0) -> nn.Module:
+    """The module the policy trains: the logit layers themselves, or the mean layers with a learned log std."""
+    _check(space)
+    if isinstance(space, gym.spaces.Discrete):
+        return layers
+    return GaussianHead(layers, policy_outputs(space), log_std_init)
+
+
+def stochastic_policy(space: gym.Space, network: nn.Module, optimizer=None, **kwargs) -> StochasticPolicy:
+    """The policy over ``space`` around ``network`` (from ``policy_network``); kwargs go to Approximation."""
+    _check(space)
+    if isinstance(space, gym.spaces.Discrete):
+        return SoftmaxPolicy(network, optimizer, **kwargs)
+    device = next(network.parameters()).device
+    return GaussianPolicy(network, optimizer, bounds=ActionBounds(space, device), **kwargs)
+
+
+def action_layout(space: gym.Space) -> tuple[tuple[int, ...], torch.dtype]:
+    """Shape and dtype of one sampled action, for rollout storage: an index, or a float vector."""
+    _check(space)
+    if isinstance(space, gym.spaces.Discrete):
+        return (), torch.int64
+    return tuple(space.shape), torch.float32

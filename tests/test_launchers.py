@@ -1,0 +1,214 @@
+"""Sweeps on this machine: the local and local_gpus launchers, named sweeps, Optuna, sweep.csv, rlconf status,
+resuming a sweep and skipping its finished runs. Real processes throughout; GPUs are checked on the CPU by
+what each run records (the CUDA_VISIBLE_DEVICES it was given)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import FAST_RUN, cli_env, one_error_line, run_dirs
+
+CARTPOLE = ["agent=dqn", "env=classic/cartpole"]
+
+
+def the_sweep(logdir: Path) -> Path:
+    sweeps = list(logdir.glob("sweep_*"))
+    assert len(sweeps) == 1, sweeps
+    return sweeps[0]
+
+
+def summaries(sweep: Path) -> list[dict]:
+    return [json.loads((d / "summary.json").read_text()) for d in run_dirs(sweep) if (d / "summary.json").exists()]
+
+
+def sweep_table(sweep: Path) -> list[dict[str, str]]:
+    with open(sweep / "sweep.csv", newline="") as file:
+        return list(csv.DictReader(file))
+
+
+def test_local_launcher_runs_each_job_in_its_own_process_and_tabulates_them(run_cli, workdir, tmp_path):
+    logdir = tmp_path / "runs"
+    result = run_cli("run", "-m", *CARTPOLE, "seed=0,1", "steps=400", *FAST_RUN, f"logdir={logdir}", cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    sweep = the_sweep(logdir)
+    dirs = run_dirs(sweep)
+    assert sorted(d.name.rsplit("_", 1)[0] for d in dirs) == ["dqn_classic-cartpole_s0", "dqn_classic-cartpole_s1"]
+    pids = {json.loads((d / "status.json").read_text())["pid"] for d in dirs}
+    assert len(pids) == 2 and os.getpid() not in pids, "a fresh process per run"
+    for d in dirs:
+        job = json.loads((d / "job.json").read_text())
+        assert job["launcher"] == "local" and job["state"] == "started" and Path(job["log"]).exists()
+
+    table = sweep_table(sweep)
+    assert sorted(row["seed"] for row in table) == ["0", "1"]
+    assert {"run", "agent", "env", "seed", "steps", "episodes", "test_return_mean"} <= set(table[0])
+    assert "quiet" not in table[0] and "logdir" not in table[0], "placement overrides are not results"
+    by_run = {row["run"]: row for row in table}
+    for summary in summaries(sweep):
+        assert float(by_run[Path(summary["run_dir"]).name]["test_return_mean"]) == summary["test_return_mean"]
+
+    status = run_cli("status", str(sweep), cwd=workdir)
+    assert status.returncode == 0, status.stderr
+    assert "2 runs, 2 done" in status.stdout
+
+    # Launched again into the same sweep directory: nothing runs again, and nothing is rewritten.
+    stamps = {d: (d / "summary.json").stat().st_mtime_ns for d in dirs}
+    again = run_cli("run", "-m", f"resume={sweep}", cwd=workdir)
+    assert again.returncode == 0, again.stderr
+    assert "2 of 2 runs" in again.stderr and "skipped" in again.stderr
+    assert {d: (d / "summary.json").stat().st_mtime_ns for d in dirs} == stamps
+
+
+def test_local_gpus_gives_concurrent_runs_distinct_gpu_sets(run_cli, workdir, tmp_path):
+    logdir = tmp_path / "runs"
+    result = run_cli("run", "-m", *CARTPOLE, "seed=0,1,2,3", "steps=300", *FAST_RUN, f"logdir={logdir}",
+                     "launcher=local_gpus", "hydra.launcher.gpus=[0,1,2,3]", "hardware.gpus_per_run=2", cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    runs = summaries(the_sweep(logdir))
+    assert len(runs) == 4
+    assert sorted(r["cuda_visible_devices"] for r in runs) == ["0,1", "0,1", "2,3", "2,3"]
+    for a in runs:
+        for b in runs:
+            overlap = a["started_at"] < b["finished_at"] and b["started_at"] < a["finished_at"]
+            if a is not b and overlap:
+                assert a["cuda_visible_devices"] != b["cuda_visible_devices"], "two runs on one GPU set at once"
+    assert any(a is not b and a["started_at"] < b["finished_at"] and b["started_at"] < a["finished_at"]
+               for a in runs for b in runs), "two slots: runs overlap"
+    if len(os.sched_getaffinity(0)) >= 2:  # pinned to a core each
+        assert {tuple(r["cpus"]) for r in runs if r["cuda_visible_devices"] == "0,1"} != {
+            tuple(r["cpus"]) for r in runs if r["cuda_visible_devices"] == "2,3"}
+
+
+def test_slots_share_each_gpu_runs_per_gpu_times():
+    from rlconf.launch import make_slots
+
+    slots = make_slots(list(range(8)), gpus_per_run=1, runs_per_gpu=2, cpus_per_run=1, parallel=None, cpus=[0])
+    assert len(slots) == 16, "an 8-GPU machine with runs_per_gpu=2 runs 16 at a time"
+    assert sorted(s.gpus for s in slots) == sorted([(g,) for g in range(8)] * 2)
+    assert [s.gpus for s in slots[:8]] == [(g,) for g in range(8)], "every GPU gets a run before any gets two"
+    assert all(s.cpus is None for s in slots), "16 runs do not fit on one core each: not pinned"
+    pairs = make_slots([0, 1, 2, 3], gpus_per_run=2, runs_per_gpu=1, cpus_per_run=2, parallel=None,
+                       cpus=list(range(8)))
+    assert [(s.gpus, s.cpus) for s in pairs] == [((0, 1), (0, 1)), ((2, 3), (2, 3))]
+    assert pairs[1].environment() == {"CUDA_VISIBLE_DEVICES": "2,3"}
+    assert [s.gpus for s in make_slots(None, 0, 1, 1, parallel=1)] == [None]
+
+
+def test_a_sweep_whose_run_was_killed_resumes_it_when_launched_again(run_cli, workdir, tmp_path):
+    logdir = tmp_path / "runs"
+    args = ["-m", *CARTPOLE, "seed=3", "steps=8000", "checkpoint_every=1000", *FAST_RUN, f"logdir={logdir}"]
+    launcher = subprocess.Popen([sys.executable, "-m", "rlconf", "run", *args], cwd=workdir, env=cli_env(),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while True:
+        status_files = list(logdir.glob("sweep_*/*/status.json"))
+        if status_files and json.loads(status_files[0].read_text() or "{}").get("steps", 0) >= 2000:
+            break
+        assert time.monotonic() < deadline and launcher.poll() is None, launcher.communicate()
+        time.sleep(0.05)
+    run_dir = status_files[0].parent
+    sweep = run_dir.parent
+    assert "1 running" in run_cli("status", str(sweep), cwd=workdir).stdout
+    os.kill(json.loads((run_dir / "status.json").read_text())["pid"], signal.SIGKILL)
+    _, stderr = launcher.communicate(timeout=60)
+    assert launcher.returncode != 0 and str(run_dir) in stderr and "SIGKILL" in stderr
+
+    status = run_cli("status", str(sweep), cwd=workdir)
+    assert "1 failed" in status.stdout and "log:" in status.stdout
+
+    again = run_cli("run", "-m", f"resume={sweep}", "quiet=false", cwd=workdir)
+    assert again.returncode == 0, again.stderr
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["steps"] == 8000 and summary["resumes"] == 1
+    with open(run_dir / "episodes.csv", newline="") as file:
+        rows = list(csv.DictReader(file))
+    assert [int(r["episode"]) for r in rows] == list(range(1, summary["episodes"] + 1))
+    assert "resuming" in (run_dir / "log.txt").read_text()
+    assert "1 run, 1 done" in run_cli("status", str(sweep), cwd=workdir).stdout
+
+
+def test_a_named_sweep_sets_the_grid(run_cli, workdir, tmp_path):
+    logdir = tmp_path / "runs"
+    result = run_cli("run", "-m", *CARTPOLE, "sweep=seeds", "hydra.sweeper.params.seed='range(2)'", "steps=300",
+                     *FAST_RUN, f"logdir={logdir}", "launcher=basic", cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    assert sorted(s["seed"] for s in summaries(the_sweep(logdir))) == [0, 1]
+    listed = run_cli("list", "sweep", cwd=workdir)
+    assert "seeds" in listed.stdout and "optuna_dqn" in listed.stdout
+
+
+def test_optuna_sweep_keeps_its_study_in_the_sweep_directory_and_continues_it(run_cli, workdir, tmp_path):
+    pytest.importorskip("hydra_plugins.hydra_optuna_sweeper", reason="needs the optuna extra")
+    import optuna
+
+    logdir = tmp_path / "runs"
+    common = [*CARTPOLE, "sweep=optuna_dqn", "steps=300", *FAST_RUN, f"logdir={logdir}", "launcher=basic",
+              "hydra.sweeper.n_jobs=1"]
+    first = run_cli("run", "-m", *common, "hydra.sweeper.n_trials=2", cwd=workdir)
+    assert first.returncode == 0, first.stderr
+    sweep = the_sweep(logdir)
+    assert (sweep / "optuna.db").exists() and (sweep / "optimization_results.yaml").exists()
+    table = sweep_table(sweep)
+    assert len(table) == 2 and {"agent.lr", "agent.batch_size", "test_return_mean"} <= set(table[0])
+
+    more = run_cli("run", "-m", f"resume={sweep}", "hydra.sweeper.n_trials=3", cwd=workdir)
+    assert more.returncode == 0, more.stderr
+    study = optuna.load_study(study_name="rlconf", storage=f"sqlite:///{sweep}/optuna.db")
+    complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    assert len(complete) == 3, "the study continued to n_trials, it did not start over"
+    assert len(sweep_table(sweep)) == 3
+    by_lr = {row["agent.lr"]: float(row["test_return_mean"]) for row in sweep_table(sweep)}
+    for trial in complete:  # the objective is the final test return
+        assert trial.value == by_lr[str(trial.params["agent.lr"])]
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["-m", *CARTPOLE, "launcher=nosuch"], ["launcher", "'nosuch'", "local_gpus", "slurm"]),
+    (["-m", *CARTPOLE, "hardware.nosuch=1"], ["hardware.nosuch", "hardware.runs_per_gpu"]),
+    (["-m", *CARTPOLE, "hardware.runs_per_gpu=0"], ["hardware.runs_per_gpu=0"]),
+    (["-m", *CARTPOLE, "hardware=cpu", "launcher=local_gpus", "hydra.launcher.gpus=[0,1]"],
+     ["hardware.gpus_per_run=0", "local_gpus"]),
+    (["-m", *CARTPOLE, "launcher=local_gpus", "hardware.gpus_per_run=1", "hydra.launcher.gpus=[a]"],
+     ["hydra.launcher.gpus"]),
+    (["-m", *CARTPOLE, "launcher=slurm", "hydra.launcher.time=abc"], ["hydra.launcher.time=abc", "Integer"]),
+    (["-m", *CARTPOLE, "launcher=slurm", "hydra.launcher.time=0"], ["hydra.launcher.time=0"]),
+    (["-m", *CARTPOLE, "launcher=slurm", "hydra.launcher.nosuch=1"], ["hydra.launcher.nosuch", "partition"]),
+    (["-m", *CARTPOLE, "launcher=slurm", "hydra.launcher.sbatch=[exclusive]"], ["sbatch", "--exclusive"]),
+    ([*CARTPOLE, "sweep=seeds"], ["sweep=seeds", "-m"]),
+    (["-m", *CARTPOLE, "sweep=nosuch"], ["sweep", "'nosuch'", "seeds"]),
+    (["-m", *CARTPOLE, "sweep=seeds", "hydra.sweeper.params.seed=range(2)"], ["cannot be swept", "'range(2)'"]),
+])
+def test_bad_launcher_input_is_one_line_and_writes_nothing(run_cli, workdir, tmp_path, args, words):
+    logdir = tmp_path / "logs"
+    line = one_error_line(run_cli("run", *args, f"logdir={logdir}", cwd=workdir))
+    for word in words:
+        assert word in line, (word, line)
+    assert not logdir.exists()
+    assert list(workdir.iterdir()) == []
+
+
+def test_local_gpus_without_gpus_says_so(workdir, tmp_path):
+    if shutil.which("nvidia-smi"):
+        pytest.skip("this machine may have GPUs (it has nvidia-smi)")
+    env = {k: v for k, v in cli_env().items() if k != "CUDA_VISIBLE_DEVICES"}
+    result = subprocess.run([sys.executable, "-m", "rlconf", "run", "-m", *CARTPOLE, "hardware=gpus",
+                             "launcher=local_gpus", f"logdir={tmp_path / 'logs'}"], cwd=workdir, env=env,
+                            capture_output=True, text=True, timeout=120)
+    line = one_error_line(result)
+    assert "no GPU is visible" in line and "hydra.launcher.gpus" in line
+    assert not (tmp_path / "logs").exists()
+
+
+def test_status_of_something_else_is_one_line(run_cli, workdir, tmp_path):
+    assert "no such directory" in one_error_line(run_cli("status", str(tmp_path / "nope"), cwd=workdir))
+    assert "not a sweep directory" in one_error_line(run_cli("status", str(workdir), cwd=workdir))
+    assert "usage" in one_error_line(run_cli("status", cwd=workdir))

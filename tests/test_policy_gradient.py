@@ -1,0 +1,312 @@
+"""The policy-gradient agents (VPG, VAC, A2C, PPO) and their Gaussian policy: fast tests of the mechanics.
+
+Agents are built through the platform (compose -> validate -> registry) and driven by real environments,
+or, where a test needs exact numbers, fed hand-made states.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from conftest import one_error_line, only_run_dir
+from test_agents import build, drive, parameters
+
+from rlconf.agents import PolicyGradient
+from rlconf.approximation import adam
+from rlconf.config import ConfigError
+from rlconf.core import StateArray
+from rlconf.memory import CompleteEpisodeBuffer
+from rlconf.nn import MLPSettings
+from rlconf.policies import (
+    DiagonalNormal,
+    GaussianPolicy,
+    SoftmaxPolicy,
+    action_layout,
+    policy_network,
+    policy_outputs,
+    stochastic_policy,
+)
+
+AGENTS = ["vpg", "vac", "a2c", "ppo"]
+GAMMA = 0.9
+
+
+# -- the Gaussian policy ------------------------------------------------------------------------------------
+def test_diagonal_normal_matches_torch_normal():
+    torch.manual_seed(0)
+    mean, log_std = torch.randn(5, 3), torch.randn(3)
+    actions = torch.randn(5, 3) * 2
+    ours = DiagonalNormal(mean, log_std)
+    reference = torch.distributions.Normal(mean, log_std.exp())
+    assert torch.allclose(ours.log_prob(actions), reference.log_prob(actions).sum(-1), atol=1e-5)
+    assert torch.allclose(ours.entropy(), reference.entropy().sum(-1), atol=1e-5)
+    assert ours.entropy().shape == (5,)
+    assert torch.equal(ours.mode, mean)
+
+
+def test_diagonal_normal_samples_have_its_mean_and_std_and_follow_the_generator():
+    mean, log_std = torch.tensor([[0.5, -1.0]]).expand(20_000, 2), torch.log(torch.tensor([0.1, 2.0]))
+    distribution = DiagonalNormal(mean, log_std)
+    samples = distribution.sample(torch.Generator().manual_seed(3))
+    assert torch.allclose(samples.mean(0), torch.tensor([0.5, -1.0]), atol=0.05)
+    assert torch.allclose(samples.std(0), torch.tensor([0.1, 2.0]), rtol=0.03)
+    assert torch.equal(samples, distribution.sample(torch.Generator().manual_seed(3)))
+
+
+def box(low, high) -> gym.spaces.Box:
+    return gym.spaces.Box(np.array(low, np.float32), np.array(high, np.float32))
+
+
+def gaussian_policy(space: gym.spaces.Box, log_std_init: float = 0.0) -> GaussianPolicy:
+    layers = MLPSettings(hidden=[16]).head(gym.spaces.Box(-1, 1, (3,)), policy_outputs(space))
+    network = policy_network(space, layers, log_std_init)
+    optimizer, _ = adam(network.parameters(), 1e-2)
+    policy = stochastic_policy(space, network, optimizer)
+    assert isinstance(policy, GaussianPolicy)
+    return policy
+
+
+def test_gaussian_policy_acts_in_normalised_space_and_maps_to_the_box_through_its_bounds():
+    space = box([0.0, -2.0], [10.0, 2.0])
+    policy = gaussian_policy(space, log_std_init=-1.0)
+    x = torch.randn(4, 3)
+    distribution = policy(x)
+    assert distribution.mean.shape == (4, 2)
+    assert torch.allclose(distribution.std, torch.full((2,), math.exp(-1.0)))  # state-independent
+    assert torch.equal(policy.greedy(x), policy.no_grad(x).mean)
+    # [-1, 1] -> [low, high]: the normalised corners land on the Box's corners, 0 on its centre.
+    normalised = torch.tensor([[-1.0, -1.0], [0.0, 0.0], [1.0, 1.0], [0.5, -0.5]])
+    assert torch.allclose(policy.env_actions(normalised),
+                          torch.tensor([[0.0, -2.0], [5.0, 0.0], [10.0, 2.0], [7.5, -1.0]]))
+
+
+def test_gaussian_policy_learns_its_log_std_and_no_grad_gives_detached_samples():
+    space = box([-2.0], [2.0])
+    policy = gaussian_policy(space)
+    x = torch.randn(64, 3)
+    sample = policy.no_grad(x).sample()
+    assert not sample.requires_grad
+    before = policy.model.log_std.detach().clone()
+    # Maximising the log-probability of actions near the mean narrows the Gaussian.
+    policy.reinforce(-policy(x).log_prob(torch.zeros(64, 1)).mean())
+    assert policy.model.log_std.item() < before.item()
+    assert "log_std" in policy.state_dict()["model"]
+
+
+def test_the_policy_factory_follows_the_action_space():
+    discrete = gym.spaces.Discrete(3)
+    assert policy_outputs(discrete) == 3 and action_layout(discrete) == ((), torch.int64)
+    layers = torch.nn.Linear(4, 3)
+    softmax = stochastic_policy(discrete, policy_network(discrete, layers))
+    assert isinstance(softmax, SoftmaxPolicy)
+    assert torch.equal(softmax.env_actions(torch.tensor([2, 0])), torch.tensor([2, 0]))
+    space = box([-1.0, -1.0, 0.0], [1.0, 1.0, 5.0])
+    assert policy_outputs(space) == 3 and action_layout(space) == ((3,), torch.float32)
+    with pytest.raises(ConfigError, match="allowed: Discrete, Box"):
+        policy_outputs(gym.spaces.MultiDiscrete([2, 2]))
+
+
+# -- agents through the platform ----------------------------------------------------------------------------
+def policy_gradient(agent) -> PolicyGradient:
+    return agent.agent  # inside the body
+
+
+@pytest.mark.parametrize("name", AGENTS)
+@pytest.mark.parametrize("env", ["classic/cartpole", "classic/pendulum"])
+def test_agent_learns_on_discrete_and_box_actions_and_checkpoints_round_trip(name, env):
+    overrides = (f"agent={name}", f"env={env}", "hardware.n_envs=4", *(
+        ["agent.n_steps=16"] if name in ("a2c", "ppo") else []), *(
+        ["agent.min_batch_size=200"] if name == "vpg" else []))
+    _, train_env, agent = build(*overrides, env_prefix=None)
+    before = parameters(agent)
+    state = drive(train_env, agent, 1_200)
+    assert not torch.equal(before, parameters(agent)), f"{name} never updated its networks on {env}"
+    actions = agent.act(state)
+    space = train_env.action_space
+    if isinstance(space, gym.spaces.Box):
+        assert actions.shape == (4, *space.shape) and actions.dtype == torch.float32
+    else:
+        assert actions.shape == (4,) and actions.dtype == torch.int64
+
+    # A fresh agent loaded from the checkpoint state acts exactly like the trained one, greedily.
+    _, probe_env, clone = build(*overrides, env_prefix=None)
+    clone.load_state_dict(agent.state_dict())
+    probe = probe_env.reset(seed=123)
+    greedy = agent.test_agent().act(probe)
+    assert torch.equal(greedy, clone.test_agent().act(probe))
+    assert torch.equal(greedy, agent.test_agent().act(probe)), "the test agent is not deterministic"
+    train_env.close()
+    probe_env.close()
+
+
+@pytest.mark.parametrize("name", AGENTS)
+def test_gaussian_policy_on_a_shared_trunk(name):
+    """approximation.shared=true: policy means and value on one MLP trunk (a FeatureNetwork) for Box actions."""
+    _, env, agent = build(f"agent={name}", "env=classic/pendulum", "approximation.shared=true", "hardware.n_envs=4",
+                          *{"vpg": ["agent.min_batch_size=200"], "ppo": ["agent.n_steps=16"]}.get(name, []),
+                          env_prefix=None)
+    trunk = [p.detach().clone() for p in policy_gradient(agent).features.model.parameters()]
+    drive(env, agent, 1_000)
+    after = list(policy_gradient(agent).features.model.parameters())
+    assert any(not torch.equal(a, b) for a, b in zip(after, trunk, strict=True)), "the shared trunk never learned"
+    env.close()
+
+
+def act_times(name: str, n: int, *overrides: str) -> PolicyGradient:
+    _, env, body = build(f"agent={name}", "hardware.n_envs=4", *overrides)
+    state = env.reset(seed=0)
+    for _ in range(n):
+        state = env.step(body.act(state))
+    env.close()
+    return policy_gradient(body)
+
+
+def test_a2c_updates_once_per_rollout():
+    # The first act stores the initial states; each rollout of 8 steps ends at the act that stores its
+    # last states (acts 9, 17, ..., 81).
+    assert act_times("a2c", 81, "agent.n_steps=8").policy.updates == 10
+
+
+def test_vac_updates_on_every_step_after_the_first():
+    # Acts 2..100, but for a step on which all 4 environments had just ended their episodes (then there is
+    # no transition to learn from).
+    assert 97 <= act_times("vac", 100).policy.updates <= 99
+
+
+def test_vpg_updates_only_on_complete_episodes_of_at_least_min_batch_size_steps():
+    _, env, agent = build("agent=vpg", "hardware.n_envs=4", "agent.min_batch_size=300")
+    vpg = policy_gradient(agent)
+    state = env.reset(seed=0)
+    finished, updates = 0, []
+    while env.steps < 3_000:
+        done_before = vpg.policy.updates
+        state = env.step(agent.act(state))
+        if vpg.policy.updates > done_before:
+            updates.append(finished)
+            finished = 0
+        for episode in env.completed:
+            finished += episode.length
+    # Each update came once the episodes ended since the previous one held 300 steps or more.
+    assert len(updates) >= 5
+    assert all(n >= 300 for n in updates), updates
+    env.close()
+
+
+def test_complete_episode_buffer_returns_carry_running_episodes_over():
+    buffer = CompleteEpisodeBuffer(n_envs=2, discount_factor=GAMMA)
+
+    def step(obs, reward, done, mask, action):
+        buffer.store_state(StateArray({"observation": torch.tensor([[obs[0]], [obs[1]]], dtype=torch.float32),
+                                       "reward": torch.tensor(reward, dtype=torch.float32),
+                                       "done": torch.tensor(done), "mask": torch.tensor(mask, dtype=torch.float32)},
+                                      (2,)))
+        buffer.store_action(torch.tensor(action))
+
+    # env 0: an episode of 3 steps ending in a terminal state; env 1: still running after 4 states.
+    step([0, 10], [0, 0], [False, False], [1, 1], [1, 1])
+    step([1, 11], [1, 2], [False, False], [1, 1], [0, 1])
+    step([2, 12], [1, 2], [False, False], [1, 1], [1, 0])
+    step([3, 13], [1, 2], [True, False], [0, 1], [0, 0])
+    assert buffer.completed_steps == 3
+    observations = buffer.observations()
+    assert observations.squeeze(1).tolist() == [0, 1, 2, 3]  # env 0's steps and its last state
+    batch = buffer.episodes(torch.full((4,), 100.0))  # a terminal state's value never counts
+    assert batch.index.tolist() == [0, 1, 2] and batch.action.tolist() == [1, 0, 1]
+    assert torch.allclose(batch.returns, torch.tensor([1 + GAMMA + GAMMA**2, 1 + GAMMA, 1.0]))
+    # env 0 starts anew (reset state), env 1's episode ends truncated: mask 1 bootstraps from V(s_T).
+    step([-5, 14], [0, 2], [False, True], [1, 1], [1, 0])
+    assert buffer.completed_steps == 4
+    observations = buffer.observations()
+    assert observations.squeeze(1).tolist() == [10, 11, 12, 13, 14]  # env 1 only; env 0's rows were learned
+    values = torch.tensor([0.0, 0.0, 0.0, 0.0, 7.0])
+    batch = buffer.episodes(values)
+    expected = [2 * sum(GAMMA**k for k in range(4 - t)) + GAMMA ** (4 - t) * 7.0 for t in range(4)]
+    assert torch.allclose(batch.returns, torch.tensor(expected))
+    assert batch.action.tolist() == [1, 1, 0, 0]
+    assert buffer.completed_steps == 0
+
+
+# -- truncation: a time limit bootstraps from V(s_T), a terminal state does not ------------------------------
+def hand_made_states(obs_first: list[float], reward: float, done: list[bool], mask: list[float]) -> StateArray:
+    observation = torch.zeros(2, 4)
+    observation[:, 0] = torch.tensor(obs_first)
+    return StateArray({"observation": observation, "reward": torch.full((2,), reward),
+                       "done": torch.tensor(done), "mask": torch.tensor(mask)}, (2,))
+
+
+@pytest.mark.parametrize("name", AGENTS)
+def test_truncated_episodes_bootstrap_from_the_last_state_and_terminal_ones_do_not(name, monkeypatch):
+    """Env 0 is truncated by a time limit in s_1 (done, mask 1), env 1 terminates there (done, mask 0). With
+    V(s) = s[0], the return of step 0 must be r + gamma * V(s_1) = 1 + gamma * 5 for env 0 and r = 1 for
+    env 1; the reset states after them (s[0] = -3) must not count."""
+    extra = {"vpg": ["agent.min_batch_size=1"], "vac": [], "a2c": ["agent.n_steps=1"],
+             "ppo": ["agent.n_steps=1", "agent.normalize_advantages=false"]}[name]
+    _, env, body = build(f"agent={name}", "hardware.n_envs=2", "approximation.hidden=[]",
+                         f"agent.discount_factor={GAMMA}", *extra)
+    env.close()
+    agent = policy_gradient(body)
+    weight, bias = agent.v.model.parameters()  # hidden=[]: V is one linear layer; make it V(s) = s[0]
+    with torch.no_grad():
+        weight.zero_()
+        weight[0, 0] = 1.0
+        bias.zero_()
+    seen: list[torch.Tensor] = []
+    if name == "ppo":
+        original = agent._update
+        monkeypatch.setattr(agent, "_update", lambda batch: (seen.append(batch.returns.clone()), original(batch)))
+    else:
+        original = agent._actor_critic_step
+        monkeypatch.setattr(agent, "_actor_critic_step", lambda features, actions, returns: (
+            seen.append(returns.clone()), original(features, actions, returns)))
+
+    agent.act(hand_made_states([0.5, 0.5], 0.0, [False, False], [1.0, 1.0]))
+    agent.act(hand_made_states([5.0, 5.0], 1.0, [True, True], [1.0, 0.0]))
+    agent.act(hand_made_states([-3.0, -3.0], 0.0, [False, False], [1.0, 1.0]))
+    assert seen, f"{name} did not update"
+    assert torch.allclose(seen[0], torch.tensor([1.0 + GAMMA * 5.0, 1.0])), seen[0]
+
+
+# -- Atari: every policy-gradient agent on real games with its preset ---------------------------------------
+@pytest.mark.parametrize("name", AGENTS)
+def test_agent_runs_2000_steps_on_breakout_with_its_atari_preset(name):
+    pytest.importorskip("ale_py")
+    settings, env, agent = build(f"agent={name}", "env=atari/breakout", env_prefix=None)
+    n = settings.hardware.n_envs
+    assert n >= 8 and settings.approximation["model"] == "nature_cnn"
+    before = parameters(agent)
+    state = drive(env, agent, 2_000)
+    assert env.steps >= 2_000
+    assert state["observation"].shape == (n, 1, 84, 84) and state["observation"].dtype == torch.uint8
+    assert not torch.equal(before, parameters(agent)), f"{name} never updated on breakout"
+    actions = agent.test_agent().act(env.reset(seed=1))
+    assert actions.shape == (n,) and int(actions.max()) < env.action_space.n
+    env.close()
+
+
+def test_a2c_on_pong_runs_as_typed(run_cli, workdir):
+    pytest.importorskip("ale_py")
+    result = run_cli("run", "agent=a2c", "env=atari/pong", "steps=3000", cwd=workdir, timeout=600)
+    assert result.returncode == 0, result.stderr
+    summary = json.loads((only_run_dir(workdir / "runs") / "summary.json").read_text())
+    assert 3000 <= summary["steps"] < 3000 + 16 and summary["n_envs"] == 16  # configs/preset/atari/a2c.yaml
+    assert summary["test_episodes"] == 30 and all(-21 <= r <= 21 for r in [summary["test_return_mean"]])
+
+
+# -- bad input: one line, exit 2 ------------------------------------------------------------------------------
+@pytest.mark.parametrize(("override", "words"), [
+    ("agent.min_batch_size=abc", ["agent.min_batch_size=abc", "int"]),
+    ("agent.min_batch_size=0", ["agent.min_batch_size=0", "at least 1"]),
+    ("agent.lr_v=-1", ["agent.lr_v=-1", "positive"]),
+    ("agent.entropy_loss_scaling=-0.1", ["agent.entropy_loss_scaling=-0.1", "non-negative"]),
+    ("agent.clip=0.2", ["agent.clip", "available:", "agent.min_batch_size"]),  # PPO's key, not VPG's
+])
+def test_bad_policy_gradient_settings_are_one_line(run_cli, workdir, override, words):
+    line = one_error_line(run_cli("run", "agent=vpg", "env=classic/cartpole", override, cwd=workdir))
+    for word in words:
+        assert word in line, line
+    assert list(workdir.iterdir()) == []

@@ -1,0 +1,239 @@
+"""Resuming a run from its checkpoint: after kill -9, after Ctrl-C, with a longer budget; and the pieces that
+make it exact (loggers cut back to the checkpoint, random generators restored, replay memory cut)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from conftest import FAST_RUN, cli_env, one_error_line, only_run_dir
+
+CARTPOLE = ["agent=dqn", "env=classic/cartpole"]
+
+
+def read_rows(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="") as file:
+        return list(csv.DictReader(file))
+
+
+def checkpoint_steps(run_dir: Path) -> int:
+    try:
+        return int(torch.load(run_dir / "checkpoint.pt", weights_only=False)["steps"])
+    except (OSError, EOFError, RuntimeError, KeyError):  # not written yet
+        return 0
+
+
+def start_run(args: list[str], cwd: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "rlconf", "run", *args], cwd=cwd, env=cli_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for_checkpoint(logdir: Path, process: subprocess.Popen, at_least: int, timeout: float = 120) -> Path:
+    deadline = time.monotonic() + timeout
+    while True:
+        dirs = [p.parent for p in logdir.glob("**/config.yaml")]
+        if dirs and checkpoint_steps(dirs[0]) >= at_least:
+            return dirs[0]
+        assert process.poll() is None, ("the run ended before it was stopped", process.communicate())
+        assert time.monotonic() < deadline, "no checkpoint in time"
+        time.sleep(0.05)
+
+
+def check_episodes(run_dir: Path, summary: dict) -> list[dict[str, str]]:
+    """episodes.csv after a resume: every episode once, numbered 1..N, steps in order, N the summary's."""
+    rows = read_rows(run_dir / "episodes.csv")
+    assert [int(r["episode"]) for r in rows] == list(range(1, len(rows) + 1)), "episodes lost or repeated"
+    steps = [int(r["step"]) for r in rows]
+    assert steps == sorted(steps) and steps[-1] <= summary["steps"]
+    assert len(rows) == summary["episodes"]
+    for row in rows:  # CartPole pays 1 per step
+        assert float(row["return"]) == int(row["length"]) > 0
+    walls = [float(r["wall_seconds"]) for r in rows]
+    assert walls == sorted(walls), "wall_seconds continues across attempts"
+    windows = read_rows(run_dir / "returns100.csv")
+    assert [int(w["episode"]) for w in windows] == list(range(100, len(rows) + 1, 100))
+    return rows
+
+
+def test_kill_9_then_resume_finishes_the_run_without_gaps_or_repeats(run_cli, workdir, tmp_path):
+    logdir = tmp_path / "runs"
+    args = [*CARTPOLE, "steps=8000", "checkpoint_every=1000", "eval_every=2000", "eval_episodes=2",
+            "test_episodes=2", "quiet=true", f"logdir={logdir}"]
+    process = start_run(args, workdir)
+    run_dir = wait_for_checkpoint(logdir, process, 2000)
+    process.kill()  # SIGKILL: no handler, no last checkpoint
+    process.communicate(timeout=60)
+    saved = torch.load(run_dir / "checkpoint.pt", weights_only=False)
+    before = read_rows(run_dir / "episodes.csv")
+    assert len(before) >= saved["episodes"] > 0
+
+    status = run_cli("status", str(run_dir), cwd=workdir)
+    assert status.returncode == 0, status.stderr
+    assert "failed" in status.stdout and "killed" in status.stdout
+
+    resumed = run_cli("run", f"resume={run_dir}", "quiet=false", cwd=workdir)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"resuming {run_dir} at step {saved['steps']:,}" in resumed.stderr
+    assert "holds no replay memory" in resumed.stderr, "a periodic checkpoint keeps no replay by default"
+    assert only_run_dir(logdir) == run_dir, "resumed in the same directory"
+
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["steps"] == 8000 and summary["resumes"] == 1
+    rows = check_episodes(run_dir, summary)
+    # The episodes up to the checkpoint are kept as they were; those written after it were cut and replaced.
+    assert rows[: saved["episodes"]] == before[: saved["episodes"]]
+    evaluations = [int(r["step"]) for r in read_rows(run_dir / "evaluations.csv")]
+    assert evaluations == [2000, 4000, 6000, 8000, 8000], "each evaluation once, then the final test"
+    assert torch.load(run_dir / "checkpoint.pt", weights_only=False)["steps"] == 8000
+    assert "done" in run_cli("status", str(run_dir), cwd=workdir).stdout
+
+
+def test_ctrl_c_checkpoint_keeps_the_replay_and_resume_reaches_the_budget(run_cli, workdir, tmp_path):
+    logdir = tmp_path / "runs"
+    process = start_run([*CARTPOLE, "steps=6000", "checkpoint_every=0", *FAST_RUN, f"logdir={logdir}"], workdir)
+    deadline = time.monotonic() + 120
+    while not list(logdir.glob("*/status.json")):  # training has started
+        assert time.monotonic() < deadline and process.poll() is None, process.communicate()
+        time.sleep(0.05)
+    time.sleep(0.5)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    run_dir = only_run_dir(logdir)
+    saved = torch.load(run_dir / "checkpoint.pt", weights_only=False)
+    assert "replay" in saved and saved["replay"]["filled"] > 0, "a signal's checkpoint is complete"
+    assert json.loads((run_dir / "status.json").read_text())["state"] == "stopped"
+    assert "stopped" in run_cli("status", str(run_dir), cwd=workdir).stdout
+
+    resumed = run_cli("run", f"resume={run_dir}", cwd=workdir)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "holds no replay memory" not in resumed.stderr
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["steps"] == 6000 and summary["resumes"] == 1
+    check_episodes(run_dir, summary)
+
+
+def test_resume_with_a_longer_budget_extends_a_finished_run(run_cli, workdir, tmp_path):
+    logdir = tmp_path / "runs"
+    first = run_cli("run", *CARTPOLE, "steps=600", *FAST_RUN, f"logdir={logdir}", cwd=workdir)
+    assert first.returncode == 0, first.stderr
+    run_dir = only_run_dir(logdir)
+    again = run_cli("run", f"resume={run_dir}", "quiet=false", cwd=workdir)  # nothing left to do
+    assert again.returncode == 0 and "has finished" in again.stderr
+    longer = run_cli("run", f"resume={run_dir}", "steps=900", cwd=workdir)
+    assert longer.returncode == 0, longer.stderr
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["steps"] == 900 and summary["resumes"] == 1
+    check_episodes(run_dir, summary)
+    assert [int(r["step"]) for r in read_rows(run_dir / "evaluations.csv")] == [900], "the old final test is cut"
+
+
+@pytest.mark.parametrize(("extra", "words"), [
+    (["agent.lr=0.5"], ["agent.lr=0.5", "may change only"]),
+    (["env=classic/acrobot"], ["env.", "may change only"]),
+])
+def test_resume_refuses_a_run_that_would_compute_something_else(run_cli, workdir, tmp_path, extra, words):
+    logdir = tmp_path / "runs"
+    assert run_cli("run", *CARTPOLE, "steps=300", *FAST_RUN, f"logdir={logdir}", cwd=workdir).returncode == 0
+    run_dir = only_run_dir(logdir)
+    files = sorted((p.name, p.stat().st_mtime_ns) for p in run_dir.iterdir())
+    line = one_error_line(run_cli("run", f"resume={run_dir}", *extra, cwd=workdir))
+    for word in words:
+        assert word in line, line
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in run_dir.iterdir()) == files, "nothing written"
+
+
+@pytest.mark.parametrize(("make", "multirun", "words"), [
+    (lambda tmp: tmp / "no" / "such", False, ["no such directory"]),
+    (lambda tmp: tmp, False, ["not a run directory"]),
+    (lambda tmp: tmp, True, ["not a sweep directory"]),
+])
+def test_bad_resume_path_is_one_line(run_cli, workdir, tmp_path, make, multirun, words):
+    line = one_error_line(run_cli("run", *(["-m"] if multirun else []), *CARTPOLE, f"resume={make(tmp_path)}",
+                                  cwd=workdir))
+    assert all(word in line for word in words), line
+    assert list(workdir.iterdir()) == []
+
+
+# -- the pieces --------------------------------------------------------------------------------------------
+def test_csv_logger_cuts_back_to_its_state(tmp_path):
+    from rlconf.logging import CSVLogger
+
+    logger = CSVLogger(tmp_path, window=2)
+    for episode in range(1, 4):
+        logger.add_episode(episode * 10, episode, float(episode), episode, 0.1)
+    logger.add_scalar("loss", 1.0, 30)
+    state = logger.state_dict()
+    for episode in range(4, 7):  # written after the checkpoint, by an attempt that was then killed
+        logger.add_episode(episode * 10, episode, float(episode), episode, 0.2)
+    logger.add_evaluation(60, [1.0, 2.0])
+    logger.close()
+
+    resumed = CSVLogger(tmp_path, window=2)
+    resumed.load_state_dict(state)
+    resumed.add_episode(40, 4, 40.0, 40, 0.3)
+    resumed.close()
+    episodes = read_rows(tmp_path / "episodes.csv")
+    assert [(r["episode"], r["return"]) for r in episodes] == [("1", "1"), ("2", "2"), ("3", "3"), ("4", "40")]
+    assert [r["episode"] for r in read_rows(tmp_path / "returns2.csv")] == ["2", "4"]
+    assert read_rows(tmp_path / "returns2.csv")[-1]["mean"] == "21.5", "the window holds episode 3 from before"
+    assert read_rows(tmp_path / "evaluations.csv") == []
+    assert len(read_rows(tmp_path / "scalars.csv")) == 1
+
+    fresh = CSVLogger(tmp_path, window=2)
+    fresh.load_state_dict(None)  # start over: headers only
+    fresh.close()
+    assert read_rows(tmp_path / "episodes.csv") == [] and (tmp_path / "episodes.csv").read_text().startswith("step,")
+
+
+def test_generators_inside_an_agent_are_found_and_restored():
+    from rlconf.experiments import rng
+
+    class Policy:
+        def __init__(self):
+            self.rng = np.random.default_rng(1)
+
+    class Agent:
+        def __init__(self):
+            self.policy = Policy()
+            self.buffers = [{"generator": torch.Generator().manual_seed(2)}]
+            self.weights = torch.zeros(3)
+
+    agent = Agent()
+    assert [path for path, _ in rng.generators(agent)] == ["agent.policy.rng", "agent.buffers[0]['generator']"]
+    agent.policy.rng.random(5)
+    state = rng.capture(agent)
+    expected = (agent.policy.rng.random(3), torch.rand(2, generator=agent.buffers[0]["generator"]), torch.rand(2),
+                np.random.rand(2))
+    rng.restore(agent, state)
+    again = (agent.policy.rng.random(3), torch.rand(2, generator=agent.buffers[0]["generator"]), torch.rand(2),
+             np.random.rand(2))
+    for a, b in zip(expected, again, strict=True):
+        assert np.array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_a_restored_replay_never_samples_the_transition_cut_by_the_resume():
+    from rlconf.core import StateArray
+    from rlconf.memory import ReplayBuffer
+
+    def state(value: float) -> StateArray:
+        return StateArray({"observation": torch.tensor([[value]]), "reward": torch.tensor([1.0]),
+                           "done": torch.tensor([False]), "mask": torch.tensor([1.0])}, (1,))
+
+    buffer = ReplayBuffer(16, 1, (1,), torch.float32, generator=torch.Generator().manual_seed(0))
+    for t in range(4):
+        buffer.store(state(float(t)), torch.tensor([0]))
+    resumed = ReplayBuffer(16, 1, (1,), torch.float32, generator=torch.Generator().manual_seed(0))
+    resumed.load_state_dict(buffer.state_dict())
+    resumed.store(state(100.0), torch.tensor([0]))  # the first state after the resume's reset
+    batch = resumed.sample(500)
+    pairs = set(zip(batch.observation[:, 0].tolist(), batch.next_observation[:, 0].tolist(), strict=True))
+    assert pairs == {(0.0, 1.0), (1.0, 2.0), (2.0, 3.0)}, "state 3 -> the reset state is not a transition"
