@@ -1,6 +1,14 @@
 """Agents: one file per algorithm, each readable top to bottom."""
 
-from rlconf.agents._agent import Agent, AgentWrapper, BuildContext, ParallelAgent, SingleEnvAgent, TestAgent
+from rlconf.agents._agent import (
+    Agent,
+    AgentWrapper,
+    BuildContext,
+    ParallelAgent,
+    ReplayLearner,
+    SingleEnvAgent,
+    TestAgent,
+)
 from rlconf.agents._policy_gradient import PolicyGradient, PolicyGradientTestAgent
 from rlconf.agents.a2c import A2C
 from rlconf.agents.ddpg import DDPG, DDPGTestAgent
@@ -13,4 +21,4 @@ from rlconf.agents.vpg import VPG
 
 __all__ = ["A2C", "DDPG", "DQN", "PPO", "SAC", "TD3", "VAC", "VPG", "Agent", "AgentWrapper", "BuildContext",
            "DDPGTestAgent", "DQNTestAgent", "ParallelAgent", "PolicyGradient", "PolicyGradientTestAgent",
-           "SACTestAgent", "SingleEnvAgent", "TestAgent"]
+           "ReplayLearner", "SACTestAgent", "SingleEnvAgent", "TestAgent"]

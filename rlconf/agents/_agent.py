@@ -32,6 +32,18 @@ class Learner:
         pass
 
 
+class ReplayLearner(Learner):
+    """A learner with a replay memory, ``self.replay``, whose contents checkpoints may carry."""
+
+    replay: Any
+
+    def replay_state_dict(self) -> dict:
+        return self.replay.state_dict()
+
+    def load_replay_state_dict(self, state: dict) -> None:
+        self.replay.load_state_dict(state)
+
+
 class Agent(Learner):
     """An agent for one environment: ``act(state) -> action``.
 

@@ -8,6 +8,8 @@ algorithm: what it learns from and when.
   heads sit on one trunk, a ``FeatureNetwork``; otherwise each head is a network of its own.
 - ``PolicyGradient``: the agent base with sampling, the advantage actor-critic step, the greedy test agent
   and checkpoints.
+- ``RolloutPolicyGradient``: agents that learn from fixed-length rollouts of every environment (A2C, PPO):
+  their acting and their rollout buffer.
 """
 
 from __future__ import annotations
@@ -21,9 +23,10 @@ from rlconf.agents._agent import Buildable, BuildContext, ParallelAgent, TestAge
 from rlconf.approximation import Approximation, FeatureNetwork, Identity, VNetwork, adam, reinforce_together
 from rlconf.config import require
 from rlconf.core import StateArray
+from rlconf.memory import GeneralizedAdvantageBuffer
 from rlconf.nn import model_settings
 from rlconf.optim import Clock, LinearScheduler, schedule
-from rlconf.policies import StochasticPolicy, policy_network, policy_outputs, stochastic_policy
+from rlconf.policies import StochasticPolicy, action_layout, policy_network, policy_outputs, stochastic_policy
 
 
 @dataclass
@@ -143,6 +146,32 @@ class PolicyGradient(ParallelAgent, Buildable):
         self.policy.load_state_dict(state["policy"])
         self.v.load_state_dict(state["v"])
         self.clock.steps = state["steps"]
+
+
+class RolloutPolicyGradient(PolicyGradient):
+    """Collects ``n_steps`` steps of every environment into ``self.buffer`` and trains on the full rollout."""
+
+    buffer: GeneralizedAdvantageBuffer
+
+    @staticmethod
+    def rollout_buffer(config, context: BuildContext, lam: float) -> GeneralizedAdvantageBuffer:
+        """Room for ``config.n_steps`` steps of each environment (and the state after them), GAE at ``lam``."""
+        action_shape, action_dtype = action_layout(context.action_space)
+        return GeneralizedAdvantageBuffer(
+            config.n_steps, context.n_envs, context.observation_space.shape, context.observation_dtype,
+            action_shape, action_dtype, discount_factor=config.discount_factor, lam=lam, device=context.device)
+
+    def act(self, states: StateArray) -> torch.Tensor:
+        self.clock.tick(len(states))
+        self.buffer.store_state(states)
+        if self.buffer.full:
+            self._train()
+        actions, log_prob = self._sample(states)
+        self.buffer.store_action(actions, log_prob)
+        return self.policy.env_actions(actions)
+
+    def _train(self) -> None:  # pragma: no cover - interface
+        raise NotImplementedError
 
 
 class PolicyGradientTestAgent(TestAgent):

@@ -21,13 +21,12 @@ from dataclasses import dataclass
 import torch
 
 from rlconf.agents._agent import BuildContext
-from rlconf.agents._policy_gradient import PolicyGradient, PolicyGradientConfig, build_networks
+from rlconf.agents._policy_gradient import PolicyGradientConfig, RolloutPolicyGradient, build_networks
 from rlconf.approximation import Approximation, VNetwork
 from rlconf.config import require
-from rlconf.core import StateArray
 from rlconf.memory import GeneralizedAdvantageBuffer
 from rlconf.optim import Clock
-from rlconf.policies import StochasticPolicy, action_layout
+from rlconf.policies import StochasticPolicy
 
 
 @dataclass
@@ -41,7 +40,7 @@ class A2CConfig(PolicyGradientConfig):
         require(self.n_steps >= 1, "agent.n_steps", self.n_steps, "must be at least 1")
 
 
-class A2C(PolicyGradient):
+class A2C(RolloutPolicyGradient):
     Config = A2CConfig
 
     def __init__(self, features: Approximation, policy: StochasticPolicy, v: VNetwork,
@@ -54,20 +53,8 @@ class A2C(PolicyGradient):
     def from_config(cls, config: A2CConfig, context: BuildContext) -> A2C:
         clock = Clock()
         features, policy, v = build_networks(config, context, clock)
-        action_shape, action_dtype = action_layout(context.action_space)
-        buffer = GeneralizedAdvantageBuffer(
-            config.n_steps, context.n_envs, context.observation_space.shape, context.observation_dtype,
-            action_shape, action_dtype, discount_factor=config.discount_factor, lam=1.0, device=context.device)
+        buffer = cls.rollout_buffer(config, context, lam=1.0)
         return cls(features, policy, v, buffer, clock, config, context.device, context.seed)
-
-    def act(self, states: StateArray) -> torch.Tensor:
-        self.clock.tick(len(states))
-        self.buffer.store_state(states)
-        if self.buffer.full:
-            self._train()
-        actions, log_prob = self._sample(states)
-        self.buffer.store_action(actions, log_prob)
-        return self.policy.env_actions(actions)
 
     def _train(self) -> None:
         # [n_steps + 1, n_envs, ...]: the last row bootstraps. A copy: starting the next rollout overwrites

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from rlconf.agents._agent import Buildable, BuildContext, ParallelAgent, TestAgent
+from rlconf.agents._agent import Buildable, BuildContext, ParallelAgent, ReplayLearner, TestAgent
 from rlconf.approximation import PolyakTarget, QContinuous, adam, reinforce_together
 from rlconf.config import ConfigError, require
 from rlconf.core import StateArray
@@ -55,7 +55,7 @@ class DDPGConfig:
         require(self.noise >= 0, "agent.noise", self.noise, "must be non-negative")
 
 
-class DDPG(ParallelAgent, Buildable):
+class DDPG(ReplayLearner, ParallelAgent, Buildable):
     Config = DDPGConfig
 
     def __init__(self, q: QContinuous, policy: DeterministicPolicy, replay: ReplayBuffer, clock: Clock,
@@ -126,12 +126,6 @@ class DDPG(ParallelAgent, Buildable):
         self.policy.load_state_dict(state["policy"])
         self.clock.steps = state["steps"]
         self._calls = state["calls"]
-
-    def replay_state_dict(self) -> dict:
-        return self.replay.state_dict()
-
-    def load_replay_state_dict(self, state: dict) -> None:
-        self.replay.load_state_dict(state)
 
 
 class DDPGTestAgent(TestAgent):

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from rlconf.agents._agent import Buildable, BuildContext, ParallelAgent, TestAgent
+from rlconf.agents._agent import Buildable, BuildContext, ParallelAgent, ReplayLearner, TestAgent
 from rlconf.approximation import FixedTarget, QNetwork, adam, make_target
 from rlconf.config import require
 from rlconf.core import StateArray
@@ -71,7 +71,7 @@ class DQNConfig:
             require(0 <= getattr(self, key) <= 1, f"agent.{key}", getattr(self, key), "must be in [0, 1]")
 
 
-class DQN(ParallelAgent, Buildable):
+class DQN(ReplayLearner, ParallelAgent, Buildable):
     Config = DQNConfig
     targets_per_burst = True  # targets depend on the target network alone (not so for double Q-learning)
 
@@ -175,12 +175,6 @@ class DQN(ParallelAgent, Buildable):
     def state_dict(self) -> dict:
         return {"q": self.q.state_dict(), "steps": self.clock.steps, "calls": self._calls,
                 "target_stale": self._target_stale}
-
-    def replay_state_dict(self) -> dict:
-        return self.replay.state_dict()
-
-    def load_replay_state_dict(self, state: dict) -> None:
-        self.replay.load_state_dict(state)
 
     def load_state_dict(self, state: dict) -> None:
         self.q.load_state_dict(state["q"])

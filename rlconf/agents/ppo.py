@@ -15,13 +15,12 @@ import torch
 import torch.nn.functional as F
 
 from rlconf.agents._agent import BuildContext
-from rlconf.agents._policy_gradient import PolicyGradient, PolicyGradientConfig, build_networks
+from rlconf.agents._policy_gradient import PolicyGradientConfig, RolloutPolicyGradient, build_networks
 from rlconf.approximation import Approximation, VNetwork
 from rlconf.config import require
-from rlconf.core import StateArray
 from rlconf.memory import GeneralizedAdvantageBuffer, Rollout
 from rlconf.optim import Clock, LinearScheduler, schedule
-from rlconf.policies import StochasticPolicy, action_layout
+from rlconf.policies import StochasticPolicy
 
 
 @dataclass
@@ -42,7 +41,7 @@ class PPOConfig(PolicyGradientConfig):
         require(self.clip > 0, "agent.clip", self.clip, "must be positive")
 
 
-class PPO(PolicyGradient):
+class PPO(RolloutPolicyGradient):
     Config = PPOConfig
 
     def __init__(self, features: Approximation, policy: StochasticPolicy, v: VNetwork,
@@ -56,22 +55,9 @@ class PPO(PolicyGradient):
     def from_config(cls, config: PPOConfig, context: BuildContext) -> PPO:
         clock = Clock()
         features, policy, v = build_networks(config, context, clock)
-        action_shape, action_dtype = action_layout(context.action_space)
-        buffer = GeneralizedAdvantageBuffer(
-            config.n_steps, context.n_envs, context.observation_space.shape, context.observation_dtype,
-            action_shape, action_dtype, discount_factor=config.discount_factor, lam=config.lam,
-            device=context.device)
+        buffer = cls.rollout_buffer(config, context, lam=config.lam)
         clip = schedule(config.clip, config.clip_final, context.total_steps, clock, "clip")
         return cls(features, policy, v, buffer, clock, config, clip, context.device, context.seed)
-
-    def act(self, states: StateArray) -> torch.Tensor:
-        self.clock.tick(len(states))
-        self.buffer.store_state(states)
-        if self.buffer.full:
-            self._train()
-        actions, log_prob = self._sample(states)
-        self.buffer.store_action(actions, log_prob)
-        return self.policy.env_actions(actions)
 
     def _train(self) -> None:
         observations = self.buffer.observation

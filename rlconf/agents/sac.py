@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from rlconf.agents._agent import Buildable, BuildContext, ParallelAgent, TestAgent
+from rlconf.agents._agent import Buildable, BuildContext, ParallelAgent, ReplayLearner, TestAgent
 from rlconf.agents.ddpg import (
     action_bounds,
     check_off_policy,
@@ -79,7 +79,7 @@ class LogTemperature(nn.Module):
         return self.log_alpha
 
 
-class SAC(ParallelAgent, Buildable):
+class SAC(ReplayLearner, ParallelAgent, Buildable):
     Config = SACConfig
 
     def __init__(self, q_1: QContinuous, q_2: QContinuous, policy: SoftDeterministicPolicy,
@@ -172,12 +172,6 @@ class SAC(ParallelAgent, Buildable):
         self.temperature.load_state_dict(state["temperature"])
         self.clock.steps = state["steps"]
         self._calls = state["calls"]
-
-    def replay_state_dict(self) -> dict:
-        return self.replay.state_dict()
-
-    def load_replay_state_dict(self, state: dict) -> None:
-        self.replay.load_state_dict(state)
 
 
 class SACTestAgent(TestAgent):
