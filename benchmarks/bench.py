@@ -1,6 +1,6 @@
 """rlconf and Stable-Baselines3 side by side, in one run, at matched workloads.
 
-    python benchmarks/bench.py              # every workload, 3 seeds per library (about an hour on 2 cores)
+    python benchmarks/bench.py              # every workload, 3 seeds per library (about 45 minutes on 2 cores)
     python benchmarks/bench.py --workloads dqn-breakout rainbow-breakout --seeds 2
     python benchmarks/bench.py --quick      # 1 seed, a tenth of the budgets: a smoke test, not a measurement
     nox -s bench -- --seeds 5
