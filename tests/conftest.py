@@ -75,3 +75,12 @@ def one_error_line(result: subprocess.CompletedProcess) -> str:
     assert lines[0].startswith("rlconf: error: "), lines[0]
     assert result.stdout == "", result.stdout
     return lines[0]
+
+
+def assert_run_refused(run_cli, args: list[str], words: list[str], workdir: Path, logdir: Path) -> None:
+    """``rlconf run ARGS`` is refused in one line naming every one of ``words``, and writes nothing."""
+    line = one_error_line(run_cli("run", *args, f"logdir={logdir}", cwd=workdir))
+    for word in words:
+        assert word in line, (word, line)
+    assert not logdir.exists()
+    assert list(workdir.iterdir()) == []

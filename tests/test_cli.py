@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import FAST_RUN, cli_env, one_error_line, only_run_dir, run_dirs
+from conftest import FAST_RUN, assert_run_refused, cli_env, one_error_line, only_run_dir, run_dirs
 from omegaconf import OmegaConf
 
 from rlconf import registry
@@ -122,12 +122,7 @@ CARTPOLE = ["agent=dqn", "env=classic/cartpole"]
     ([*CARTPOLE, "--bogus"], ["--bogus"]),
 ])
 def test_bad_input_is_one_line_and_writes_nothing(run_cli, workdir, tmp_path, args, words):
-    logdir = tmp_path / "logs"
-    line = one_error_line(run_cli("run", *args, f"logdir={logdir}", cwd=workdir))
-    for word in words:
-        assert word in line, (word, line)
-    assert not logdir.exists()
-    assert list(workdir.iterdir()) == []
+    assert_run_refused(run_cli, args, words, workdir, tmp_path / "logs")
 
 
 def test_cfg_job_prints_the_composed_config_and_runs_nothing(run_cli, workdir, tmp_path):

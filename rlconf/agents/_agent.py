@@ -32,7 +32,28 @@ class Learner:
         pass
 
 
-class ReplayLearner(Learner):
+class Checkpointed(Learner):
+    """A learner whose checkpoint is named: each attribute in ``checkpointed`` (anything with ``state_dict``:
+    approximations, buffers), the step clock, and the plain attributes in ``counters`` (checkpoint key ->
+    attribute). Agents declare the names; saving and restoring them is written once, here."""
+
+    checkpointed: ClassVar[tuple[str, ...]] = ()
+    counters: ClassVar[dict[str, str]] = {}
+    clock: Any
+
+    def state_dict(self) -> dict:
+        state = {name: getattr(self, name).state_dict() for name in self.checkpointed}
+        return state | {"steps": self.clock.steps} | {key: getattr(self, attr) for key, attr in self.counters.items()}
+
+    def load_state_dict(self, state: dict) -> None:
+        for name in self.checkpointed:
+            getattr(self, name).load_state_dict(state[name])
+        self.clock.steps = state["steps"]
+        for key, attr in self.counters.items():
+            setattr(self, attr, state[key])
+
+
+class ReplayLearner(Checkpointed):
     """A learner with a replay memory, ``self.replay``, whose contents checkpoints may carry."""
 
     replay: Any

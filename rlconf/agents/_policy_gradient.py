@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from rlconf.agents._agent import Buildable, BuildContext, ParallelAgent, TestAgent
+from rlconf.agents._agent import Buildable, BuildContext, Checkpointed, ParallelAgent, TestAgent
 from rlconf.approximation import Approximation, FeatureNetwork, Identity, VNetwork, adam, reinforce_together
 from rlconf.config import require
 from rlconf.core import StateArray
@@ -93,10 +93,12 @@ def build_networks(config: PolicyGradientConfig, context: BuildContext,
     return features, policy, v
 
 
-class PolicyGradient(ParallelAgent, Buildable):
+class PolicyGradient(Checkpointed, ParallelAgent, Buildable):
     """Base of the policy-gradient agents: ``features`` -> ``policy`` and ``v`` heads, a step counter, and a
     generator that makes sampling reproducible from the run's seed (checkpoints save it with every other
     generator of the run, ``experiments.rng``)."""
+
+    checkpointed = ("features", "policy", "v")
 
     def __init__(self, features: Approximation, policy: StochasticPolicy, v: VNetwork, clock: Clock,
                  config: PolicyGradientConfig, device: torch.device | str = "cpu", seed: int = 0):
@@ -137,15 +139,6 @@ class PolicyGradient(ParallelAgent, Buildable):
     def test_agent(self) -> TestAgent:
         return PolicyGradientTestAgent(self.features, self.policy)
 
-    def state_dict(self) -> dict:
-        return {"features": self.features.state_dict(), "policy": self.policy.state_dict(),
-                "v": self.v.state_dict(), "steps": self.clock.steps}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.features.load_state_dict(state["features"])
-        self.policy.load_state_dict(state["policy"])
-        self.v.load_state_dict(state["v"])
-        self.clock.steps = state["steps"]
 
 
 class RolloutPolicyGradient(PolicyGradient):

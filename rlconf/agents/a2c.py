@@ -42,6 +42,7 @@ class A2CConfig(PolicyGradientConfig):
 
 class A2C(RolloutPolicyGradient):
     Config = A2CConfig
+    checkpointed = ("features", "policy", "v", "buffer")
 
     def __init__(self, features: Approximation, policy: StochasticPolicy, v: VNetwork,
                  buffer: GeneralizedAdvantageBuffer, clock: Clock, config: A2CConfig,
@@ -69,9 +70,3 @@ class A2C(RolloutPolicyGradient):
         steps = features.view(*observations.shape[:2], *features.shape[1:])[:-1][valid]
         self._actor_critic_step(steps, rollout.action, rollout.returns)
 
-    def state_dict(self) -> dict:
-        return {**super().state_dict(), "buffer": self.buffer.state_dict()}
-
-    def load_state_dict(self, state: dict) -> None:
-        super().load_state_dict(state)
-        self.buffer.load_state_dict(state["buffer"])

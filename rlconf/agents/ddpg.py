@@ -57,6 +57,8 @@ class DDPGConfig:
 
 class DDPG(ReplayLearner, ParallelAgent, Buildable):
     Config = DDPGConfig
+    checkpointed = ("q", "policy")
+    counters = {"calls": "_calls"}
 
     def __init__(self, q: QContinuous, policy: DeterministicPolicy, replay: ReplayBuffer, clock: Clock,
                  config: DDPGConfig, n_envs: int, generator: torch.Generator):
@@ -74,9 +76,7 @@ class DDPG(ReplayLearner, ParallelAgent, Buildable):
     @classmethod
     def from_config(cls, config: DDPGConfig, context: BuildContext) -> DDPG:
         bounds = action_bounds(context, "ddpg")
-        model = model_settings(context.approximation).head(context.observation_space, bounds.dim).to(context.device)
-        policy = DeterministicPolicy(model, optimizer(model, config.lr_pi, config), bounds=bounds,
-                                     target=PolyakTarget(config.polyak_rate), logger=context.logger)
+        policy = deterministic_policy(config, context, bounds)
         q = critic(config, context, bounds, "q")
         return cls(q, policy, off_policy_replay(config, context), Clock(), config, context.n_envs,
                    generator(context))
@@ -117,15 +117,6 @@ class DDPG(ReplayLearner, ParallelAgent, Buildable):
     def test_agent(self) -> TestAgent:
         return DDPGTestAgent(self.policy)
 
-    def state_dict(self) -> dict:
-        return {"q": self.q.state_dict(), "policy": self.policy.state_dict(), "steps": self.clock.steps,
-                "calls": self._calls}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.q.load_state_dict(state["q"])
-        self.policy.load_state_dict(state["policy"])
-        self.clock.steps = state["steps"]
-        self._calls = state["calls"]
 
 
 class DDPGTestAgent(TestAgent):
@@ -165,6 +156,13 @@ def action_bounds(context: BuildContext, agent: str) -> ActionBounds:
         raise ConfigError(f"agent={agent}: its critic takes vector observations (concatenated with the action), "
                           f"not observations of shape {shape}; allowed: envs with vector observations")
     return ActionBounds(space, context.device)
+
+
+def deterministic_policy(config, context: BuildContext, bounds: ActionBounds) -> DeterministicPolicy:
+    """s -> a in the Box: the approximation group's network, Adam at ``lr_pi``, a Polyak target (DDPG, TD3)."""
+    model = model_settings(context.approximation).head(context.observation_space, bounds.dim).to(context.device)
+    return DeterministicPolicy(model, optimizer(model, config.lr_pi, config), bounds=bounds,
+                               target=PolyakTarget(config.polyak_rate), logger=context.logger)
 
 
 def critic(config, context: BuildContext, bounds: ActionBounds, name: str, every: int = 1) -> QContinuous:

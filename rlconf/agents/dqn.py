@@ -73,6 +73,8 @@ class DQNConfig:
 
 class DQN(ReplayLearner, ParallelAgent, Buildable):
     Config = DQNConfig
+    checkpointed = ("q",)
+    counters = {"calls": "_calls", "target_stale": "_target_stale"}
     targets_per_burst = True  # targets depend on the target network alone (not so for double Q-learning)
 
     def __init__(self, q: QNetwork, policy: ParallelGreedyPolicy, replay, clock: Clock,
@@ -172,15 +174,6 @@ class DQN(ReplayLearner, ParallelAgent, Buildable):
     def test_agent(self) -> TestAgent:
         return DQNTestAgent(self.action_values(self.q), self.policy.n_actions, self.config.eval_epsilon)
 
-    def state_dict(self) -> dict:
-        return {"q": self.q.state_dict(), "steps": self.clock.steps, "calls": self._calls,
-                "target_stale": self._target_stale}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.q.load_state_dict(state["q"])
-        self.clock.steps = state["steps"]
-        self._calls = state["calls"]
-        self._target_stale = state["target_stale"]
 
 
 class DQNTestAgent(TestAgent):

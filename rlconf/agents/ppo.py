@@ -43,6 +43,7 @@ class PPOConfig(PolicyGradientConfig):
 
 class PPO(RolloutPolicyGradient):
     Config = PPOConfig
+    checkpointed = ("features", "policy", "v", "buffer")
 
     def __init__(self, features: Approximation, policy: StochasticPolicy, v: VNetwork,
                  buffer: GeneralizedAdvantageBuffer, clock: Clock, config: PPOConfig, clip: float | LinearScheduler,
@@ -97,9 +98,3 @@ class PPO(RolloutPolicyGradient):
             policy_loss = policy_loss - self.config.entropy_loss_scaling * distribution.entropy().mean()
         self._reinforce(policy_loss, F.mse_loss(self.v(features), batch.returns))
 
-    def state_dict(self) -> dict:
-        return {**super().state_dict(), "buffer": self.buffer.state_dict()}
-
-    def load_state_dict(self, state: dict) -> None:
-        super().load_state_dict(state)
-        self.buffer.load_state_dict(state["buffer"])

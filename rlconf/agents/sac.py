@@ -81,6 +81,8 @@ class LogTemperature(nn.Module):
 
 class SAC(ReplayLearner, ParallelAgent, Buildable):
     Config = SACConfig
+    checkpointed = ("q_1", "q_2", "policy", "temperature")
+    counters = {"calls": "_calls"}
 
     def __init__(self, q_1: QContinuous, q_2: QContinuous, policy: SoftDeterministicPolicy,
                  temperature: Approximation, replay: ReplayBuffer, clock: Clock, config: SACConfig, n_envs: int,
@@ -161,17 +163,6 @@ class SAC(ReplayLearner, ParallelAgent, Buildable):
     def test_agent(self) -> TestAgent:
         return SACTestAgent(self.policy)
 
-    def state_dict(self) -> dict:
-        return {"q_1": self.q_1.state_dict(), "q_2": self.q_2.state_dict(), "policy": self.policy.state_dict(),
-                "temperature": self.temperature.state_dict(), "steps": self.clock.steps, "calls": self._calls}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.q_1.load_state_dict(state["q_1"])
-        self.q_2.load_state_dict(state["q_2"])
-        self.policy.load_state_dict(state["policy"])
-        self.temperature.load_state_dict(state["temperature"])
-        self.clock.steps = state["steps"]
-        self._calls = state["calls"]
 
 
 class SACTestAgent(TestAgent):

@@ -21,15 +21,14 @@ from rlconf.agents.ddpg import (
     DDPGConfig,
     action_bounds,
     critic,
+    deterministic_policy,
     gaussian,
     generator,
     off_policy_replay,
-    optimizer,
 )
-from rlconf.approximation import PolyakTarget, QContinuous, reinforce_together
+from rlconf.approximation import QContinuous, reinforce_together
 from rlconf.config import require
 from rlconf.memory import ReplayBuffer, Transitions
-from rlconf.nn import model_settings
 from rlconf.optim import Clock
 from rlconf.policies import DeterministicPolicy
 
@@ -49,6 +48,8 @@ class TD3Config(DDPGConfig):
 
 class TD3(DDPG):
     Config = TD3Config
+    checkpointed = ("q_1", "q_2", "policy")
+    counters = {"calls": "_calls", "updates": "_updates"}
 
     def __init__(self, q_1: QContinuous, q_2: QContinuous, policy: DeterministicPolicy, replay: ReplayBuffer,
                  clock: Clock, config: TD3Config, n_envs: int, generator: torch.Generator):
@@ -59,9 +60,7 @@ class TD3(DDPG):
     @classmethod
     def from_config(cls, config: TD3Config, context: BuildContext) -> TD3:
         bounds = action_bounds(context, "td3")
-        model = model_settings(context.approximation).head(context.observation_space, bounds.dim).to(context.device)
-        policy = DeterministicPolicy(model, optimizer(model, config.lr_pi, config), bounds=bounds,
-                                     target=PolyakTarget(config.polyak_rate), logger=context.logger)
+        policy = deterministic_policy(config, context, bounds)
         # The critics' targets move with the policy's, every policy_delay-th critic update.
         q_1, q_2 = (critic(config, context, bounds, name, every=config.policy_delay) for name in ("q_1", "q_2"))
         return cls(q_1, q_2, policy, off_policy_replay(config, context), Clock(), config, context.n_envs,
@@ -89,14 +88,3 @@ class TD3(DDPG):
         next_values = torch.min(self.q_1.target(next_observation, actions), self.q_2.target(next_observation, actions))
         return batch.reward + self.config.discount_factor * batch.next_mask * next_values
 
-    def state_dict(self) -> dict:
-        return {"q_1": self.q_1.state_dict(), "q_2": self.q_2.state_dict(), "policy": self.policy.state_dict(),
-                "steps": self.clock.steps, "calls": self._calls, "updates": self._updates}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.q_1.load_state_dict(state["q_1"])
-        self.q_2.load_state_dict(state["q_2"])
-        self.policy.load_state_dict(state["policy"])
-        self.clock.steps = state["steps"]
-        self._calls = state["calls"]
-        self._updates = state["updates"]

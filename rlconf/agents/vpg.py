@@ -43,6 +43,7 @@ class VPGConfig(PolicyGradientConfig):
 
 class VPG(PolicyGradient):
     Config = VPGConfig
+    checkpointed = ("features", "policy", "v", "buffer")
 
     def __init__(self, features: Approximation, policy: StochasticPolicy, v: VNetwork,
                  buffer: CompleteEpisodeBuffer, clock: Clock, config: VPGConfig,
@@ -73,9 +74,3 @@ class VPG(PolicyGradient):
         episodes = self.buffer.episodes(self.v.no_grad(features))
         self._actor_critic_step(features[episodes.index], episodes.action, episodes.returns)
 
-    def state_dict(self) -> dict:
-        return {**super().state_dict(), "buffer": self.buffer.state_dict()}
-
-    def load_state_dict(self, state: dict) -> None:
-        super().load_state_dict(state)
-        self.buffer.load_state_dict(state["buffer"])

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from rlconf.agents._agent import Buildable, BuildContext, ParallelAgent, TestAgent
+from rlconf.agents._agent import Buildable, BuildContext, Checkpointed, ParallelAgent, TestAgent
 from rlconf.agents.dqn import DQNTestAgent
 from rlconf.approximation import QNetwork, adam
 from rlconf.config import require
@@ -45,8 +45,9 @@ class VQNConfig:
             require(0 <= getattr(self, key) <= 1, f"agent.{key}", getattr(self, key), "must be in [0, 1]")
 
 
-class VQN(ParallelAgent, Buildable):
+class VQN(Checkpointed, ParallelAgent, Buildable):
     Config = VQNConfig
+    checkpointed = ("q",)
 
     def __init__(self, q: QNetwork, policy: ParallelGreedyPolicy, clock: Clock, config: VQNConfig):
         self.q = q
@@ -92,12 +93,6 @@ class VQN(ParallelAgent, Buildable):
     def test_agent(self) -> TestAgent:
         return DQNTestAgent(self.q, self.policy.n_actions, self.config.eval_epsilon)
 
-    def state_dict(self) -> dict:
-        return {"q": self.q.state_dict(), "steps": self.clock.steps}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.q.load_state_dict(state["q"])
-        self.clock.steps = state["steps"]
 
 
 class VSarsa(VQN):

@@ -127,7 +127,7 @@ class Experiment:
                     self._next_checkpoint += self.checkpoint_every
                     self._checkpoint_in_loop(start)
                 now = time.perf_counter()
-                self.progress.update(env.steps, self.episodes, self.last_return, start, self.start_steps)
+                self.progress.update(env.steps, self.episodes, self.last_return, start, self.start_steps, now)
                 if now >= next_status:
                     next_status = now + STATUS_SECONDS
                     self._status()

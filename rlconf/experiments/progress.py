@@ -28,12 +28,14 @@ class ConsoleProgress:
         self.progress.start()
 
     def update(self, steps: int, episodes: int, last_return: float | None, start: float,
-               start_steps: int = 0) -> None:
+               start_steps: int = 0, now: float | None = None) -> None:
         """Cheap to call every step: the display (and the rate since ``start``, a perf_counter reading, when
-        the run stood at ``start_steps``) is computed at most four times a second."""
+        the run stood at ``start_steps``) is computed at most four times a second. ``now``: the caller's
+        perf_counter reading, if it has one."""
         if self.quiet:
             return
-        now = time.perf_counter()
+        if now is None:
+            now = time.perf_counter()
         if now < self._next_refresh:
             return
         self._next_refresh = now + self.REFRESH_SECONDS

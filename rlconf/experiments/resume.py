@@ -42,24 +42,23 @@ class Plan:
 
 def check_resume_dir(path: str | Path) -> Path:
     """``resume=DIR`` must name a run directory (one with a config.yaml)."""
-    run_dir = Path(path)
-    if not run_dir.is_dir():
-        raise ConfigError(f"resume={path}: no such directory")
-    if not (run_dir / "config.yaml").is_file():
-        hint = " (a sweep directory: add -m)" if (run_dir / "multirun.yaml").is_file() else ""
-        raise ConfigError(f"resume={path}: not a run directory, it has no config.yaml{hint}")
-    return run_dir
+    return _check_dir(path, "run", "config.yaml", "multirun.yaml", "a sweep directory: add -m")
 
 
 def check_resume_sweep_dir(path: str | Path) -> Path:
     """``-m ... resume=DIR`` must name a sweep directory (one with Hydra's multirun.yaml)."""
-    sweep_dir = Path(path)
-    if not sweep_dir.is_dir():
+    return _check_dir(path, "sweep", "multirun.yaml", "config.yaml", "a run directory: leave out -m")
+
+
+def _check_dir(path: str | Path, kind: str, marker: str, other_marker: str, other_hint: str) -> Path:
+    """``path`` as a directory holding ``marker``; one holding ``other_marker`` instead gets ``other_hint``."""
+    folder = Path(path)
+    if not folder.is_dir():
         raise ConfigError(f"resume={path}: no such directory")
-    if not (sweep_dir / "multirun.yaml").is_file():
-        hint = " (a run directory: leave out -m)" if (sweep_dir / "config.yaml").is_file() else ""
-        raise ConfigError(f"resume={path}: not a sweep directory, it has no multirun.yaml{hint}")
-    return sweep_dir
+    if not (folder / marker).is_file():
+        hint = f" ({other_hint})" if (folder / other_marker).is_file() else ""
+        raise ConfigError(f"resume={path}: not a {kind} directory, it has no {marker}{hint}")
+    return folder
 
 
 def check_resumable(run_dir: Path, config: dict[str, Any]) -> None:
