@@ -7,6 +7,7 @@ values), and any problem is one line on stderr with exit status 2, before anythi
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -466,6 +467,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # a second Ctrl-C, or one in a launcher that has stopped its runs
         print("rlconf: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `rlconf list | head`: the reader has gone, which is no error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's flush stays quiet
+        return 0
     return 2
 
 

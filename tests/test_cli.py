@@ -368,3 +368,13 @@ def test_checkpoint_keeps_the_replay_buffer_on_request(run_cli, workdir, tmp_pat
         # The stored rows are the run's real states: CartPole observations, not the buffer's blank memory.
         filled = replay["observation"][: replay["filled"]]
         assert filled.abs().sum() > 0 and filled[:, 0, 0].abs().max() < 5
+
+
+def test_a_reader_that_stops_early_is_not_an_error(workdir):
+    # `rlconf list components | head -0`: the reader closes the pipe before rlconf has printed.
+    process = subprocess.Popen([sys.executable, "-m", "rlconf", "list", "components"], cwd=workdir, env=cli_env(),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process.stdout.close()
+    stderr = process.stderr.read()
+    assert process.wait(timeout=60) == 0, stderr
+    assert "Traceback" not in stderr
