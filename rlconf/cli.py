@@ -1,5 +1,5 @@
 """The ``rlconf`` command: ``run`` composes a config with Hydra and trains; ``list`` shows the options;
-``status`` tells how the runs of a sweep are doing.
+``status`` tells how the runs of a sweep are doing; ``plot`` draws their learning curves and compares agents.
 
 Bad input never reaches Hydra's launch: overrides are checked first (group options, keys, types,
 values), and any problem is one line on stderr with exit status 2, before anything is written.
@@ -16,6 +16,9 @@ from rlconf.paths import config_dir, launchers_dir
 USAGE = """usage: rlconf run [-m] [--cfg {job,hydra,all}] [--config-dir DIR] key=value ...
        rlconf list [GROUP | components]
        rlconf status SWEEP_DIR [--lines N]
+       rlconf eval RUN_DIR [--episodes N] [--seed S] [--device D]
+       rlconf watch RUN_DIR [--episodes N] [--video OUT.mp4] [--fps F] [--seed S] [--device D]
+       rlconf plot RUNS_DIR [--out FILE.png] [--aggregate] [--metric return|eval] ... (rlconf plot --help)
 
 Compose a run from config groups and train it:
   rlconf run agent=dqn env=classic/cartpole
@@ -24,6 +27,10 @@ Compose a run from config groups and train it:
   rlconf run -m agent=dqn,ddqn env=classic/cartpole seed='range(5)' launcher=slurm
 Continue a stopped run, or a sweep (finished runs are skipped):
   rlconf run resume=runs/<run dir>          rlconf run -m resume=runs/<sweep dir>
+Evaluate a trained run's test agent again (eval.json), or watch it play (a window, or a video):
+  rlconf eval runs/<run dir> --episodes 20  rlconf watch runs/<run dir> --video run.mp4
+Plot learning curves across seeds; compare agents (IQM, bootstrap CIs, performance profiles):
+  rlconf plot runs/<sweep dir> --aggregate  (writes plot.png and CSVs of its numbers there)
 
 options:
   -m, --multirun        sweep over comma-separated values (Hydra's multirun)
@@ -233,7 +240,7 @@ def precheck(overrides: list[str], config_dirs: list[str], multirun: bool) -> No
             fixed.append(override.input_line)
         # Hidden groups too: an optional one (preset) would otherwise skip a misspelt choice silently.
         if key in groups:
-            for value in values:
+            for value in (c for v in values for c in _group_choices(v)):
                 if value not in groups[key]:
                     from rlconf.registry import unknown_message
 
@@ -260,6 +267,13 @@ def precheck(overrides: list[str], config_dirs: list[str], multirun: bool) -> No
     for key, (prefix, values) in sweeps.items():
         for value in values[1:]:
             check_composition([*fixed, *{**base, key: f"{prefix}{key}={value}"}.values()], config_dirs)
+
+
+def _group_choices(value: str) -> list[str]:
+    """The options a group override names: one (``logger=wandb``) or a list (``logger=[csv,wandb]``)."""
+    if value.startswith("[") and value.endswith("]"):
+        return [v.strip().strip("'\"") for v in value[1:-1].split(",") if v.strip()]
+    return [value]
 
 
 def config_sweeps(hydra_cfg) -> dict[str, tuple[str, list[str]]]:
@@ -444,19 +458,126 @@ def cmd_status(args: list[str]) -> int:
         raise UsageError(str(error)) from None
 
 
+# -- rlconf plot ----------------------------------------------------------------------------------------
+def cmd_plot(args: list[str]) -> int:
+    """Learning curves of the runs below a folder, and with --aggregate the statistics comparing agents."""
+    from rlconf.analysis.command import plot
+    from rlconf.analysis.runs import AnalysisError
+
+    try:
+        return plot(args)
+    except AnalysisError as error:
+        raise UsageError(str(error)) from None
+
+
+# -- rlconf eval, rlconf watch ---------------------------------------------------------------------------
+EVAL_USAGE = "usage: rlconf eval RUN_DIR [--episodes N] [--seed S] [--device D]"
+WATCH_USAGE = "usage: rlconf watch RUN_DIR [--episodes N] [--video OUT.mp4] [--fps F] [--seed S] [--device D]"
+EVAL_HELP = f"""{EVAL_USAGE}
+
+Play a trained run's test agent again: the env, agent and body built from RUN_DIR/config.yaml, the weights
+from RUN_DIR/checkpoint.pt. Prints mean ± std and writes RUN_DIR/eval.json. Without options it repeats the
+run's final test, and reproduces summary.json's test return exactly.
+  --episodes N  episodes to play (default: the run's test_episodes)
+  --seed S      the episodes' seed (default: the final test's, the run's seed + 1000003)
+  --device D    compute on D (cpu, cuda:0, ...) rather than on the run's hardware.device"""
+WATCH_HELP = f"""{WATCH_USAGE}
+
+Watch a trained run's test agent play: in a window (needs a display), or into a video file.
+  --episodes N     episodes to play (default: 1)
+  --video OUT.mp4  write one video of every episode (needs moviepy: pip install 'rlconf[video]')
+  --fps F          frames per second (default: real time)
+  --seed S         the episodes' seed (default: the run's final test's)
+  --device D       compute on D rather than on the run's hardware.device"""
+
+
+def cmd_eval(args: list[str]) -> int:
+    """The test agent of a trained run, played again from its checkpoint; without options its final test."""
+    if "-h" in args or "--help" in args:
+        print(EVAL_HELP)
+        return 0
+    episodes, seed, device = (_take_option(args, name) for name in ("--episodes", "--seed", "--device"))
+    run_dir = _run_dir_argument(args, EVAL_USAGE)
+    episodes, seed = _count(episodes, "--episodes"), _count(seed, "--seed", minimum=0)
+    from rlconf.config import ConfigError
+    from rlconf.experiments.playback import PlaybackError, eval_line, evaluate_run
+
+    try:
+        result = evaluate_run(run_dir, episodes, seed, device)
+    except (ConfigError, PlaybackError) as error:
+        raise UsageError(str(error)) from None
+    print(eval_line(result))
+    return 0
+
+
+def cmd_watch(args: list[str]) -> int:
+    """The test agent of a trained run playing, in a window or into a video."""
+    if "-h" in args or "--help" in args:
+        print(WATCH_HELP)
+        return 0
+    episodes, video, fps, seed, device = (_take_option(args, name) for name in (
+        "--episodes", "--video", "--fps", "--seed", "--device"))
+    run_dir = _run_dir_argument(args, WATCH_USAGE)
+    episodes, seed = _count(episodes, "--episodes") or 1, _count(seed, "--seed", minimum=0)
+    from rlconf.config import ConfigError
+    from rlconf.experiments.playback import PlaybackError, watch_line, watch_run
+
+    try:
+        result = watch_run(run_dir, episodes, video, _fps(fps), seed, device)
+    except (ConfigError, PlaybackError) as error:
+        raise UsageError(str(error)) from None
+    print(watch_line(result, episodes))
+    return 0
+
+
+def _run_dir_argument(args: list[str], usage: str) -> str:
+    for arg in args:
+        if arg.startswith("-"):
+            raise UsageError(f"unknown option {arg!r}; {usage}")
+    if len(args) != 1:
+        raise UsageError(usage)
+    from rlconf.experiments.rundir import check_trained_run
+
+    try:
+        check_trained_run(args[0])  # before torch is imported: a mistyped path is answered at once
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    return args[0]
+
+
+def _fps(value: str | None) -> float | None:
+    try:
+        fps = None if value is None else float(value)
+    except ValueError:
+        fps = 0.0
+    if fps is not None and not 0 < fps <= 1000:
+        raise UsageError(f"--fps {value}: must be frames per second, a number above 0")
+    return fps
+
+
+def _count(value: str | None, name: str, minimum: int = 1) -> int | None:
+    """An option's integer value (None when not given): a bad one is the user's input, one line."""
+    if value is None:
+        return None
+    if not value.isdigit() or int(value) < minimum:
+        raise UsageError(f"{name} {value}: must be an integer >= {minimum}")
+    return int(value)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] in ("-h", "--help"):
-        print(USAGE)
-        return 0
-    if args[0] == "--version":
-        from rlconf import __version__
-
-        print(f"rlconf {__version__}")
-        return 0
-    commands = {"run": cmd_run, "list": cmd_list, "status": cmd_status}
-    command = commands.get(args[0])
+    commands = {"run": cmd_run, "list": cmd_list, "status": cmd_status, "plot": cmd_plot, "eval": cmd_eval,
+                "watch": cmd_watch}
+    command = commands.get(args[0]) if args else None
     try:
+        if not args or args[0] in ("-h", "--help"):
+            print(USAGE)
+            return 0
+        if args[0] == "--version":
+            from rlconf import __version__
+
+            print(f"rlconf {__version__}")
+            return 0
         if command is None:
             from rlconf.registry import unknown_message
 

@@ -9,6 +9,9 @@ the key, the value and what is allowed.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
+import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -127,14 +130,66 @@ class BodySettings:
 
 @dataclass
 class LoggerSettings:
-    backends: list[str] = field(default_factory=lambda: ["csv"])
-    debug_every: int = 100  # with verbose=true, log losses every this many updates
+    """The logger group: CSV always, plus every backend named as a key (``logger=[csv,wandb]`` composes
+    ``logger.csv`` and ``logger.wandb``), each with its own options."""
 
-    def __post_init__(self):
-        for backend in self.backends:
-            require(backend in registry.names("logger"), "logger.backends", backend,
-                    f"allowed: {', '.join(registry.names('logger'))}")
-        require(self.debug_every >= 1, "logger.debug_every", self.debug_every, "must be at least 1")
+    debug_every: int = 100  # with verbose=true, log losses every this many updates
+    scalars_every: int = 1000  # environment steps between perf/ (and, verbose, schedule/) scalars
+    backends: dict[str, Any] = field(default_factory=dict)  # backend name -> its Config, "csv" first
+
+
+def check_logger(node: Any) -> LoggerSettings:
+    """The logger group: its own keys, then one key per backend, each checked against the backend's Config."""
+    node = OmegaConf.create(node) if not isinstance(node, DictConfig) else node
+    names = registry.names("logger")
+    own = {k: node[k] for k in ("debug_every", "scalars_every") if k in node}
+    for key in node:
+        if key not in own and key not in names:
+            allowed = ["logger.debug_every", "logger.scalars_every", *(f"logger.{n}" for n in names)]
+            raise ConfigError(registry.unknown_message("key", f"logger.{key}", allowed))
+    settings = LoggerSettings(**own)
+    require(isinstance(settings.debug_every, int) and settings.debug_every >= 1, "logger.debug_every",
+            settings.debug_every, "must be an integer of at least 1")
+    require(isinstance(settings.scalars_every, int) and settings.scalars_every >= 1, "logger.scalars_every",
+            settings.scalars_every, "must be an integer of at least 1")
+    for name in ["csv", *(k for k in node if k in names and k != "csv")]:
+        backend = registry.get("logger", name)
+        options = node.get(name)
+        require(options is None or isinstance(options, DictConfig), f"logger.{name}", options,
+                "expected the backend's options (a mapping)")
+        if getattr(backend, "requires", None) and importlib.util.find_spec(backend.requires) is None:
+            raise ConfigError(f"logger={name} needs the missing package {backend.requires!r}: "
+                              f"pip install 'rlconf[{backend.requires}]'")
+        settings.backends[name] = check(backend.Config, options or {}, f"logger.{name}.")
+    return settings
+
+
+# Config keys whose values are secrets: never written to the run directory or sent to a logger.
+SECRET_KEY = re.compile(r"(api[_-]?key|token|secret|password|passwd|credential)", re.IGNORECASE)
+REDACTED = "***"
+
+
+def redact(value: Any) -> Any:
+    """A copy of a plain config (dicts, lists, ``key=value`` override strings) with the value of every key
+    named like a secret replaced by ``***``; also any value equal to a secret from the environment
+    (WANDB_API_KEY and its kin), wherever it was interpolated."""
+    secrets = {v for k, v in os.environ.items() if SECRET_KEY.search(k) and len(v) >= 8}
+    return _redact(value, secrets)
+
+
+def _redact(value: Any, secrets: set[str]) -> Any:
+    if isinstance(value, dict):
+        return {k: REDACTED if SECRET_KEY.search(str(k)) and v is not None else _redact(v, secrets)
+                for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_redact(v, secrets) for v in value)
+    if isinstance(value, str):
+        key, eq, _ = value.partition("=")
+        if eq and SECRET_KEY.search(key.split(".")[-1]):  # an override: key=value
+            return f"{key}={REDACTED}"
+        for secret in secrets:
+            value = value.replace(secret, REDACTED)
+    return value
 
 
 @dataclass
@@ -152,7 +207,7 @@ class Settings:
     logger: LoggerSettings
 
 
-GROUP_SCHEMAS = {"env": EnvSettings, "hardware": HardwareSettings, "body": BodySettings, "logger": LoggerSettings}
+GROUP_SCHEMAS = {"env": EnvSettings, "hardware": HardwareSettings, "body": BodySettings}
 TOP_LEVEL_GROUPS = ("family", "agent", "env", "approximation", "body", "hardware", "logger")
 
 
@@ -196,6 +251,7 @@ def validate(cfg: DictConfig) -> Settings:
     except ImportError as error:  # a misspelt module or one off the path: the user's input, not a crash
         raise ConfigError(f"plugins={run.plugins}: {error} (is its folder on PYTHONPATH?)") from None
     groups = {name: check(schema, cfg.get(name) or {}, f"{name}.") for name, schema in GROUP_SCHEMAS.items()}
+    groups["logger"] = check_logger(cfg.get("logger") or {})
 
     agent_node = OmegaConf.to_container(cfg.agent, resolve=True)
     agent_name = agent_node.pop("name", None)

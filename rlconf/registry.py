@@ -54,6 +54,8 @@ _BUILTIN: dict[str, dict[str, tuple[str, str]]] = {
     "logger": {
         "csv": ("rlconf.logging.csv:CSVLogger", "episodes.csv, returns100.csv, evaluations.csv (always on)"),
         "tensorboard": ("rlconf.logging.tensorboard:TensorBoardLogger", "TensorBoard event files"),
+        "wandb": ("rlconf.logging.wandb:WandbLogger",
+                  "Weights & Biases: one run per run, a group per sweep, offline without a key"),
     },
     "buffer": {
         "replay": ("rlconf.memory.replay:ReplayBuffer", "uniform replay on preallocated tensors"),

@@ -225,17 +225,6 @@ def test_ppo_run_with_its_preset(run_cli, workdir, tmp_path):
     assert OmegaConf.load(run_dir / "overrides.yaml")[0] == "agent=ppo"
 
 
-def test_tensorboard_logger_writes_event_files(run_cli, workdir, tmp_path):
-    logdir = tmp_path / "runs"
-    result = run_cli("run", *CARTPOLE, "steps=600", *FAST_RUN, "logger=tensorboard", f"logdir={logdir}",
-                     cwd=workdir)
-    assert result.returncode == 0, result.stderr
-    run_dir = only_run_dir(logdir)
-    events = list(run_dir.glob("events.out.tfevents.*"))
-    assert len(events) == 1 and events[0].stat().st_size > 0
-    assert (run_dir / "episodes.csv").exists(), "csv is always on"
-
-
 def test_concurrent_runs_get_separate_directories(workdir, tmp_path):
     logdir = tmp_path / "runs"
     command = [sys.executable, "-m", "rlconf", "run", *CARTPOLE, "steps=600", "seed=7", *FAST_RUN,

@@ -34,7 +34,7 @@ def test_a_good_config_gives_typed_settings():
     assert settings.hardware.device == "cpu"
     assert settings.approximation["model"] == "mlp"
     assert settings.approximation["hidden"] == list(cfg.approximation.hidden)
-    assert settings.logger.backends == ["csv"]
+    assert list(settings.logger.backends) == ["csv"]
 
 
 def test_the_env_family_picks_the_agents_preset():
@@ -73,7 +73,10 @@ def test_the_env_family_picks_the_agents_preset():
     (["env.family=nosuch"], ["env.family=nosuch", "classic"]),
     (["env.max_episode_steps=0"], ["env.max_episode_steps=0"]),
     (["body.name=nosuch"], ["body.name=nosuch", "none"]),
-    (["logger.backends=[csv,nope]"], ["logger.backends=nope", "tensorboard"]),
+    (["+logger.nope={}"], ["logger.nope", "logger.tensorboard", "logger.wandb"]),
+    (["logger=wandb", "logger.wandb.mode=sometimes"], ["logger.wandb.mode=sometimes", "online, offline, disabled"]),
+    (["logger=tensorboard", "logger.tensorboard.flush_secs=soon"], ["logger.tensorboard.flush_secs", "int"]),
+    (["logger.debug_every=0"], ["logger.debug_every=0"]),
     (["plugins=[no_such_plugin_module]"], ["plugins", "no_such_plugin_module"]),
     (["agent.name=dqnn"], ["agent.name", "dqnn", "did you mean 'dqn'"]),
 ])

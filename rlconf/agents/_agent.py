@@ -84,7 +84,9 @@ class ParallelAgent(Learner):
 
 
 class TestAgent(ABC):
-    """How a trained agent behaves when it is evaluated: no learning, usually greedy."""
+    """How a trained agent behaves when it is evaluated: no learning, usually greedy. One that draws random
+    numbers draws them from the global generators (torch's, numpy's, Python's), which ``evaluate`` seeds, so
+    that an evaluation repeats exactly (``rlconf eval`` reproduces a run's final test)."""
 
     @abstractmethod
     def act(self, states: StateArray) -> torch.Tensor: ...

@@ -177,15 +177,23 @@ class DQN(ReplayLearner, ParallelAgent, Buildable):
 
 
 class DQNTestAgent(TestAgent):
-    """Greedy with respect to Q, with an optional small evaluation epsilon."""
+    """Greedy with respect to Q (in eval mode: noisy layers at their means), with an optional small evaluation
+    epsilon. Its coins are drawn from torch's global generator, which ``evaluate`` seeds: an evaluation with
+    a seed is repeatable (``rlconf eval`` reproduces a run's final test)."""
 
     def __init__(self, q: QNetwork, n_actions: int, epsilon: float = 0.0):
-        self.policy = ParallelGreedyPolicy(q, n_actions, epsilon)
+        self.q = q
+        self.n_actions = n_actions
+        self.epsilon = float(epsilon)
 
     def act(self, states: StateArray) -> torch.Tensor:
-        if self.policy.epsilon:
-            return self.policy(states)
-        return self.policy.eval(states)
+        actions = self.q.eval(states.as_input()).argmax(-1)
+        if not self.epsilon:
+            return actions
+        n = len(states)  # drawn on the CPU: the same coins on every device
+        explore = torch.rand(n) < self.epsilon
+        random_actions = torch.randint(self.n_actions, (n,))
+        return torch.where(explore.to(actions.device), random_actions.to(actions.device), actions)
 
 
 def training_settings(model, config, context: BuildContext, clock: Clock) -> dict:

@@ -15,6 +15,10 @@ Two simulators behind one adapter, with the same semantics (same reset procedure
 - ``native``: ale-py's ``AtariVectorEnv``, preprocessing in C++ threads (1.6x sync's steps/s at 8 envs on
   2 cores).
 
+Rendering (``rlconf watch``: a ``render_mode``, wrappers such as RecordVideo) takes the ``sync`` path, whatever
+``vectorization`` says: the native vector env cannot render, and the frames shown are the emulator's full colour
+screens, not the agent's 84x84 grayscale observations.
+
 ``auto`` picks native, for one copy too (20% faster than sync there: 2.3k vs 1.9k steps/s, Breakout). Without
 randomness (no sticky actions, no no-op resets) the two play the same game frame for frame (tests/test_atari.py).
 With native, keep ``hardware.torch_threads`` low: torch's OpenMP workers spin between operations and take
@@ -111,14 +115,17 @@ class AtariEnvironment(GymVectorEnvironment):
 
     def __init__(self, env_id: str, n_envs: int = 1, *, kwargs: dict | None = None,
                  vectorization: str = "auto", max_episode_steps: int | None = None,
-                 device: str | torch.device = "cpu", name: str | None = None):
+                 device: str | torch.device = "cpu", name: str | None = None, render_mode: str | None = None,
+                 wrappers: tuple = ()):
         _import_ale()
         self.settings = AtariSettings.from_kwargs(kwargs)
         self.game = game_of(env_id)
         self.frames_per_step = self.settings.frame_skip
+        self.simulator_fps = 60  # the 2600's NTSC frames per second: a video plays in real time at 60 / frame_skip
         self._lives = np.zeros(n_envs, np.int64)  # lives at the previous state, 0 after a finished game
         super().__init__(env_id, n_envs, kwargs=kwargs, vectorization=vectorization,
-                         max_episode_steps=max_episode_steps, device=device, name=name)
+                         max_episode_steps=max_episode_steps, device=device, name=name, render_mode=render_mode,
+                         wrappers=wrappers)
         self.observation_space = gym.spaces.Box(0, 255, FRAME_SHAPE, np.uint8)
 
     def reset(self, seed: int | None = None) -> StateArray:
@@ -132,6 +139,9 @@ class AtariEnvironment(GymVectorEnvironment):
         if vectorization == "auto":
             vectorization = "native"
         steps = self.settings.episode_steps(max_episode_steps)
+        if self.render_mode or self.wrappers:
+            make = partial(make_preprocessed_env, env_id, self.settings, steps, self.render_mode, self.wrappers)
+            return gym.vector.SyncVectorEnv([make] * n_envs)
         if vectorization == "native":
             return make_native_env(self.game, n_envs, self.settings, steps)
         make = partial(make_preprocessed_env, env_id, self.settings, steps)
@@ -189,8 +199,10 @@ def _available_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def make_preprocessed_env(env_id: str, settings: AtariSettings, episode_steps: int) -> gym.Env:
-    """One game under gymnasium's ``AtariPreprocessing`` (needs opencv), frame by frame underneath.
+def make_preprocessed_env(env_id: str, settings: AtariSettings, episode_steps: int, render_mode: str | None = None,
+                          wrappers: tuple = ()) -> gym.Env:
+    """One game under gymnasium's ``AtariPreprocessing`` (needs opencv), frame by frame underneath; rendered
+    in ``render_mode`` (the emulator's screen), inside ``wrappers`` (outermost last).
 
     Module-level, so AsyncVectorEnv can pickle it into its subprocesses."""
     _import_ale()
@@ -198,11 +210,14 @@ def make_preprocessed_env(env_id: str, settings: AtariSettings, episode_steps: i
 
     env = gym.make(env_id, frameskip=1, repeat_action_probability=settings.repeat_action_probability,
                    full_action_space=settings.full_action_space, max_num_frames_per_episode=None,
-                   disable_env_checker=True)
+                   disable_env_checker=True, render_mode=render_mode)
     env = NoopFireReset(env, settings.noop_max)
     env = gym.wrappers.AtariPreprocessing(env, noop_max=0, frame_skip=settings.frame_skip, screen_size=84,
                                           grayscale_obs=True, terminal_on_life_loss=False)
-    return gym.wrappers.TimeLimit(env, episode_steps)
+    env = gym.wrappers.TimeLimit(env, episode_steps)
+    for wrapper in wrappers:
+        env = wrapper(env)
+    return env
 
 
 class NoopFireReset(gym.Wrapper):

@@ -4,10 +4,16 @@ The adapter turns gymnasium's arrays into a ``StateArray`` and keeps the episode
 lengths) the experiment loop reports. Gymnasium's vector environments reset a finished copy on the *next*
 call to ``step`` (its action is ignored, its reward is 0): the agent therefore sees every terminal state,
 exactly as with a single environment, and the reset step is not counted as an environment step.
+
+For watching a trained agent (``rlconf watch``) an adapter takes a ``render_mode`` (``human``: a window,
+``rgb_array``: frames for a video) and ``wrappers`` around each copy (gymnasium's RecordVideo): its copies
+are then built and stepped in this process (``sync``), whatever ``vectorization`` says.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import gymnasium as gym
@@ -32,10 +38,13 @@ class GymVectorEnvironment:
 
     def __init__(self, env_id: str, n_envs: int = 1, *, kwargs: dict | None = None,
                  vectorization: str = "auto", max_episode_steps: int | None = None,
-                 device: str | torch.device = "cpu", name: str | None = None):
+                 device: str | torch.device = "cpu", name: str | None = None, render_mode: str | None = None,
+                 wrappers: Sequence[Callable[[gym.Env], gym.Env]] = ()):
         self.name = name or env_id
         self.n_envs = n_envs
         self.device = torch.device(device)
+        self.render_mode = render_mode  # read by _make_env, as are the wrappers
+        self.wrappers = tuple(wrappers)
         self.env = self._make_env(env_id, n_envs, kwargs or {}, vectorization, max_episode_steps)
         self.observation_space = _float32(self.env.single_observation_space)
         self.action_space = self.env.single_action_space
@@ -75,7 +84,8 @@ class GymVectorEnvironment:
     def _make_env(self, env_id: str, n_envs: int, kwargs: dict, vectorization: str,
                   max_episode_steps: int | None) -> gym.vector.VectorEnv:
         """The vector environment behind this adapter; families with their own simulators override it."""
-        return make_vector_env(env_id, n_envs, kwargs, vectorization, max_episode_steps)
+        return make_vector_env(env_id, n_envs, kwargs, vectorization, max_episode_steps, self.render_mode,
+                               self.wrappers)
 
     def _state(self, observation, reward, terminated, truncated, info: dict) -> StateArray:
         """The StateArray of one reset or step; ``info`` is there for families that report more keys."""
@@ -91,6 +101,11 @@ class GymVectorEnvironment:
         self.env.close()
 
 
+def has_display() -> bool:
+    """Whether windows can open here (an X11 or Wayland display): ``render_mode="human"``."""
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
 def _float32(space: gym.Space) -> gym.Space:
     """Float64 Box observations (MuJoCo's) as float32: the precision networks compute in, half the memory."""
     if isinstance(space, gym.spaces.Box) and space.dtype == np.float64:
@@ -102,18 +117,23 @@ def _bounds(space: gym.Space) -> tuple[np.ndarray, np.ndarray] | None:
     return (space.low, space.high) if isinstance(space, gym.spaces.Box) else None
 
 
-def make_vector_env(env_id: str, n_envs: int, kwargs: dict, vectorization: str,
-                    max_episode_steps: int | None) -> gym.vector.VectorEnv:
+def make_vector_env(env_id: str, n_envs: int, kwargs: dict, vectorization: str, max_episode_steps: int | None,
+                    render_mode: str | None = None, wrappers: Sequence[Callable[[gym.Env], gym.Env]] = ()
+                    ) -> gym.vector.VectorEnv:
     """Gymnasium's fastest vectorisation that fits: its native vector version when there is one and more
     than one copy is asked for (CartPole's is 3x faster than stepping copies at 8 envs), subprocesses on
-    request (``async``), else copies stepped in this process (``sync``)."""
+    request (``async``), else copies stepped in this process (``sync``, always when rendering or wrapped)."""
     if vectorization not in VECTORIZATION_MODES:
         raise ValueError(f"hardware.vectorization={vectorization}: allowed: {', '.join(VECTORIZATION_MODES)}")
     spec = gym.spec(env_id)
     if vectorization == "auto":
         vectorization = "native" if spec.vector_entry_point is not None and n_envs > 1 else "sync"
+    if render_mode or wrappers:  # a window or a recorder per copy, in this process
+        vectorization = "sync"
     mode = {"native": "vector_entry_point", "sync": "sync", "async": "async"}[vectorization]
     extra = dict(kwargs)
     if max_episode_steps is not None:
         extra["max_episode_steps"] = max_episode_steps
-    return gym.make_vec(env_id, num_envs=n_envs, vectorization_mode=mode, **extra)
+    if render_mode is not None:
+        extra["render_mode"] = render_mode
+    return gym.make_vec(env_id, num_envs=n_envs, vectorization_mode=mode, wrappers=list(wrappers) or None, **extra)

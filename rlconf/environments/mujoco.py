@@ -8,17 +8,22 @@ Box, time limits as truncations (``done`` with ``mask`` 1, so agents bootstrap t
 - MuJoCo's warnings (gymnasium's HalfCheetah model uses a compiler attribute that MuJoCo 3.3+ deprecates)
   become Python warnings, instead of lines on the console and a MUJOCO_LOG.TXT in the working directory.
 
+Rendering (``rlconf watch``) needs an OpenGL context: without a display, frames for a video are rendered
+offscreen through EGL (``MUJOCO_GL=egl``, set here unless the user chose, e.g. ``MUJOCO_GL=osmesa``).
+
 The env configs ``configs/env/mujoco/<task>.yaml`` name gymnasium's ids (``HalfCheetah-v5``).
 """
 
 from __future__ import annotations
 
+import os
 import warnings
 from functools import partial
 
 import gymnasium as gym
 
-from rlconf.environments.gym import GymVectorEnvironment
+from rlconf.config import ConfigError
+from rlconf.environments.gym import GymVectorEnvironment, has_display
 
 
 class MujocoEnvironment(GymVectorEnvironment):
@@ -26,16 +31,30 @@ class MujocoEnvironment(GymVectorEnvironment):
 
     def _make_env(self, env_id: str, n_envs: int, kwargs: dict, vectorization: str,
                   max_episode_steps: int | None) -> gym.vector.VectorEnv:
+        if self.render_mode in ("rgb_array", "depth_array") and not os.environ.get("MUJOCO_GL") and not has_display():
+            os.environ["MUJOCO_GL"] = "egl"  # read when MuJoCo and its renderer are imported: before import_mujoco
         import_mujoco()
-        if vectorization == "async":  # each subprocess routes MuJoCo's warnings too
+        rendering = self.render_mode or self.wrappers  # in this process (GymVectorEnvironment's sync)
+        if vectorization == "async" and not rendering:  # each subprocess routes MuJoCo's warnings too
             make = partial(make_mujoco_env, env_id, kwargs, max_episode_steps)
             return gym.vector.AsyncVectorEnv([make] * n_envs)
         return super()._make_env(env_id, n_envs, kwargs, vectorization, max_episode_steps)
 
 
 def import_mujoco():
-    """The ``mujoco`` module, its warnings routed to Python's ``warnings``."""
-    import mujoco
+    """The ``mujoco`` module, its warnings routed to Python's ``warnings``. MuJoCo loads the OpenGL platform
+    that ``MUJOCO_GL`` names as it is imported: one this machine lacks (osmesa without libOSMesa) is a
+    ConfigError naming the setting."""
+    try:
+        import mujoco
+    except ModuleNotFoundError:
+        raise
+    except Exception as error:
+        if not os.environ.get("MUJOCO_GL"):
+            raise
+        raise ConfigError(f"MUJOCO_GL={os.environ['MUJOCO_GL']}: MuJoCo cannot load this OpenGL platform here "
+                          f"({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}); "
+                          "try MUJOCO_GL=egl, or unset it") from None
 
     mujoco.set_mju_user_warning(_warn)
     return mujoco

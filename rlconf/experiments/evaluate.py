@@ -1,6 +1,10 @@
-"""Greedy evaluation of a test agent over a fixed number of episodes."""
+"""Evaluation of a test agent over a fixed number of episodes."""
 
 from __future__ import annotations
+
+import contextlib
+import random
+from collections.abc import Iterator
 
 import numpy as np
 import torch
@@ -11,6 +15,11 @@ def evaluate(test_agent, env, episodes: int, seed: int | None = None) -> list[fl
 
     Each of the environment's copies is given a fixed quota of episodes up front. Counting the first
     episodes to finish instead would favour short episodes, and bias the mean.
+
+    With a ``seed``, an evaluation is a function of the agent's weights and the seed alone: the environment
+    is reset with it, and a test agent that draws random numbers (an evaluation epsilon) draws them from
+    torch's, numpy's and Python's global generators, seeded with it here and restored afterwards (training
+    goes on with its own streams). The final test of a run and ``rlconf eval`` of its checkpoint agree.
     """
     if episodes == 0:
         return []
@@ -18,12 +27,32 @@ def evaluate(test_agent, env, episodes: int, seed: int | None = None) -> list[fl
     quota = np.full(n, episodes // n)
     quota[: episodes % n] += 1
     returns: list[float] = []
-    state = env.reset(seed=seed)
-    with torch.inference_mode():
-        while (quota > 0).any():
-            state = env.step(test_agent.act(state))
-            for episode in env.completed:
-                if quota[episode.env_index] > 0:
-                    quota[episode.env_index] -= 1
-                    returns.append(episode.returns)
+    with seeded(seed):
+        state = env.reset(seed=seed)
+        with torch.inference_mode():
+            while (quota > 0).any():
+                state = env.step(test_agent.act(state))
+                for episode in env.completed:
+                    if quota[episode.env_index] > 0:
+                        quota[episode.env_index] -= 1
+                        returns.append(episode.returns)
     return returns
+
+
+@contextlib.contextmanager
+def seeded(seed: int | None) -> Iterator[None]:
+    """The global generators seeded with ``seed`` inside, as they were outside (``None``: untouched)."""
+    if seed is None:
+        yield
+        return
+    devices = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
+    numpy_state, python_state = np.random.get_state(), random.getstate()
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(seed)
+        np.random.seed(seed % 2**32)
+        random.seed(seed)
+        try:
+            yield
+        finally:
+            np.random.set_state(numpy_state)
+            random.setstate(python_state)

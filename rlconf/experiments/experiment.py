@@ -9,8 +9,10 @@ greedy evaluation, periodic checkpoints, the progress bar, and the final test.
 
 A checkpoint holds everything needed to continue: the agent (models, optimisers, schedules, counters), the
 replay memory (on request, and always when a signal stops the run), every random generator, the loop's
-counters and where each logger stands. An environment cannot be saved: a resumed run resets it (with a
-seed derived from the run's seed and the checkpoint's step), so the episodes in progress at the checkpoint
+counters and where each logger stands, as tensors and plain Python data only: it loads with
+``torch.load(weights_only=True)`` (``load_checkpoint``), which runs no pickled code. An environment cannot be
+saved: a resumed run resets it (with a seed derived from the run's seed and the checkpoint's step), so the
+episodes in progress at the checkpoint
 are abandoned: their steps count towards the budget, they get no row, and the agent's memory treats the
 last state it stored as the end of its episode. Rows the loggers wrote after the checkpoint (by an attempt
 that went on and was killed) are cut off, so episodes.csv continues without a gap or a repeated row.
@@ -19,9 +21,11 @@ that went on and was killed) are cut off, so episodes.csv continues without a ga
 from __future__ import annotations
 
 import contextlib
+import pickle
 import signal
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -34,12 +38,40 @@ from rlconf.experiments.evaluate import evaluate
 from rlconf.experiments.progress import ConsoleProgress
 from rlconf.experiments.rundir import atomic_write
 from rlconf.logging import Logger
+from rlconf.logging.base import STEPS_PER_SECOND
+from rlconf.optim import LinearScheduler
 
 # SIGINT: Ctrl-C. SIGTERM: kill, and Slurm at a time limit, on preemption or scancel. SIGUSR1 / SIGUSR2: the
 # warning Slurm sends ahead of a time limit (sbatch --signal; submitit asks for USR2) or scancel --signal.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2)
-CHECKPOINT_FORMAT = 2  # 1: agent, steps, episodes (and replay); 2: adds what resuming needs
+CHECKPOINT_FORMAT = 3  # 1: agent, steps, episodes (and replay); 2: adds what resuming needs; 3: tensors and
+#                        plain data only (loads with torch.load(weights_only=True))
+TEST_SEED_OFFSET = 1_000_003  # evaluations reset their environments with the run's seed plus this
 STATUS_SECONDS = 10.0  # how often a training run refreshes status.json (rlconf status reads it)
+
+
+def load_checkpoint(path: str | Path, map_location: str | torch.device | None = None) -> dict[str, Any]:
+    """A checkpoint written by ``save_checkpoint``, loaded as tensors and plain data only (``weights_only``:
+    no pickled code runs). Anything else, or a file that is not a checkpoint, raises a one-line ValueError."""
+    try:
+        with warnings.catch_warnings():  # torch's remarks on other files' pickle protocols
+            warnings.simplefilter("ignore")
+            state = torch.load(path, map_location=map_location, weights_only=True)
+    except pickle.UnpicklingError as error:
+        if "weights only" not in str(error).lower():
+            raise ValueError(f"unreadable checkpoint: {_first_line(error)}") from None
+        raise ValueError("it holds objects other than tensors and plain data (written by an older rlconf, or "
+                         "not by rlconf): not loaded") from None
+    except Exception as error:  # truncated, corrupt, not torch's format: torch's errors vary (EOFError, KeyError)
+        raise ValueError(f"unreadable checkpoint: {_first_line(error)}") from None
+    if not isinstance(state, dict) or "agent" not in state:
+        raise ValueError("not an rlconf checkpoint")
+    return state
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text.splitlines()[0]}" if text else type(error).__name__
 
 
 class Interrupted(Exception):
@@ -85,7 +117,7 @@ class Experiment:
     def __init__(self, agent, env, make_test_env: Callable[[], object], logger: Logger, run_dir: Path,
                  *, steps: int, seed: int, eval_every: int, eval_episodes: int, checkpoint_every: int,
                  progress: ConsoleProgress, checkpoint_extra: dict | None = None, save_replay: bool = False,
-                 on_status: Callable[[str], None] | None = None):
+                 on_status: Callable[[str], None] | None = None, scalars_every: int = 1000):
         self.agent = agent
         self.env = env
         self.make_test_env = make_test_env
@@ -102,6 +134,11 @@ class Experiment:
         self.on_status = on_status  # called with "running" every STATUS_SECONDS and after each checkpoint
         self.episodes = 0
         self.last_return: float | None = None
+        self.best_return: float | None = None  # of any training episode so far
+        self.scalars_every = scalars_every
+        self._next_scalars = scalars_every
+        # Scheduled hyperparameters (epsilon, learning rates, PPO's clip...), logged with verbose=true.
+        self._schedules = _named_schedules(agent) if logger.verbose else []
         self.train_seconds = 0.0
         self.start_steps = 0  # where this attempt began: 0, or the checkpoint's step when resumed
         self.resumes = 0  # how many times this run has been resumed from a checkpoint
@@ -114,6 +151,7 @@ class Experiment:
         env, agent = self.env, self.agent
         start = time.perf_counter()
         next_status = start + STATUS_SECONDS
+        self._rate_mark = (start, env.steps)
         state = env.reset(seed=self.reset_seed())
         with stop_requests() as stop:
             while env.steps < self.budget:
@@ -127,7 +165,10 @@ class Experiment:
                     self._next_checkpoint += self.checkpoint_every
                     self._checkpoint_in_loop(start)
                 now = time.perf_counter()
-                self.progress.update(env.steps, self.episodes, self.last_return, start, self.start_steps, now)
+                if env.steps >= self._next_scalars:
+                    self._log_scalars(now)
+                self.progress.update(env.steps, self.episodes, self.last_return, self.best_return, start,
+                                     self.start_steps, now)
                 if now >= next_status:
                     next_status = now + STATUS_SECONDS
                     self._status()
@@ -167,17 +208,33 @@ class Experiment:
         for episode in self.env.completed:
             self.episodes += 1
             self.last_return = episode.returns
+            if self.best_return is None or episode.returns > self.best_return:
+                self.best_return = episode.returns
             self.logger.add_episode(self.env.steps, self.episodes, episode.returns, episode.length, wall)
+
+    def _log_scalars(self, now: float) -> None:
+        """Every ``scalars_every`` steps: the training rate since the last time, and the schedules' values."""
+        steps = self.env.steps
+        while self._next_scalars <= steps:
+            self._next_scalars += self.scalars_every
+        then, steps_then = self._rate_mark
+        self._rate_mark = (now, steps)
+        values = {STEPS_PER_SECOND: (steps - steps_then) / max(now - then, 1e-9)}
+        values.update({f"schedule/{name}": float(scheduler) for name, scheduler in self._schedules})
+        self.logger.add_scalars(values, steps)
 
     def _evaluate(self) -> None:
         returns = self.test(self.eval_episodes)
         self.logger.add_evaluation(self.env.steps, returns)
+        r = np.asarray(returns, dtype=float)
+        self.progress.print(f"eval at {self.env.steps:,} steps: return {r.mean():.1f} ± {r.std():.1f} over "
+                            f"{len(r)} episodes (min {r.min():.1f}, max {r.max():.1f})")
 
     # -- testing -------------------------------------------------------------------------------------
     def test(self, episodes: int) -> list[float]:
         if self._test_env is None:
             self._test_env = self.make_test_env()
-        return evaluate(self.agent.test_agent(), self._test_env, episodes, seed=self.seed + 1_000_003)
+        return evaluate(self.agent.test_agent(), self._test_env, episodes, seed=self.seed + TEST_SEED_OFFSET)
 
     # -- checkpoints ---------------------------------------------------------------------------------
     def save_checkpoint(self, replay: bool | None = None) -> None:
@@ -187,7 +244,8 @@ class Experiment:
         self.logger.flush()
         state: dict[str, Any] = {
             "format": CHECKPOINT_FORMAT, "agent": self.agent.state_dict(), "steps": self.env.steps,
-            "episodes": self.episodes, "last_return": self.last_return, "train_seconds": self.train_seconds,
+            "episodes": self.episodes, "last_return": self.last_return, "best_return": self.best_return,
+            "train_seconds": self.train_seconds,
             "next_eval": self._next_eval, "next_checkpoint": self._next_checkpoint, "resumes": self.resumes,
             "rng": rng.capture(self.agent), "logger": self.logger.state_dict(), **self.checkpoint_extra}
         if self.save_replay if replay is None else replay:
@@ -210,6 +268,7 @@ class Experiment:
         self.env.steps = self.start_steps = state["steps"]
         self.episodes = state["episodes"]
         self.last_return = state["last_return"]
+        self.best_return = state.get("best_return")
         self.train_seconds = state["train_seconds"]
         self._next_eval = state["next_eval"]
         self._next_checkpoint = state["next_checkpoint"]
@@ -222,3 +281,11 @@ class Experiment:
         self.env.close()
         if self._test_env is not None:
             self._test_env.close()
+
+
+def _named_schedules(agent) -> list[tuple[str, LinearScheduler]]:
+    """Every LinearScheduler the agent holds, by its name; a name two schedules share gets its index."""
+    found = [scheduler for _, scheduler in rng.reachable(agent, (LinearScheduler,))]
+    names = [scheduler.name for scheduler in found]
+    return [(name if names.count(name) == 1 else f"{name}_{names[:i].count(name)}", found[i])
+            for i, name in enumerate(names)]

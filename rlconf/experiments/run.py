@@ -24,25 +24,28 @@ from omegaconf import DictConfig, OmegaConf
 from rlconf import registry
 from rlconf.agents import BuildContext, ParallelAgent, SingleEnvAgent
 from rlconf.bodies import NormalizeObservations, RunningMeanStd, body_options
-from rlconf.config import ConfigError, Settings, validate
+from rlconf.config import ConfigError, Settings, redact, validate
 from rlconf.experiments import preemption, resume
-from rlconf.experiments.experiment import Experiment, Interrupted
+from rlconf.experiments.experiment import Experiment, Interrupted, load_checkpoint
 from rlconf.experiments.progress import ConsoleProgress
 from rlconf.experiments.rundir import make_run_dir, slurm_job_id, write_json, write_status
 from rlconf.experiments.sweep import write_sweep_table
-from rlconf.logging import LoggerGroup
+from rlconf.logging import LoggerContext, LoggerGroup
 
 # Optional extras: the package an env family needs, and the extra that installs it.
 EXTRAS = {"atari": "atari", "mujoco": "mujoco", "pettingzoo": "pettingzoo"}
 
 
-def make_env(settings: Settings, n_envs: int):
+def make_env(settings: Settings, n_envs: int, render_mode: str | None = None, wrappers: tuple = ()):
+    """The run's environment with ``n_envs`` copies. ``render_mode`` (``human``, ``rgb_array``) and
+    ``wrappers`` (gymnasium wrappers of each copy, e.g. RecordVideo) are for watching: ``rlconf watch``."""
     env_class = registry.get("environment", settings.env.family)
+    rendering = {"render_mode": render_mode, "wrappers": tuple(wrappers)} if render_mode else {}
     try:
         return env_class(settings.env.id, n_envs, kwargs=settings.env.kwargs,
                          vectorization=settings.hardware.vectorization,
                          max_episode_steps=settings.env.max_episode_steps, device=settings.hardware.device,
-                         name=settings.env.name)
+                         name=settings.env.name, **rendering)
     except ModuleNotFoundError as error:
         extra = EXTRAS.get(settings.env.family, settings.env.family)
         raise ConfigError(f"env={settings.env.name} needs the missing package {error.name!r}: "
@@ -55,10 +58,19 @@ def make_env(settings: Settings, n_envs: int):
         raise
 
 
+def eval_env_count(settings: Settings, episodes: int) -> int:
+    """Copies of the environment that tests (and ``rlconf eval``) play ``episodes`` episodes in."""
+    return min(settings.hardware.eval_envs, max(episodes, 1))
+
+
 def check_device(device: str) -> None:
     """Checked when building, not in validate(): a Slurm login node may have no GPU for the job it submits."""
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise ConfigError(f"hardware.device={device}: no CUDA device is visible here; allowed: cpu")
+    index = device.partition(":")[2]
+    if device.startswith("cuda") and index.isdigit() and int(index) >= torch.cuda.device_count():
+        raise ConfigError(f"hardware.device={device}: {torch.cuda.device_count()} CUDA device(s) are visible here; "
+                          f"allowed: cpu, cuda:0 .. cuda:{torch.cuda.device_count() - 1}")
     if device.startswith("mps") and not torch.backends.mps.is_available():
         raise ConfigError(f"hardware.device={device}: MPS is not available here; allowed: cpu")
 
@@ -104,6 +116,16 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+def prepare(cfg: DictConfig) -> Settings:
+    """The checked settings of a composed config (or a run's saved config.yaml), and this process set up
+    for them: device checked, torch's threads, global seeds. ``run`` and ``rlconf eval``/``watch`` start here."""
+    settings = validate(cfg)
+    check_device(settings.hardware.device)
+    torch.set_num_threads(settings.hardware.torch_threads)
+    seed_everything(settings.run.seed)
+    return settings
+
+
 def run(cfg: DictConfig, parent_dir: str | Path | None = None, overrides: list[str] | None = None) -> dict:
     """Run one experiment described by a composed config; returns the summary (also in summary.json).
 
@@ -111,13 +133,10 @@ def run(cfg: DictConfig, parent_dir: str | Path | None = None, overrides: list[s
     A sweep job, or a run given ``resume=DIR``, continues from its directory's checkpoint, or returns the
     summary of a run that has already finished."""
     started_at = time.time()
-    settings = validate(cfg)
-    check_device(settings.hardware.device)
-    torch.set_num_threads(settings.hardware.torch_threads)
-    seed_everything(settings.run.seed)
+    settings = prepare(cfg)
     hardware = settings.hardware
     overrides = list(overrides or [])
-    resolved = OmegaConf.to_container(cfg, resolve=True)
+    resolved = redact(OmegaConf.to_container(cfg, resolve=True))  # what is saved and logged: no secrets
     where = resume.plan(settings.run.steps, settings.run.resume, parent_dir,
                         (settings.agent_name, settings.env.name, settings.run.seed), overrides, resolved)
     if where.summary is not None:
@@ -125,17 +144,22 @@ def run(cfg: DictConfig, parent_dir: str | Path | None = None, overrides: list[s
     logger = LoggerGroup([], verbose=settings.run.verbose, debug_every=settings.logger.debug_every)
     env = make_env(settings, hardware.n_envs)
     agent = build_agent(settings, env, logger)
-    checkpoint = torch.load(where.checkpoint, weights_only=False) if where.checkpoint else None
+    checkpoint = _load_checkpoint(where.checkpoint) if where.checkpoint else None
 
     run_dir = where.run_dir or make_run_dir(settings.run.logdir, settings.agent_name, settings.env.name,
                                             settings.run.seed)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(resolved))
     if not (run_dir / "overrides.yaml").exists():  # a resumed run keeps those it was launched with
-        (run_dir / "overrides.yaml").write_text(OmegaConf.to_yaml(overrides))
+        (run_dir / "overrides.yaml").write_text(OmegaConf.to_yaml(redact(overrides)))
     (run_dir / "summary.json").unlink(missing_ok=True)  # resumed with a longer budget: not finished any more
-    logger.loggers = [registry.get("logger", "csv")(run_dir)]
-    logger.loggers += [registry.get("logger", name)(run_dir) for name in settings.logger.backends if name != "csv"]
+    sweep_dir = parent_dir or (run_dir.parent if (run_dir.parent / "multirun.yaml").exists() else None)
+    context = LoggerContext(run_dir, config=resolved, name=run_dir.name,
+                            sweep=Path(sweep_dir).name if sweep_dir else None,
+                            frames_per_step=getattr(env, "frames_per_step", 1), resumed=where.existing,
+                            quiet=settings.run.quiet)
+    logger.loggers = [registry.get("logger", name).from_config(options, context)
+                      for name, options in settings.logger.backends.items()]
 
     title = f"{settings.agent_name} {settings.env.name}"
     progress = ConsoleProgress(title, settings.run.steps, quiet=settings.run.quiet)
@@ -146,11 +170,11 @@ def run(cfg: DictConfig, parent_dir: str | Path | None = None, overrides: list[s
                      resumes=experiment.resumes, **extra)
 
     experiment = Experiment(
-        agent, env, lambda: make_env(settings, min(hardware.eval_envs, max(settings.run.test_episodes, 1))),
+        agent, env, lambda: make_env(settings, eval_env_count(settings, settings.run.test_episodes)),
         logger, run_dir, steps=settings.run.steps, seed=settings.run.seed, eval_every=settings.run.eval_every,
         eval_episodes=settings.run.eval_episodes, checkpoint_every=settings.run.checkpoint_every,
         progress=progress, checkpoint_extra={"config": resolved}, save_replay=settings.run.checkpoint.replay,
-        on_status=status)
+        on_status=status, scalars_every=settings.logger.scalars_every)
     try:
         if where.existing:
             _restore(experiment, checkpoint, run_dir, settings)
@@ -178,11 +202,17 @@ def run(cfg: DictConfig, parent_dir: str | Path | None = None, overrides: list[s
         progress.stop()
         logger.close()
         experiment.close()
-    sweep_dir = parent_dir or (run_dir.parent if (run_dir.parent / "multirun.yaml").exists() else None)
     if sweep_dir is not None:  # a sweep's run, or one of them resumed on its own
         write_sweep_table(sweep_dir)
     progress.print(_summary_line(title, summary))
     return summary
+
+
+def _load_checkpoint(path: Path) -> dict:
+    try:
+        return load_checkpoint(path)
+    except ValueError as error:  # an older rlconf's checkpoint (pickled numpy objects), or a damaged file
+        raise ConfigError(f"cannot resume {path}: {error}") from None
 
 
 def _restore(experiment: Experiment, checkpoint: dict | None, run_dir: Path, settings: Settings) -> None:

@@ -22,6 +22,32 @@ PLACEMENT_KEYS = ("hydra", "launcher", "quiet", "logdir", "resume", "hardware.to
                   "hardware.eval_envs", "hardware.vectorization", "hardware.runs_per_gpu", "hardware.cpus_per_run")
 
 
+CONFIG = "config.yaml"  # the run's fully resolved config
+CHECKPOINT = "checkpoint.pt"  # what it has learned (rlconf.experiments.experiment.save_checkpoint)
+
+
+def check_trained_run(path: str | Path) -> Path:
+    """``path`` as a run directory with a checkpoint to play back (``rlconf eval``, ``rlconf watch``); a
+    one-line ValueError saying what is missing. Cheap: the CLI asks before it imports torch."""
+    folder = Path(path)
+    if not folder.is_dir():
+        raise ValueError(f"{path}: no such run directory")
+    if not (folder / CONFIG).is_file():
+        raise ValueError(f"{path}: not a run directory, it has no {CONFIG}")
+    if not (folder / CHECKPOINT).is_file():
+        raise ValueError(f"{path}: no {CHECKPOINT} (the run stopped before its first checkpoint)")
+    return folder
+
+
+def _read_umask() -> int:
+    mask = os.umask(0)  # the only way to read it is to set it: done once, at import, before any thread
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _read_umask()
+
+
 def make_run_dir(parent: str | Path, agent: str, env: str, seed: int) -> Path:
     """Create a fresh run directory. ``mkdir`` is atomic, so runs started in the same second (even by
     concurrent processes) each get their own directory: the later ones add ``-1``, ``-2``, ..."""
@@ -43,6 +69,7 @@ def atomic_write(path: str | Path, write) -> None:
     a reader (or a crash) never sees half a file."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp's 0600 would make results unreadable to the user's group
     os.close(fd)
     try:
         write(tmp)

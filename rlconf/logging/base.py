@@ -3,28 +3,71 @@
 The experiment sets ``logger.step`` as it goes; components (approximations, agents) call ``add_scalar``
 without knowing the clock or the backends. Debug scalars (losses, schedules) are written only when the
 run is ``verbose``, and then every ``debug_every``-th update, so they cost nothing otherwise.
+
+Every backend shows the same names (the constants below, plus ``loss/<approximation>``, ``schedule/<name>``
+and ``debug/<name>``), against environment steps; wandb also records the frames (steps x frame skip).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+TRAIN_RETURN = "train/return"
+TRAIN_EPISODE_LENGTH = "train/episode_length"
+EVAL_RETURN_MEAN = "eval/return_mean"
+EVAL_RETURN_STD = "eval/return_std"
+EVAL_RETURN_MIN = "eval/return_min"
+EVAL_RETURN_MAX = "eval/return_max"
+STEPS_PER_SECOND = "perf/steps_per_second"
+
+
+@dataclass
+class LoggerContext:
+    """What a backend may need to know about the run it records."""
+
+    run_dir: Path
+    config: dict[str, Any] = field(default_factory=dict)  # the resolved config, secrets redacted
+    name: str = ""  # the run directory's name
+    sweep: str | None = None  # the sweep directory's name, for a run of a sweep
+    frames_per_step: int = 1  # emulator frames per environment step (Atari's frame skip)
+    resumed: bool = False  # continuing a run directory an earlier attempt wrote to
+    quiet: bool = False
+
 
 class Logger:
+    @dataclass
+    class Config:
+        """A backend's options (``logger.<backend>.<key>``); none by default."""
+
     def __init__(self, verbose: bool = False, debug_every: int = 100):
         self.step = 0
         self.verbose = verbose
         self.debug_every = debug_every
 
+    @classmethod
+    def from_config(cls, config: Any, context: LoggerContext) -> Logger:
+        return cls(context.run_dir)
+
     def wants_debug(self, count: int) -> bool:
         return self.verbose and count % self.debug_every == 0
 
     def add_scalar(self, name: str, value: float, step: int | None = None) -> None:
-        pass
+        self.add_scalars({name: value}, step)
+
+    def add_scalars(self, values: dict[str, float], step: int | None = None) -> None:
+        """Several scalars of one moment: one row for backends that keep rows (wandb)."""
 
     def add_episode(self, step: int, episode: int, returns: float, length: int, wall_seconds: float) -> None:
-        pass
+        self.add_scalars({TRAIN_RETURN: returns, TRAIN_EPISODE_LENGTH: length}, step)
 
     def add_evaluation(self, step: int, returns: list[float]) -> None:
-        pass
+        r = np.asarray(returns, dtype=float)
+        self.add_scalars({EVAL_RETURN_MEAN: r.mean(), EVAL_RETURN_STD: r.std(), EVAL_RETURN_MIN: r.min(),
+                          EVAL_RETURN_MAX: r.max()}, step)
 
     def flush(self) -> None:
         pass
@@ -50,10 +93,10 @@ class LoggerGroup(Logger):
         super().__init__(verbose, debug_every)
         self.loggers = loggers
 
-    def add_scalar(self, name: str, value: float, step: int | None = None) -> None:
+    def add_scalars(self, values: dict[str, float], step: int | None = None) -> None:
         step = self.step if step is None else step
         for logger in self.loggers:
-            logger.add_scalar(name, value, step)
+            logger.add_scalars(values, step)
 
     def add_episode(self, step, episode, returns, length, wall_seconds) -> None:
         for logger in self.loggers:

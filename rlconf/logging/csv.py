@@ -5,11 +5,13 @@ from __future__ import annotations
 import csv
 import os
 from collections import deque
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from rlconf.logging.base import Logger
+from rlconf.config import require
+from rlconf.logging.base import Logger, LoggerContext
 
 EPISODE_FIELDS = ["step", "episode", "return", "length", "wall_seconds"]
 WINDOW_FIELDS = ["step", "episode", "mean", "std", "min", "max"]
@@ -46,7 +48,19 @@ class _Table:
 
 class CSVLogger(Logger):
     """episodes.csv (one row per training episode), returns100.csv (statistics of every 100 episodes, as
-    the Autonomous Learning Library writes them), evaluations.csv and scalars.csv."""
+    the Autonomous Learning Library writes them), evaluations.csv and scalars.csv (every other scalar:
+    performance, and with ``verbose`` losses and schedules)."""
+
+    @dataclass
+    class Config:
+        window: int = 100  # episodes per row of returns<window>.csv
+
+        def __post_init__(self):
+            require(self.window >= 1, "logger.csv.window", self.window, "must be at least 1")
+
+    @classmethod
+    def from_config(cls, config: Config, context: LoggerContext) -> CSVLogger:
+        return cls(context.run_dir, window=config.window)
 
     def __init__(self, run_dir: str | Path, window: int = 100):
         super().__init__()
@@ -72,10 +86,12 @@ class CSVLogger(Logger):
         self.evaluations.write([step, len(r), *(_number(x) for x in (r.mean(), r.std(), r.min(), r.max()))])
         self.flush()
 
-    def add_scalar(self, name, value, step=None) -> None:
+    def add_scalars(self, values, step=None) -> None:
         if self._scalars is None:
             self.add_scalar_table()
-        self._scalars.write([self.step if step is None else step, name, _number(value)])
+        step = self.step if step is None else step
+        for name, value in values.items():
+            self._scalars.write([step, name, _number(value)])
 
     def flush(self) -> None:
         for table in self._tables:

@@ -2,32 +2,39 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
-from rlconf.logging.base import Logger
+from rlconf.config import require
+from rlconf.logging.base import Logger, LoggerContext
 
 
 class TensorBoardLogger(Logger):
-    def __init__(self, run_dir: str | Path):
+    """Event files in the run directory (``tensorboard --logdir runs``), the x axis in environment steps."""
+
+    @dataclass
+    class Config:
+        flush_secs: int = 30  # how often events reach the disk
+
+        def __post_init__(self):
+            require(self.flush_secs >= 1, "logger.tensorboard.flush_secs", self.flush_secs, "must be at least 1")
+
+    @classmethod
+    def from_config(cls, config: Config, context: LoggerContext) -> TensorBoardLogger:
+        return cls(context.run_dir, flush_secs=config.flush_secs)
+
+    def __init__(self, run_dir: str | Path, flush_secs: int = 30):
         super().__init__()
         from torch.utils.tensorboard import SummaryWriter  # imported here: tensorboard is slow to import
 
         self.run_dir = str(run_dir)
-        self.writer = SummaryWriter(log_dir=self.run_dir, flush_secs=30)
+        self.flush_secs = flush_secs
+        self.writer = SummaryWriter(log_dir=self.run_dir, flush_secs=flush_secs)
 
-    def add_scalar(self, name, value, step=None) -> None:
-        self.writer.add_scalar(name, value, self.step if step is None else step)
-
-    def add_episode(self, step, episode, returns, length, wall_seconds) -> None:
-        self.writer.add_scalar("train/return", returns, step)
-        self.writer.add_scalar("train/episode_length", length, step)
-
-    def add_evaluation(self, step, returns) -> None:
-        r = np.asarray(returns)
-        self.writer.add_scalar("eval/return_mean", r.mean(), step)
-        self.writer.add_scalar("eval/return_std", r.std(), step)
+    def add_scalars(self, values, step=None) -> None:
+        step = self.step if step is None else step
+        for name, value in values.items():
+            self.writer.add_scalar(name, value, step)
 
     def flush(self) -> None:
         self.writer.flush()
@@ -47,4 +54,4 @@ class TensorBoardLogger(Logger):
 
         self.writer.close()
         purge = 0 if state is None else int(state["step"]) + 1
-        self.writer = SummaryWriter(log_dir=self.run_dir, flush_secs=30, purge_step=purge)
+        self.writer = SummaryWriter(log_dir=self.run_dir, flush_secs=self.flush_secs, purge_step=purge)

@@ -1,0 +1,27 @@
+"""Analysis of finished (or running) runs: learning curves across seeds, aggregate statistics with
+stratified-bootstrap intervals, and the figure and CSV files of ``rlconf plot``.
+
+Reading and statistics need numpy only; matplotlib is imported when a figure is drawn (``rlconf[plot]``).
+"""
+
+from rlconf.analysis.aggregate import AgentAggregate, Aggregate, aggregate, scores_by_env
+from rlconf.analysis.command import plot
+from rlconf.analysis.curves import CURVE_SOURCES, SPREADS, Band, Curve, CurveOptions, CurveSource, seed_bands
+from rlconf.analysis.runs import AnalysisError, Run, find_run_dirs, load_runs, select_runs
+from rlconf.analysis.stats import (
+    STATISTICS,
+    Estimate,
+    Profile,
+    interquartile_mean,
+    interval_estimates,
+    minmax_normalize,
+    performance_profile,
+    stratified_resamples,
+)
+
+__all__ = [
+    "CURVE_SOURCES", "SPREADS", "STATISTICS", "Aggregate", "AgentAggregate", "AnalysisError", "Band", "Curve",
+    "CurveOptions", "CurveSource", "Estimate", "Profile", "Run", "aggregate", "find_run_dirs", "interquartile_mean",
+    "interval_estimates", "load_runs", "minmax_normalize", "performance_profile", "plot", "scores_by_env",
+    "seed_bands", "select_runs", "stratified_resamples",
+]

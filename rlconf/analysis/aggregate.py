@@ -1,0 +1,75 @@
+"""Per agent: its runs' final scores pooled over envs, their IQM, median and mean with stratified-bootstrap
+intervals, and its performance profile.
+
+A run's score is ``Run.score``: the final test return, or the mean of its last 10% of training episodes when
+it has no test. Envs are the tasks the bootstrap stratifies by. Each agent's resamples come from a generator
+seeded by ``seed`` and the agent's name, so an agent's intervals do not change when others join the plot.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from rlconf.analysis.runs import Run
+from rlconf.analysis.stats import (
+    Estimate,
+    Profile,
+    interval_estimates,
+    minmax_normalize,
+    performance_profile,
+    stratified_resamples,
+    tau_grid,
+)
+
+SCORE_LABELS = {"none": "test return", "minmax": "score (min-max normalised per env)"}
+
+
+@dataclass
+class AgentAggregate:
+    agent: str
+    runs: int
+    tasks: int
+    estimates: dict[str, Estimate]
+    profile: Profile
+
+
+@dataclass
+class Aggregate:
+    normalize: str  # "none" or "minmax"
+    reps: int
+    agents: list[AgentAggregate]
+
+    @property
+    def score_label(self) -> str:
+        return SCORE_LABELS[self.normalize]
+
+
+def scores_by_env(runs: list[Run]) -> dict[str, dict[str, np.ndarray]]:
+    """env -> agent -> the scores of its runs."""
+    table: dict[str, dict[str, list[float]]] = {}
+    for run in runs:
+        table.setdefault(run.env, {}).setdefault(run.agent, []).append(run.score)
+    return {env: {agent: np.asarray(s) for agent, s in by_agent.items()} for env, by_agent in table.items()}
+
+
+def agent_rng(seed: int, agent: str) -> np.random.Generator:
+    return np.random.default_rng([seed, zlib.crc32(agent.encode())])
+
+
+def aggregate(runs: list[Run], normalize: str, reps: int, seed: int) -> Aggregate:
+    """``normalize`` is ``none`` or ``minmax`` (see ``stats.resolve_normalization`` for ``auto``)."""
+    scores = scores_by_env(runs)
+    if normalize == "minmax":
+        scores = minmax_normalize(scores)
+    taus = tau_grid(np.concatenate([s for by_agent in scores.values() for s in by_agent.values()]))
+    agents = []
+    for agent in sorted({run.agent for run in runs}):
+        by_task = [scores[env][agent] for env in sorted(scores) if agent in scores[env]]
+        resamples = stratified_resamples(by_task, reps, agent_rng(seed, agent))
+        agents.append(AgentAggregate(agent, sum(len(t) for t in by_task), len(by_task),
+                                     interval_estimates(by_task, resamples),
+                                     performance_profile(by_task, resamples, taus)))
+    return Aggregate(normalize, reps, agents)

@@ -1,0 +1,185 @@
+"""``rlconf plot RUNS_DIR``: learning curves of every run below a folder, and with ``--aggregate`` the
+statistics that compare agents across seeds and envs, as one PNG and the CSV files of its numbers.
+
+Everything the user gave is checked before anything is computed or written; a problem is an
+``AnalysisError`` (one line, exit status 2 from the CLI). Notes about runs left out go to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from rlconf.analysis.aggregate import Aggregate, aggregate
+from rlconf.analysis.curves import CURVE_SOURCES, SPREADS, Band, CurveOptions, seed_bands
+from rlconf.analysis.figure import draw, require_matplotlib, save_png
+from rlconf.analysis.runs import AnalysisError, Run, load_runs, select_runs
+from rlconf.analysis.stats import NORMALIZATIONS, resolve_normalization
+from rlconf.analysis.tables import (
+    AGGREGATE_FIELDS,
+    CURVE_FIELDS,
+    PROFILE_FIELDS,
+    aggregate_rows,
+    curve_rows,
+    output_paths,
+    profile_rows,
+    write_csv,
+)
+
+USAGE = "rlconf plot RUNS_DIR [--out FILE.png] [--aggregate] [options]"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse whose complaints are one line naming the problem and what is allowed (its own are a usage
+    block and a message, and it exits by itself)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        if message.startswith("unrecognized arguments:"):
+            given = message.split(":", 1)[1].split()
+            options = [o for action in self._actions for o in action.option_strings if o.startswith("--")]
+            if any(arg.startswith("-") for arg in given):
+                unknown = next(arg for arg in given if arg.startswith("-"))
+                raise AnalysisError(f"unknown option {unknown!r}; allowed: {', '.join(options)}")
+            raise AnalysisError(f"one RUNS_DIR only, also given: {' '.join(given)}; usage: {USAGE}")
+        if "required: RUNS_DIR" in message:
+            raise AnalysisError(f"missing RUNS_DIR; usage: {USAGE}")
+        raise AnalysisError(f"{message}; usage: {USAGE} (see rlconf plot --help)")
+
+
+def positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, not {text!r}")
+    return int(text)
+
+
+def non_negative_int(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 0, not {text!r}")
+    return int(text)
+
+
+def name_list(text: str) -> list[str]:
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("needs comma-separated names")
+    return names
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="rlconf plot", allow_abbrev=False, usage=USAGE,
+                     description="Plot the learning curves of the runs below RUNS_DIR (one panel per env, one "
+                                 "line per agent, a band across seeds) and, with --aggregate, compare agents' "
+                                 "final scores: IQM, median and mean with stratified-bootstrap 95% intervals, "
+                                 "and performance profiles.")
+    add = parser.add_argument
+    add("runs_dir", metavar="RUNS_DIR", type=Path, help="a folder with run directories at any depth")
+    add("--out", type=Path, metavar="FILE.png",
+        help="the figure (default RUNS_DIR/plot.png); FILE_curves.csv etc. are written beside it")
+    add("--aggregate", action="store_true", help="add IQM, median, mean and performance profiles of final scores")
+    add("--metric", default="return", metavar="|".join(CURVE_SOURCES),
+        help="training returns (default) or greedy evaluations (evaluations.csv)")
+    add("--window", type=positive_int, default=100, metavar="N",
+        help="episodes in the rolling mean of training returns (default 100)")
+    add("--spread", default="std", metavar="|".join(SPREADS),
+        help="the band across seeds: ±1 std (default), min to max, or a bootstrap 95%% CI of the mean")
+    add("--agents", type=name_list, metavar="A,B", help="only these agents")
+    add("--envs", type=name_list, metavar="E1,E2", help="only these envs (e.g. classic/cartpole)")
+    add("--normalize", default="auto", metavar="|".join(NORMALIZATIONS),
+        help="scores of several envs are pooled min-max normalised per env; none keeps raw returns; "
+             "auto (default): none for one env, minmax for several")
+    add("--reps", type=positive_int, default=2000, metavar="N", help="bootstrap resamples (default 2000)")
+    add("--seed", type=non_negative_int, default=0, metavar="N", help="seed of the bootstrap (default 0)")
+    add("--title", help="figure title (default: RUNS_DIR's name and the number of runs)")
+    return parser
+
+
+def check_choice(what: str, value: str, allowed: list[str] | tuple[str, ...]) -> None:
+    if value not in allowed:
+        from rlconf.registry import unknown_message
+
+        raise AnalysisError(unknown_message(f"{what} value", value, list(allowed)))
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    args = build_parser().parse_args(argv)
+    check_choice("--metric", args.metric, list(CURVE_SOURCES))
+    check_choice("--spread", args.spread, list(SPREADS))
+    check_choice("--normalize", args.normalize, NORMALIZATIONS)
+    args.out = args.out or args.runs_dir / "plot.png"
+    if args.out.suffix.lower() != ".png":
+        raise AnalysisError(f"--out {args.out}: must name a .png file")
+    if args.out.is_dir():
+        raise AnalysisError(f"--out {args.out}: is a directory")
+    return args
+
+
+def note(text: str) -> None:
+    print(f"rlconf plot: {text}", file=sys.stderr)
+
+
+def untested_note(runs: list[Run]) -> str | None:
+    untested = sum(not run.tested for run in runs)
+    if not untested:
+        return None
+    return (f"{untested} of {len(runs)} runs have no test return (summary.json): each scored by the mean return "
+            "of its last 10% of training episodes")
+
+
+def design_notes(runs: list[Run]) -> list[str]:
+    """What a reader of the aggregate should know about how the runs were laid out."""
+    notes = []
+    envs_of = {agent: {r.env for r in runs if r.agent == agent} for agent in {r.agent for r in runs}}
+    if len({frozenset(envs) for envs in envs_of.values()}) > 1:
+        notes.append("the agents were not all run on the same envs: their aggregates pool different tasks "
+                     "(see the tasks column)")
+    seen: dict[tuple[str, str, int], int] = {}
+    for run in runs:
+        seen[run.env, run.agent, run.seed] = seen.get((run.env, run.agent, run.seed), 0) + 1
+    for (env, agent, seed), count in sorted(seen.items()):
+        if count > 1:
+            notes.append(f"{count} runs of {agent} on {env} have seed {seed}: each counts as a run")
+    return notes
+
+
+def write_outputs(out: Path, figure, bands: list[Band], result: Aggregate | None) -> list[Path]:
+    """The PNG, its curves CSV and, with an aggregate, its statistics and profiles CSVs; returns their paths."""
+    paths = output_paths(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    save_png(figure, paths["figure"])
+    write_csv(paths["curves"], CURVE_FIELDS, curve_rows(bands))
+    if result is None:
+        return [paths["figure"], paths["curves"]]
+    write_csv(paths["aggregate"], AGGREGATE_FIELDS, aggregate_rows(result))
+    write_csv(paths["profiles"], PROFILE_FIELDS, profile_rows(result))
+    return list(paths.values())
+
+
+def plot(argv: list[str]) -> int:
+    """The whole command; returns the exit status."""
+    args = parse(argv)
+    require_matplotlib()
+    notes: list[str] = []
+    runs = select_runs(load_runs(args.runs_dir, notes), args.agents, args.envs)
+    source = CURVE_SOURCES[args.metric]
+    bands = seed_bands(runs, source, CurveOptions(window=args.window), args.spread, args.reps, args.seed, notes)
+    if not bands:
+        raise AnalysisError(f"{args.runs_dir}: no run has a {source.name} curve ({source.missing})")
+    result = None
+    if args.aggregate:
+        normalize = resolve_normalization(args.normalize, len({run.env for run in runs}))
+        result = aggregate(runs, normalize, args.reps, args.seed)
+        notes += [untested_note(runs) or "", *design_notes(runs)]
+    for text in filter(None, notes):
+        note(text)
+
+    title = args.title or f"{args.runs_dir.resolve().name}: {len(runs)} runs"
+    figure = draw(bands, result, title, source.label.format(window=args.window))
+    try:
+        written = write_outputs(args.out, figure, bands, result)
+    except OSError as error:
+        raise AnalysisError(f"cannot write {error.filename or args.out}: {error.strerror or error}") from None
+    agents, envs = len({r.agent for r in runs}), len({r.env for r in runs})
+    print(f"rlconf plot: {len(runs)} runs ({agents} agent{'s' * (agents != 1)}, {envs} env{'s' * (envs != 1)}) "
+          f"-> {', '.join(map(str, written))}")
+    return 0

@@ -1,0 +1,135 @@
+"""Aggregate statistics of final scores across runs and tasks, with the uncertainty a handful of seeds leaves.
+
+After Agarwal et al. (2021), "Deep RL at the edge of the statistical precipice": point estimates alone
+mislead at a few runs per task, so each statistic comes with a 95% percentile interval from a *stratified*
+bootstrap (runs are resampled with replacement within each task, never across tasks, so every resample
+keeps the study's design), and the interquartile mean (IQM) is preferred to the mean (outlier runs sway it
+less) and to the median (it uses half of the runs, not one or two). Performance profiles show the whole
+distribution: the fraction of runs scoring above each threshold.
+
+Everything works on numpy arrays whose last axis holds runs, so one call scores the data and every
+bootstrap resample at once. Scores are given per task as a list of 1-D arrays (runs of unequal count).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+CONFIDENCE = 0.95
+PROFILE_POINTS = 101
+
+
+def interquartile_mean(scores: np.ndarray) -> np.ndarray:
+    """The mean of the middle 50% of the scores along the last axis.
+
+    Definition: that of ``scipy.stats.trim_mean(x, 0.25)``, which rliable uses: sort, drop ``int(0.25 * n)``
+    whole scores from each end (rounded down: with 10 runs, 2 from each end, keeping 6), average the rest.
+    No score is weighted fractionally, and with fewer than 4 runs nothing is dropped (IQM = mean).
+    """
+    ordered = np.sort(np.asarray(scores, dtype=float), axis=-1)
+    n = ordered.shape[-1]
+    cut = int(0.25 * n)
+    return ordered[..., cut : n - cut].mean(axis=-1)
+
+
+def median(scores: np.ndarray) -> np.ndarray:
+    return np.median(scores, axis=-1)
+
+
+def mean(scores: np.ndarray) -> np.ndarray:
+    return np.mean(scores, axis=-1)
+
+
+# The statistics reported, in order: name -> function of runs along the last axis (pooled over tasks).
+STATISTICS: dict[str, Callable[[np.ndarray], np.ndarray]] = {"IQM": interquartile_mean, "median": median,
+                                                              "mean": mean}
+
+
+@dataclass(frozen=True)
+class Estimate:
+    value: float
+    ci_low: float
+    ci_high: float
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Fraction of runs with a score above each ``tau``, with its interval at each tau."""
+
+    taus: np.ndarray
+    fraction: np.ndarray
+    ci_low: np.ndarray
+    ci_high: np.ndarray
+
+
+def pooled(scores_by_task: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate([np.asarray(task, dtype=float) for task in scores_by_task])
+
+
+def stratified_resamples(scores_by_task: list[np.ndarray], reps: int, rng: np.random.Generator) -> np.ndarray:
+    """``reps`` bootstrap resamples, shape (reps, runs): each task's runs drawn with replacement from that
+    task alone, as many as it has, then pooled (the columns stay grouped by task as in ``pooled``)."""
+    draws = []
+    for task in scores_by_task:
+        task = np.asarray(task, dtype=float)
+        draws.append(task[rng.integers(0, len(task), size=(reps, len(task)))])
+    return np.concatenate(draws, axis=1)
+
+
+def percentile_interval(samples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The central ``CONFIDENCE`` interval of bootstrap samples along the first axis."""
+    tail = 100 * (1 - CONFIDENCE) / 2
+    low, high = np.percentile(samples, [tail, 100 - tail], axis=0)
+    return low, high
+
+
+def interval_estimates(scores_by_task: list[np.ndarray], resamples: np.ndarray) -> dict[str, Estimate]:
+    """Every statistic of ``STATISTICS`` on the pooled scores, with its percentile interval."""
+    estimates = {}
+    for name, statistic in STATISTICS.items():
+        low, high = percentile_interval(statistic(resamples))
+        estimates[name] = Estimate(float(statistic(pooled(scores_by_task))), float(low), float(high))
+    return estimates
+
+
+def fraction_above(scores: np.ndarray, taus: np.ndarray) -> np.ndarray:
+    """Fraction of scores (last axis) strictly above each tau: shape (..., len(taus))."""
+    return (scores[..., :, None] > taus).mean(axis=-2)
+
+
+def performance_profile(scores_by_task: list[np.ndarray], resamples: np.ndarray, taus: np.ndarray) -> Profile:
+    low, high = percentile_interval(fraction_above(resamples, taus))
+    return Profile(taus, fraction_above(pooled(scores_by_task), taus), low, high)
+
+
+def tau_grid(all_scores: np.ndarray, points: int = PROFILE_POINTS) -> np.ndarray:
+    """Thresholds spanning every score shown, so each profile falls from its start to zero."""
+    low, high = float(np.min(all_scores)), float(np.max(all_scores))
+    return np.linspace(low, high if high > low else low + 1.0, points)
+
+
+# -- normalisation: pooling tasks whose returns are on different scales -------------------------------------
+def minmax_normalize(scores: dict[str, dict[str, np.ndarray]]) -> dict[str, dict[str, np.ndarray]]:
+    """task -> agent -> scores, rescaled per task so the worst run of that task (over all agents given)
+    scores 0 and the best 1. A task whose runs all score the same maps to 0."""
+    out = {}
+    for task, by_agent in scores.items():
+        every = np.concatenate(list(by_agent.values()))
+        low, span = every.min(), every.max() - every.min()
+        out[task] = {agent: (values - low) / span if span > 0 else np.zeros_like(values)
+                     for agent, values in by_agent.items()}
+    return out
+
+
+NORMALIZATIONS = ("auto", "minmax", "none")
+
+
+def resolve_normalization(name: str, tasks: int) -> str:
+    """``auto``: raw returns for one task (they keep their meaning), min-max as soon as tasks are pooled
+    (raw returns of different tasks are not comparable)."""
+    if name == "auto":
+        return "none" if tasks == 1 else "minmax"
+    return name

@@ -1,0 +1,61 @@
+"""The numbers behind the figure as CSV files beside it, so they can be quoted, tabulated or re-plotted.
+
+Each file names what its interval or band shows (``spread``, ``normalize`` columns): a number without that
+cannot be read. Numbers are written at full precision; files are written atomically.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterable
+from pathlib import Path
+
+from rlconf.analysis.aggregate import Aggregate
+from rlconf.analysis.curves import Band
+from rlconf.experiments.rundir import atomic_write
+
+CURVE_FIELDS = ["env", "agent", "step", "mean", "lower", "upper", "seeds", "spread"]
+AGGREGATE_FIELDS = ["agent", "statistic", "value", "ci_low", "ci_high", "runs", "tasks", "normalize"]
+PROFILE_FIELDS = ["agent", "tau", "fraction", "ci_low", "ci_high", "normalize"]
+
+
+def number(x: float) -> str:
+    return repr(float(x))
+
+
+def write_csv(path: Path, fields: list[str], rows: Iterable[list]) -> None:
+    def write(tmp: str) -> None:
+        with open(tmp, "w", newline="", encoding="utf-8") as file:
+            writer = csv.writer(file)
+            writer.writerow(fields)
+            writer.writerows(rows)
+
+    atomic_write(path, write)
+
+
+def curve_rows(bands: list[Band]) -> Iterable[list]:
+    for band in bands:
+        for i, step in enumerate(band.steps):
+            yield [band.env, band.agent, int(step), number(band.mean[i]), number(band.lower[i]),
+                   number(band.upper[i]), int(band.seeds[i]), band.spread]
+
+
+def aggregate_rows(aggregate: Aggregate) -> Iterable[list]:
+    for agent in aggregate.agents:
+        for statistic, estimate in agent.estimates.items():
+            yield [agent.agent, statistic, number(estimate.value), number(estimate.ci_low), number(estimate.ci_high),
+                   agent.runs, agent.tasks, aggregate.normalize]
+
+
+def profile_rows(aggregate: Aggregate) -> Iterable[list]:
+    for agent in aggregate.agents:
+        p = agent.profile
+        for i, tau in enumerate(p.taus):
+            yield [agent.agent, number(tau), number(p.fraction[i]), number(p.ci_low[i]), number(p.ci_high[i]),
+                   aggregate.normalize]
+
+
+def output_paths(png: Path) -> dict[str, Path]:
+    """The files written for ``--out png``: the figure, and CSVs named after its stem."""
+    return {kind: png if kind == "figure" else png.with_name(f"{png.stem}_{kind}.csv")
+            for kind in ("figure", "curves", "aggregate", "profiles")}

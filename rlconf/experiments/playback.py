@@ -1,0 +1,267 @@
+"""Playing back a trained run: ``rlconf eval`` (the test agent's returns) and ``rlconf watch`` (the test agent
+in a window, or in a video).
+
+A run directory holds what it takes: ``config.yaml`` (the fully resolved config) and ``checkpoint.pt`` (the
+agent's state, written at the end of training and at every periodic checkpoint). Both commands rebuild the
+environment, the agent and its body exactly as ``run`` built them (``rlconf.experiments.run``: ``prepare``,
+``make_env``, ``build_agent``), load the agent's state from the checkpoint as tensors and plain data only
+(``weights_only``: loading runs no pickled code), and play the test agent with ``evaluate``.
+
+Without options ``eval`` plays the run's final test again: as many episodes, the same seed, as many copies of
+the environment. On a finished run it reproduces summary.json's test returns exactly.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from omegaconf import DictConfig, OmegaConf
+
+from rlconf.config import Settings
+from rlconf.environments.gym import has_display
+from rlconf.experiments.evaluate import evaluate
+from rlconf.experiments.experiment import TEST_SEED_OFFSET, load_checkpoint
+from rlconf.experiments.run import build_agent, eval_env_count, make_env, prepare
+from rlconf.experiments.rundir import CHECKPOINT, CONFIG, check_trained_run, write_json
+from rlconf.logging import LoggerGroup
+
+MOVIEPY_MISSING = "rlconf watch --video needs moviepy: pip install 'rlconf[video]'"
+
+
+class PlaybackError(Exception):
+    """Bad input (a directory that holds no run, a damaged checkpoint, no display): one line, exit status 2."""
+
+
+@dataclass
+class Playback:
+    """A run's checked settings and its checkpoint, ready to build an environment and the test agent."""
+
+    run_dir: Path
+    settings: Settings
+    checkpoint: dict[str, Any]
+
+    @property
+    def step(self) -> int:
+        """The environment step the checkpoint was written at."""
+        return int(self.checkpoint["steps"])
+
+    @property
+    def test_seed(self) -> int:
+        """The seed of the run's tests (its final test, its periodic evaluations)."""
+        return self.settings.run.seed + TEST_SEED_OFFSET
+
+    @property
+    def title(self) -> str:
+        return f"{self.settings.agent_name} {self.settings.env.name}"
+
+    def make_env(self, n_envs: int, render_mode: str | None = None, wrappers: tuple = ()):
+        return make_env(self.settings, n_envs, render_mode, wrappers)
+
+    def test_agent(self, env):
+        """The run's agent and body, built for ``env`` as ``run`` built them, with the checkpoint's state."""
+        agent = build_agent(self.settings, env, LoggerGroup([]))
+        try:
+            agent.load_state_dict(self.checkpoint["agent"])
+        except (ValueError, KeyError, RuntimeError, TypeError) as error:  # another agent's, another config's
+            raise PlaybackError(f"{self.run_dir / CHECKPOINT}: does not fit the run's {CONFIG}: "
+                                f"{_first_line(error)}") from None
+        return agent.test_agent()
+
+
+def load_run(run_dir: str | Path, device: str | None = None) -> Playback:
+    """The run in ``run_dir``: its config checked (a ConfigError for a missing extra, an unknown device), this
+    process set up for it (``prepare``: threads, seeds), and its checkpoint loaded as plain data.
+    ``device``: compute there rather than on the run's ``hardware.device``."""
+    try:
+        folder = check_trained_run(run_dir)
+    except ValueError as error:
+        raise PlaybackError(str(error)) from None
+    try:
+        cfg = OmegaConf.load(folder / CONFIG)
+    except Exception as error:  # YAML's errors span lines
+        raise PlaybackError(f"{folder / CONFIG}: unreadable: {_first_line(error)}") from None
+    if not isinstance(cfg, DictConfig):
+        raise PlaybackError(f"{folder / CONFIG}: not a run's config (rlconf writes a mapping of its keys there)")
+    if device is not None:
+        OmegaConf.update(cfg, "hardware.device", device, force_add=True)
+    settings = prepare(cfg)
+    try:
+        checkpoint = load_checkpoint(folder / CHECKPOINT, map_location="cpu")  # the models move to the device
+    except ValueError as error:
+        raise PlaybackError(f"{folder / CHECKPOINT}: {error}") from None
+    return Playback(folder, settings, checkpoint)
+
+
+# -- rlconf eval --------------------------------------------------------------------------------------------
+def evaluate_run(run_dir: str | Path, episodes: int | None = None, seed: int | None = None,
+                 device: str | None = None) -> dict[str, Any]:
+    """Play the run's test agent for ``episodes`` episodes (default: the run's ``test_episodes``) with ``seed``
+    (default: the seed of the run's final test); the result is also written to ``RUN_DIR/eval.json``."""
+    playback = load_run(run_dir, device)
+    settings = playback.settings
+    if episodes is None:  # a run without a final test: as many as its periodic evaluations
+        episodes = settings.run.test_episodes or settings.run.eval_episodes or 10
+    seed = playback.test_seed if seed is None else seed
+    env = playback.make_env(eval_env_count(settings, episodes))  # the copies the final test played in
+    try:
+        test_agent = playback.test_agent(env)
+        start = time.perf_counter()
+        returns = evaluate(test_agent, env, episodes, seed=seed)
+        seconds = time.perf_counter() - start
+    finally:
+        env.close()
+    r = np.asarray(returns, dtype=float)
+    result = {
+        "run_dir": str(playback.run_dir), "agent": settings.agent_name, "env": settings.env.name,
+        "checkpoint_step": playback.step, "episodes": len(returns), "seed": seed,
+        "mean": float(r.mean()), "std": float(r.std()), "min": float(r.min()), "max": float(r.max()),
+        "returns": [float(x) for x in returns], "device": settings.hardware.device,
+        "seconds": round(seconds, 3), "time": time.time(),
+    }
+    write_json(playback.run_dir / "eval.json", result)
+    return result
+
+
+def eval_line(result: dict[str, Any]) -> str:
+    return (f"{result['agent']} {result['env']} at step {result['checkpoint_step']:,}: "
+            f"test return {result['mean']:.1f} ± {result['std']:.1f} over {_episodes(result['episodes'])} "
+            f"(seed {result['seed']}) -> {Path(result['run_dir']) / 'eval.json'}")
+
+
+# -- rlconf watch -------------------------------------------------------------------------------------------
+class _Recorder:
+    """The wrapper factory that puts gymnasium's RecordVideo around the one copy of the environment.
+
+    All episodes go into one video: recording starts with the first episode, and with a ``video_length``
+    no evaluation reaches, RecordVideo neither stops at a reset nor starts a file per episode; it writes the
+    file when the environment closes. The frames are the environment's own rendering (``rgb_array``), not
+    the agent's preprocessed observations; they are held in memory until then (RecordVideo's way)."""
+
+    def __init__(self, folder: Path, settings: Settings):
+        self.folder = folder
+        self.settings = settings
+        self.video = None
+        self.size = (0, 0)
+
+    def __call__(self, env):
+        from gymnasium.wrappers import RecordVideo
+
+        frame = _check_render(env, self.settings)
+        self.size = frame.shape[1], frame.shape[0]  # width, height
+        self.video = RecordVideo(env, str(self.folder), episode_trigger=lambda episode: episode == 0,
+                                 video_length=sys.maxsize, name_prefix="watch", disable_logger=True)
+        return self.video
+
+
+def _pace(fps: float | None, settings: Settings):
+    """A window's pace: environments that pace themselves read ``render_fps`` (classic control does)."""
+    def wrap(env):
+        _check_render(env, settings)
+        if fps:
+            env.unwrapped.metadata = {**env.unwrapped.metadata, "render_fps": fps}
+        return env
+    return wrap
+
+
+def _check_render(env, settings: Settings):
+    """One frame, rendered before playing, so that a renderer that cannot work here (MuJoCo without an
+    OpenGL context, a window without a display server) is one line, not a traceback in the middle of it."""
+    try:
+        env.reset(seed=0)
+        return env.render()
+    except Exception as error:
+        hint = ""
+        if settings.env.family == "mujoco":
+            hint = "; MuJoCo renders without a display through MUJOCO_GL=egl (the default here) or MUJOCO_GL=osmesa"
+        raise PlaybackError(f"env={settings.env.name} cannot render here: {_first_line(error)}{hint}") from None
+
+
+def watch_run(run_dir: str | Path, episodes: int = 1, video: str | Path | None = None, fps: float | None = None,
+              seed: int | None = None, device: str | None = None) -> dict[str, Any]:
+    """Play the run's test agent for ``episodes`` episodes in a window, or into the mp4 file ``video``."""
+    out = Path(video) if video is not None else None
+    if out is None and not has_display():
+        raise PlaybackError("no display here (DISPLAY, WAYLAND_DISPLAY are unset): record a video instead, "
+                            "e.g. rlconf watch RUN_DIR --video run.mp4")
+    if out is not None:
+        if out.suffix.lower() != ".mp4":
+            raise PlaybackError(f"--video {video}: the file must end in .mp4")
+        if not out.parent.is_dir():
+            raise PlaybackError(f"--video {video}: no such directory {out.parent}")
+        try:
+            import moviepy  # noqa: F401  # RecordVideo writes through it
+        except ImportError:
+            raise PlaybackError(MOVIEPY_MISSING) from None
+    playback = load_run(run_dir, device)
+    seed = playback.test_seed if seed is None else seed
+    if out is None:
+        env = playback.make_env(1, "human", (_pace(fps, playback.settings),))
+        try:
+            returns = evaluate(playback.test_agent(env), env, episodes, seed=seed)
+        finally:
+            env.close()
+        return {"returns": returns, "step": playback.step, "title": playback.title}
+
+    # Frames for a file need no window: pygame (classic control's renderer) must not look for a display server
+    # (SDL complains in a line on stderr where there is none).
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+    folder = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))  # renamed into place: atomic
+    try:
+        recorder = _Recorder(folder / "video", playback.settings)  # made by RecordVideo, which warns otherwise
+        env = playback.make_env(1, "rgb_array", (recorder,))
+        try:
+            recorder.video.frames_per_sec = fps or _video_fps(recorder.video, env)
+            returns = evaluate(playback.test_agent(env), env, episodes, seed=seed)
+        finally:
+            env.close()  # RecordVideo writes the file
+        written = sorted(recorder.folder.glob("*.mp4"))
+        if len(written) != 1:
+            raise PlaybackError(f"--video {video}: RecordVideo wrote {len(written)} files, expected one")
+        frames = _frames_in(written[0])
+        written[0].replace(out)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return {"returns": returns, "step": playback.step, "title": playback.title, "video": str(out),
+            "frames": frames, "size": recorder.size, "fps": recorder.video.frames_per_sec}
+
+
+def _frames_in(video: Path) -> int:
+    """The frames in a video file, as ffmpeg counts them (moviepy, writing it, may drop the last of those
+    recorded to a rounding error of its clip's duration)."""
+    import imageio_ffmpeg  # moviepy's own route to ffmpeg: there wherever moviepy is
+
+    return imageio_ffmpeg.count_frames_and_secs(str(video))[0]
+
+
+def _video_fps(video, env) -> float:
+    """Real time: the renderer's frames per second, over the simulator frames an agent step takes (Atari's
+    frame skip: 4 emulator frames are one recorded frame)."""
+    fps = getattr(env, "simulator_fps", None) or video.metadata.get("render_fps") or 30
+    return max(1, round(fps / getattr(env, "frames_per_step", 1)))
+
+
+def watch_line(result: dict[str, Any], episodes: int) -> str:
+    returns = np.asarray(result["returns"], dtype=float)
+    played = (f"{_episodes(episodes)} of {result['title']} at step {result['step']:,}, "
+              f"return {returns.mean():.1f}" + (f" ± {returns.std():.1f}" if episodes > 1 else ""))
+    if "video" not in result:
+        return f"watched {played}"
+    width, height = result["size"]
+    return f"wrote {result['video']}: {result['frames']} frames ({width}x{height}, {result['fps']:g} fps); {played}"
+
+
+def _episodes(n: int) -> str:
+    return f"{n} episode{'s' if n != 1 else ''}"
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text.splitlines()[0]}" if text else type(error).__name__

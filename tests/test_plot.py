@@ -1,0 +1,236 @@
+"""``rlconf plot``: curves and aggregate statistics from real runs, the statistics against hand computations,
+and bad input refused in one line with nothing written.
+
+One small sweep (two agents x two seeds on CartPole) is trained once for the module and only read after.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import cli_env, one_error_line, run_cli_in, run_dirs
+
+from rlconf.analysis.curves import rolling_mean
+from rlconf.analysis.figure import DPI, MATPLOTLIB_MISSING, figure_size
+from rlconf.analysis.stats import (
+    fraction_above,
+    interquartile_mean,
+    interval_estimates,
+    minmax_normalize,
+    performance_profile,
+    stratified_resamples,
+)
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+SWEEP = ["run", "-m", "agent=dqn,vqn", "seed=0,1", "env=classic/cartpole", "steps=2000", "test_episodes=3",
+         "eval_every=500", "eval_episodes=2", "quiet=true"]
+
+
+def read_rows(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="", encoding="utf-8") as file:
+        return list(csv.DictReader(file))
+
+
+def summaries(sweep: Path) -> list[dict]:
+    return [json.loads((run / "summary.json").read_text()) for run in run_dirs(sweep)]
+
+
+def png_shape(path: Path) -> tuple[int, int]:
+    """(height, width) in pixels, as matplotlib reads the file back."""
+    from matplotlib import image
+
+    return image.imread(path).shape[:2]
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory) -> Path:
+    """Four finished runs, with evaluations, in one sweep directory."""
+    root = tmp_path_factory.mktemp("plot")
+    result = run_cli_in(*SWEEP, f"logdir={root / 'runs'}", cwd=root)
+    assert result.returncode == 0, result.stderr
+    (sweep_dir,) = (root / "runs").glob("sweep_*")
+    assert len(run_dirs(sweep_dir)) == 4
+    return sweep_dir
+
+
+@pytest.fixture(scope="module")
+def aggregate_plot(sweep, tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path]:
+    out = tmp_path_factory.mktemp("figures") / "nested" / "X.png"
+    result = run_cli_in("plot", str(sweep), "--aggregate", "--normalize", "none", "--out", str(out), cwd=sweep)
+    return result, out
+
+
+# -- real runs ---------------------------------------------------------------------------------------------
+def test_plot_writes_a_png_and_the_curves_of_both_agents(aggregate_plot, sweep):
+    result, out = aggregate_plot
+    assert result.returncode == 0, result.stderr
+    written = [out, out.with_name("X_curves.csv"), out.with_name("X_aggregate.csv"), out.with_name("X_profiles.csv")]
+    assert result.stdout.count("\n") == 1 and all(str(path) in result.stdout for path in written), result.stdout
+    assert out.read_bytes()[:8] == PNG_SIGNATURE
+    width, height = figure_size(envs=1, aggregate=True)  # a curve panel above a row of 4 aggregate panels
+    assert png_shape(out) == (round(height * DPI), round(width * DPI))
+    rows = read_rows(out.with_name("X_curves.csv"))
+    assert {row["agent"] for row in rows} == {"dqn", "vqn"} and {row["env"] for row in rows} == {"classic/cartpole"}
+    for agent in ("dqn", "vqn"):
+        mine = [row for row in rows if row["agent"] == agent]
+        steps = [int(row["step"]) for row in mine]
+        ends = [int(read_rows(run / "episodes.csv")[-1]["step"]) for run in run_dirs(sweep) if agent in run.name]
+        assert steps == sorted(steps) and len(steps) > 50 and set(ends) <= set(steps) and steps[-1] == max(ends)
+        assert {int(row["seeds"]) for row in mine} == {1, 2}  # both seeds in the middle, one at an end
+        assert all(float(r["lower"]) <= float(r["mean"]) <= float(r["upper"]) for r in mine)
+        assert all(row["spread"] == "±1 std across seeds" for row in mine)
+
+
+def test_aggregate_iqm_is_the_hand_computed_iqm_of_the_test_returns(aggregate_plot, sweep):
+    result, out = aggregate_plot
+    assert result.returncode == 0, result.stderr
+    rows = {(row["agent"], row["statistic"]): row for row in read_rows(out.with_name("X_aggregate.csv"))}
+    assert {statistic for _, statistic in rows} == {"IQM", "median", "mean"}
+    for agent in ("dqn", "vqn"):
+        scores = sorted(s["test_return_mean"] for s in summaries(sweep) if s["agent"] == agent)
+        cut = int(0.25 * len(scores))  # 2 runs: nothing to cut, the IQM is their mean
+        by_hand = sum(scores[cut:len(scores) - cut]) / (len(scores) - 2 * cut)
+        iqm = rows[(agent, "IQM")]
+        assert float(iqm["value"]) == pytest.approx(by_hand, rel=1e-12)
+        assert float(iqm["ci_low"]) <= float(iqm["value"]) <= float(iqm["ci_high"])
+        assert (iqm["runs"], iqm["tasks"], iqm["normalize"]) == ("2", "1", "none")
+
+
+def test_profiles_count_the_runs_above_each_threshold(aggregate_plot, sweep):
+    result, out = aggregate_plot
+    assert result.returncode == 0, result.stderr
+    rows = read_rows(out.with_name("X_profiles.csv"))
+    for agent in ("dqn", "vqn"):
+        scores = [s["test_return_mean"] for s in summaries(sweep) if s["agent"] == agent]
+        mine = [row for row in rows if row["agent"] == agent]
+        assert len(mine) > 10
+        for row in mine:
+            tau = float(row["tau"])
+            assert float(row["fraction"]) == sum(score > tau for score in scores) / len(scores)
+            assert float(row["ci_low"]) <= float(row["fraction"]) <= float(row["ci_high"])
+
+
+def test_eval_curves_and_a_run_without_episodes_is_skipped_with_a_note(sweep, tmp_path):
+    runs = tmp_path / "runs"
+    shutil.copytree(sweep, runs / sweep.name, ignore=shutil.ignore_patterns("checkpoint.pt"))
+    empty = runs / "dqn_just_started"
+    empty.mkdir()
+    shutil.copy(run_dirs(sweep)[0] / "config.yaml", empty)
+    (empty / "episodes.csv").write_text("step,episode,return,length,wall_seconds\n")
+    result = run_cli_in("plot", str(runs), "--metric", "eval", "--agents", "dqn", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert f"skipped {empty}: no finished episode yet" in result.stderr
+    out = runs / "plot.png"  # the default: beside the runs
+    assert png_shape(out) == tuple(round(x * DPI) for x in reversed(figure_size(envs=1, aggregate=False)))
+    rows = read_rows(runs / "plot_curves.csv")
+    assert {row["agent"] for row in rows} == {"dqn"}
+    # evaluations at 500, 1000, 1500, 2000, and the final test joined to the last: no invented points between
+    assert [int(row["step"]) for row in rows] == [500, 1000, 1500, 2000]
+    seeds = [read_rows(run / "evaluations.csv") for run in run_dirs(sweep) if "dqn" in run.name]
+    first = [float(next(r for r in table if r["step"] == "500")["mean"]) for table in seeds]
+    assert float(rows[0]["mean"]) == pytest.approx(np.mean(first), rel=1e-5)
+    assert rows[0]["seeds"] == "2"
+
+
+# -- the statistics by hand -------------------------------------------------------------------------------
+def test_iqm_drops_the_lowest_and_highest_quarter():
+    scores = np.random.default_rng(1).permutation(np.arange(1.0, 21.0))  # 1..20 shuffled
+    assert interquartile_mean(scores) == pytest.approx(np.mean(np.arange(6.0, 16.0)))  # 5 off each end: 10.5
+
+
+def test_iqm_cuts_whole_runs_rounding_the_quarter_down():
+    # 10 runs: a quarter is 2.5 runs; as scipy.stats.trim_mean(x, 0.25), 2 whole runs go from each end.
+    scores = np.array([100.0, 1, 2, 3, 4, 5, 6, 7, 8, -50])
+    assert interquartile_mean(scores) == pytest.approx((2 + 3 + 4 + 5 + 6 + 7) / 6)
+    assert interquartile_mean(np.array([1.0, 2, 9])) == pytest.approx(4.0)  # fewer than 4: nothing cut
+    rows = np.array([[4.0, 1, 3, 2], [10, 40, 20, 30]])
+    np.testing.assert_allclose(interquartile_mean(rows), [2.5, 25.0])  # one IQM per row (per resample)
+
+
+def test_stratified_bootstrap_resamples_within_each_task():
+    task_a, task_b = np.array([1.0, 2.0, 3.0]), np.array([10.0, 20.0])
+    resamples = stratified_resamples([task_a, task_b], reps=500, rng=np.random.default_rng(0))
+    assert resamples.shape == (500, 5)
+    assert np.isin(resamples[:, :3], task_a).all() and np.isin(resamples[:, 3:], task_b).all()
+    assert len(np.unique(resamples, axis=0)) > 50  # really resampled, not the data repeated
+
+
+def test_constant_tasks_of_unequal_size_give_a_zero_width_interval():
+    # Resampled within tasks, every resample holds three 0s and one 1: the mean is always 0.25. Pooled
+    # resampling would draw any number of 1s and give an interval of 0 to 0.75.
+    by_task = [np.zeros(3), np.ones(1)]
+    resamples = stratified_resamples(by_task, reps=2000, rng=np.random.default_rng(0))
+    estimates = interval_estimates(by_task, resamples)
+    for name, value in (("mean", 0.25), ("IQM", 0.0), ("median", 0.0)):  # IQM: the middle two of 0, 0, 0, 1
+        assert (estimates[name].value, estimates[name].ci_low, estimates[name].ci_high) == (value,) * 3, name
+
+
+def test_performance_profile_is_the_fraction_of_runs_above_tau():
+    by_task = [np.array([0.1, 0.4]), np.array([0.4, 0.9])]
+    taus = np.array([0.0, 0.1, 0.4, 0.5, 0.9, 1.0])
+    resamples = stratified_resamples(by_task, reps=200, rng=np.random.default_rng(0))
+    profile = performance_profile(by_task, resamples, taus)
+    np.testing.assert_array_equal(profile.fraction, [4 / 4, 3 / 4, 1 / 4, 1 / 4, 0, 0])  # strictly above tau
+    assert (profile.ci_low <= profile.fraction).all() and (profile.fraction <= profile.ci_high).all()
+    np.testing.assert_array_equal(fraction_above(np.array([[0.1, 0.4, 0.4, 0.9]]), taus), [profile.fraction])
+
+
+def test_minmax_maps_each_envs_worst_run_to_0_and_best_to_1():
+    scores = {"cartpole": {"dqn": np.array([100.0, 500.0]), "vqn": np.array([300.0])},
+              "acrobot": {"dqn": np.array([-80.0]), "vqn": np.array([-500.0, -100.0])}}
+    out = minmax_normalize(scores)
+    np.testing.assert_allclose(out["cartpole"]["dqn"], [0.0, 1.0])
+    np.testing.assert_allclose(out["cartpole"]["vqn"], [0.5])
+    np.testing.assert_allclose(out["acrobot"]["dqn"], [1.0])
+    np.testing.assert_allclose(out["acrobot"]["vqn"], [0.0, 400 / 420])
+
+
+def test_rolling_mean_averages_what_there_is_at_the_start():
+    np.testing.assert_allclose(rolling_mean(np.array([1.0, 2, 3, 4]), 2), [1.0, 1.5, 2.5, 3.5])
+    np.testing.assert_allclose(rolling_mean(np.array([2.0, 4]), 100), [2.0, 3.0])
+
+
+# -- bad input: one line, exit 2, nothing written ------------------------------------------------------------
+@pytest.mark.parametrize("args, words", [
+    (["missing"], ["missing", "no such directory"]),
+    (["empty"], ["empty", "no run directory", "config.yaml", "episodes.csv"]),
+    (["SWEEP", "--bogus"], ["unknown option '--bogus'", "--aggregate", "--metric"]),
+    (["SWEEP", "--metric", "evl"], ["'evl'", "did you mean 'eval'", "return, eval"]),
+    (["SWEEP", "--normalize", "zscore"], ["'zscore'", "auto, minmax, none"]),
+    (["SWEEP", "--agents", "ppo"], ["unknown agent 'ppo'", "dqn, vqn"]),
+    (["SWEEP", "--window", "0"], ["--window", "positive integer"]),
+    ([], ["missing RUNS_DIR", "usage: rlconf plot"]),
+])
+def test_bad_input_is_one_line_and_writes_nothing(sweep, tmp_path, args, words):
+    (tmp_path / "empty").mkdir()
+    args = [str(sweep) if a == "SWEEP" else a for a in args]
+    line = one_error_line(run_cli_in("plot", *args, "--out", str(tmp_path / "out" / "X.png"), cwd=tmp_path)
+                          if args else run_cli_in("plot", cwd=tmp_path))
+    for word in words:
+        assert word in line, (word, line)
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["empty"]
+    assert not list(sweep.rglob("*.png"))
+
+
+def test_without_matplotlib_the_command_says_how_to_install_it(sweep, tmp_path):
+    code = ("import sys; sys.modules['matplotlib'] = None; from rlconf.cli import main; "
+            f"sys.exit(main(['plot', {str(sweep)!r}, '--out', {str(tmp_path / 'X.png')!r}]))")
+    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=cli_env(), capture_output=True,
+                            text=True, timeout=60)
+    assert one_error_line(result) == f"rlconf: error: {MATPLOTLIB_MISSING}"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_listing_and_reading_runs_import_no_matplotlib(tmp_path):
+    code = ("import sys; import rlconf.analysis; from rlconf.cli import main; assert main(['list', 'agent']) == 0; "
+            "assert 'matplotlib' not in sys.modules, 'matplotlib was imported'")
+    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=cli_env(), capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
