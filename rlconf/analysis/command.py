@@ -173,13 +173,18 @@ def plot(argv: list[str]) -> int:
     for text in filter(None, notes):
         note(text)
 
-    title = args.title or f"{args.runs_dir.resolve().name}: {len(runs)} runs"
+    title = args.title or f"{args.runs_dir.resolve().name}: {_count(len(runs), 'run')}"
     figure = draw(bands, result, title, source.label.format(window=args.window))
     try:
         written = write_outputs(args.out, figure, bands, result)
     except OSError as error:
         raise AnalysisError(f"cannot write {error.filename or args.out}: {error.strerror or error}") from None
     agents, envs = len({r.agent for r in runs}), len({r.env for r in runs})
-    print(f"rlconf plot: {len(runs)} runs ({agents} agent{'s' * (agents != 1)}, {envs} env{'s' * (envs != 1)}) "
+    counts = ", ".join(_count(n, what) for n, what in ((agents, "agent"), (envs, "env")))
+    print(f"rlconf plot: {_count(len(runs), 'run')} ({counts}) "
           f"-> {', '.join(map(str, written))}")
     return 0
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'s' * (n != 1)}"

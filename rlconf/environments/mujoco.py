@@ -22,7 +22,7 @@ from functools import partial
 
 import gymnasium as gym
 
-from rlconf.config import ConfigError
+from rlconf.config import ConfigError, first_line
 from rlconf.environments.gym import GymVectorEnvironment, has_display
 
 
@@ -53,7 +53,7 @@ def import_mujoco():
         if not os.environ.get("MUJOCO_GL"):
             raise
         raise ConfigError(f"MUJOCO_GL={os.environ['MUJOCO_GL']}: MuJoCo cannot load this OpenGL platform here "
-                          f"({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}); "
+                          f"({first_line(error)}); "
                           "try MUJOCO_GL=egl, or unset it") from None
 
     mujoco.set_mju_user_warning(_warn)

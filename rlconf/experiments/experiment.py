@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from rlconf.config import first_line
 from rlconf.experiments import rng
 from rlconf.experiments.evaluate import evaluate
 from rlconf.experiments.progress import ConsoleProgress
@@ -59,19 +60,15 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device | None = 
             state = torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as error:
         if "weights only" not in str(error).lower():
-            raise ValueError(f"unreadable checkpoint: {_first_line(error)}") from None
+            raise ValueError(f"unreadable checkpoint: {first_line(error)}") from None
         raise ValueError("it holds objects other than tensors and plain data (written by an older rlconf, or "
                          "not by rlconf): not loaded") from None
     except Exception as error:  # truncated, corrupt, not torch's format: torch's errors vary (EOFError, KeyError)
-        raise ValueError(f"unreadable checkpoint: {_first_line(error)}") from None
+        raise ValueError(f"unreadable checkpoint: {first_line(error)}") from None
     if not isinstance(state, dict) or "agent" not in state:
         raise ValueError("not an rlconf checkpoint")
     return state
 
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return f"{type(error).__name__}: {text.splitlines()[0]}" if text else type(error).__name__
 
 
 class Interrupted(Exception):

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from rlconf.config import Settings
+from rlconf.config import Settings, first_line
 from rlconf.environments.gym import has_display
 from rlconf.experiments.evaluate import evaluate
 from rlconf.experiments.experiment import TEST_SEED_OFFSET, load_checkpoint
@@ -72,7 +72,7 @@ class Playback:
             agent.load_state_dict(self.checkpoint["agent"])
         except (ValueError, KeyError, RuntimeError, TypeError) as error:  # another agent's, another config's
             raise PlaybackError(f"{self.run_dir / CHECKPOINT}: does not fit the run's {CONFIG}: "
-                                f"{_first_line(error)}") from None
+                                f"{first_line(error)}") from None
         return agent.test_agent()
 
 
@@ -87,7 +87,7 @@ def load_run(run_dir: str | Path, device: str | None = None) -> Playback:
     try:
         cfg = OmegaConf.load(folder / CONFIG)
     except Exception as error:  # YAML's errors span lines
-        raise PlaybackError(f"{folder / CONFIG}: unreadable: {_first_line(error)}") from None
+        raise PlaybackError(f"{folder / CONFIG}: unreadable: {first_line(error)}") from None
     if not isinstance(cfg, DictConfig):
         raise PlaybackError(f"{folder / CONFIG}: not a run's config (rlconf writes a mapping of its keys there)")
     if device is not None:
@@ -181,7 +181,7 @@ def _check_render(env, settings: Settings):
         hint = ""
         if settings.env.family == "mujoco":
             hint = "; MuJoCo renders without a display through MUJOCO_GL=egl (the default here) or MUJOCO_GL=osmesa"
-        raise PlaybackError(f"env={settings.env.name} cannot render here: {_first_line(error)}{hint}") from None
+        raise PlaybackError(f"env={settings.env.name} cannot render here: {first_line(error)}{hint}") from None
 
 
 def watch_run(run_dir: str | Path, episodes: int = 1, video: str | Path | None = None, fps: float | None = None,
@@ -261,7 +261,3 @@ def watch_line(result: dict[str, Any], episodes: int) -> str:
 def _episodes(n: int) -> str:
     return f"{n} episode{'s' if n != 1 else ''}"
 
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return f"{type(error).__name__}: {text.splitlines()[0]}" if text else type(error).__name__

@@ -24,7 +24,7 @@ from omegaconf import DictConfig, OmegaConf
 from rlconf import registry
 from rlconf.agents import BuildContext, ParallelAgent, SingleEnvAgent
 from rlconf.bodies import NormalizeObservations, RunningMeanStd, body_options
-from rlconf.config import ConfigError, Settings, redact, validate
+from rlconf.config import ConfigError, Settings, first_line, redact, validate
 from rlconf.experiments import preemption, resume
 from rlconf.experiments.experiment import Experiment, Interrupted, load_checkpoint
 from rlconf.experiments.progress import ConsoleProgress
@@ -196,7 +196,7 @@ def run(cfg: DictConfig, parent_dir: str | Path | None = None, overrides: list[s
         raise
     except Exception as error:
         (run_dir / "error.txt").write_text(traceback.format_exc())
-        status("failed", error=f"{type(error).__name__}: {error}".splitlines()[0])
+        status("failed", error=first_line(error))
         raise
     finally:
         progress.stop()

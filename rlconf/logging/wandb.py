@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from rlconf.config import redact, require
+from rlconf.config import first_line, redact, require
 from rlconf.experiments.rundir import read_json, write_json
 from rlconf.logging.base import Logger, LoggerContext
 
@@ -68,7 +68,7 @@ class WandbLogger(Logger):
         except Exception as error:  # no API key, no network, a server that refuses: log offline instead
             if config.mode != "online":
                 return self._give_up(error)
-            self._say(f"wandb could not start online ({_first_line(error)}); logging offline instead")
+            self._say(f"wandb could not start online ({first_line(error)}); logging offline instead")
             try:
                 run = wandb.init(mode="offline", settings=wandb.Settings(**settings), **options)
             except Exception as offline_error:
@@ -78,13 +78,13 @@ class WandbLogger(Logger):
         run.define_metric("*", step_metric=STEP)
         if run.settings.mode == "offline":
             self._say(f"wandb run {run_id} is offline in {run.dir.rsplit('/files', 1)[0]}; "
-                      f"upload it with: wandb sync {context.run_dir / 'wandb'}")
+                      f"upload it with: wandb sync {context.run_dir / 'wandb'}/offline-run-*")
         elif run.settings.mode != "disabled" and run.url:
             self._say(f"wandb run: {run.url}")
         return run
 
     def _give_up(self, error: Exception) -> None:
-        self._say(f"wandb is off for this run ({_first_line(error)}); training goes on")
+        self._say(f"wandb is off for this run ({first_line(error)}); training goes on")
 
     def _say(self, message: str) -> None:
         if not self.quiet:
@@ -115,7 +115,3 @@ class WandbLogger(Logger):
     def state_dict(self) -> dict:
         return {"step": self.step}
 
-
-def _first_line(error: Exception) -> str:
-    text = str(error).strip()
-    return f"{type(error).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": ")
