@@ -150,8 +150,8 @@ class SAC(ReplayLearner, ParallelAgent, Buildable):
                            (self.temperature, temperature_loss))
         logger = self.temperature.logger
         if logger is not None and logger.wants_debug(self.temperature.updates):
-            logger.add_scalar("temperature", alpha.item())
-            logger.add_scalar("entropy", -log_probs.detach().mean().item())
+            logger.add_scalar("debug/temperature", alpha.item())
+            logger.add_scalar("debug/entropy", -log_probs.detach().mean().item())
 
     def _td_targets(self, batch: Transitions, alpha: torch.Tensor) -> torch.Tensor:
         """r + gamma * mask' * (min_i Q_i,target(s', a') - alpha log pi(a'|s')), a' ~ pi(s')."""
