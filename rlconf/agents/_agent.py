@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -104,6 +105,18 @@ class BuildContext:
     approximation: dict = field(default_factory=dict)
     logger: Any = None
     seed: int = 0
+    # Parameters shared among the agents built with this same dict (self-play: one network for every
+    # player); None: each agent builds its own.
+    shared: dict[str, Any] | None = None
+
+    def share(self, name: str, build: Callable[[], Any]) -> Any:
+        """``build()``, or the object the first agent built with this context's ``shared`` dict under ``name``.
+        Agents whose networks may be shared build them through here (the DQN family's ``q``)."""
+        if self.shared is None:
+            return build()
+        if name not in self.shared:
+            self.shared[name] = build()
+        return self.shared[name]
 
     def n_actions(self, agent: str) -> int:
         """The number of discrete actions, for agents that choose among them; other spaces: one clear line."""

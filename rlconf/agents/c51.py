@@ -1,9 +1,10 @@
 """C51 (Bellemare et al. 2017) and Rainbow (Hessel et al. 2018): distributional Q-learning.
 
 C51 learns, for every action, a categorical distribution of the return over ``atoms`` fixed values between
-``v_min`` and ``v_max``. The target is the next state's distribution (of the action with the largest mean,
-under the target network), shifted by the reward, shrunk by the discount and projected back on the
-support; the loss is the cross-entropy between target and prediction. Acting is epsilon-greedy on the means.
+``v_min`` and ``v_max``. The target is the next state's distribution (of the action with the largest mean
+under the target network, among the legal ones where states carry an ``action_mask``), shifted by the
+reward, shrunk by the discount and projected back on the support; the loss is the cross-entropy between
+target and prediction. Acting is epsilon-greedy on the means.
 
 Rainbow is C51 with the other improvements on by default: prioritized replay (priority = the
 cross-entropy), 3-step returns, and a dueling network with noisy layers (the ``rainbow`` presets choose
@@ -24,6 +25,7 @@ from rlconf.config import require
 from rlconf.memory import Transitions
 from rlconf.nn import model_settings
 from rlconf.optim import Clock
+from rlconf.policies import legal_argmax
 
 
 @dataclass
@@ -55,7 +57,7 @@ class C51(DQN):
     def _td_targets(self, batch: Transitions) -> torch.Tensor:
         """The projected target distribution of every transition: [batch, atoms]."""
         next_probabilities = self.q.target(batch.next_observation)
-        best = self.q.expected(next_probabilities).argmax(-1)
+        best = legal_argmax(self.q.expected(next_probabilities), batch.next_action_mask)
         next_distribution = next_probabilities[torch.arange(len(best), device=best.device), best]
         discount = self.config.discount_factor if batch.discount is None else batch.discount
         return self.q.project(batch.reward, discount * batch.next_mask, next_distribution)

@@ -1,6 +1,7 @@
 """Double DQN (van Hasselt et al. 2016): the online network picks the next action, the target network
-values it, which removes most of Q-learning's overestimation. Everything else is DQN's, including
-prioritized and n-step replay (the loss is importance-weighted, so prioritized replay works)."""
+values it, which removes most of Q-learning's overestimation (where states carry an ``action_mask``, it
+picks among the legal actions). Everything else is DQN's, including prioritized and n-step replay (the loss
+is importance-weighted, so prioritized replay works)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 import torch
 
 from rlconf.agents.dqn import DQN, DQNConfig
+from rlconf.policies import legal_argmax
 
 
 @dataclass
@@ -21,6 +23,6 @@ class DDQN(DQN):
     targets_per_burst = False  # the online network's choice changes with every update
 
     def _td_targets(self, batch) -> torch.Tensor:
-        next_actions = self.q.no_grad(batch.next_observation).argmax(-1, keepdim=True)
+        next_actions = legal_argmax(self.q.no_grad(batch.next_observation), batch.next_action_mask).unsqueeze(1)
         next_values = self.q.target(batch.next_observation).gather(1, next_actions).squeeze(1)
         return self._bootstrap(batch, next_values)

@@ -5,6 +5,8 @@ Every step the agent picks an epsilon-greedy action and stores the state in repl
 TD error against ``r + gamma * max_a' Q_target(s', a')``; the target network is refreshed every
 ``target_update_frequency`` environment steps. Replay may be prioritized and n-step: the loss is then
 weighted by the importance weights and the sampled transitions' priorities follow their TD errors.
+Where states say which actions are legal (``action_mask``: board games), acting and the target's max count
+only the legal ones.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from rlconf.core import StateArray
 from rlconf.memory import Transitions, replay_buffer
 from rlconf.nn import model_settings
 from rlconf.optim import Clock, schedule
-from rlconf.policies import ParallelGreedyPolicy
+from rlconf.policies import ParallelGreedyPolicy, legal_argmax, legal_max
 
 # Element-wise, so prioritized replay can weight each sample.
 LOSSES = {"mse": lambda x, y: F.mse_loss(x, y, reduction="none"),
@@ -95,7 +97,7 @@ class DQN(ReplayLearner, ParallelAgent, Buildable):
     def from_config(cls, config: DQNConfig, context: BuildContext) -> DQN:
         n_actions = context.n_actions(cls.__name__.lower())
         clock = Clock()
-        q = cls.build_q(config, context, clock, n_actions)
+        q = context.share("q", lambda: cls.build_q(config, context, clock, n_actions))
         epsilon = schedule(config.epsilon, config.epsilon_final, config.epsilon_decay_steps, clock, "epsilon")
         policy = ParallelGreedyPolicy(cls.action_values(q), n_actions, epsilon, np.random.default_rng(context.seed))
         replay = replay_buffer(
@@ -153,8 +155,8 @@ class DQN(ReplayLearner, ParallelAgent, Buildable):
         self.q.reinforce(self._weighted_loss(values, targets, batch))
 
     def _td_targets(self, batch) -> torch.Tensor:
-        """r + gamma^n * mask' * max_a Q_target(s', a)."""
-        return self._bootstrap(batch, self.q.target(batch.next_observation).max(-1).values)
+        """r + gamma^n * mask' * max_a Q_target(s', a), the max over the legal actions a of s'."""
+        return self._bootstrap(batch, legal_max(self.q.target(batch.next_observation), batch.next_action_mask))
 
     def _bootstrap(self, batch, next_values: torch.Tensor) -> torch.Tensor:
         discount = self.config.discount_factor if batch.discount is None else batch.discount
@@ -187,12 +189,16 @@ class DQNTestAgent(TestAgent):
         self.epsilon = float(epsilon)
 
     def act(self, states: StateArray) -> torch.Tensor:
-        actions = self.q.eval(states.as_input()).argmax(-1)
+        mask = states.as_input("action_mask") if "action_mask" in states else None
+        actions = legal_argmax(self.q.eval(states.as_input()), mask)
         if not self.epsilon:
             return actions
         n = len(states)  # drawn on the CPU: the same coins on every device
         explore = torch.rand(n) < self.epsilon
-        random_actions = torch.randint(self.n_actions, (n,))
+        if mask is None:
+            random_actions = torch.randint(self.n_actions, (n,))
+        else:  # the legal action with the largest uniform key: uniform among the legal ones
+            random_actions = torch.rand(n, self.n_actions).masked_fill(~mask.bool().cpu(), -1.0).argmax(-1)
         return torch.where(explore.to(actions.device), random_actions.to(actions.device), actions)
 
 

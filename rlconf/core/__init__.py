@@ -1,5 +1,5 @@
 """Core data types shared by environments and agents."""
 
-from rlconf.core.state import State, StateArray
+from rlconf.core.state import MultiagentState, State, StateArray
 
-__all__ = ["State", "StateArray"]
+__all__ = ["MultiagentState", "State", "StateArray"]

@@ -6,6 +6,9 @@ follows counts (``mask``: 0 for a true terminal state, 1 otherwise, so a time-li
 bootstraps). Any other key (``truncated``, ``lives``, ``time`` ...) may ride along. A ``StateArray`` is the same
 for a batch of environments: every value has the batch ``shape`` as its leading dimensions.
 
+A ``MultiagentState`` is a State of a multi-agent environment: it also names the ``agent`` (the player) whose
+turn it is, so that a multi-agent learner can hand it to that player's agent.
+
 Environments build them; agents read them. Neither side needs to know the other.
 """
 
@@ -176,3 +179,25 @@ class StateArray(State):
         flat = self.flatten()
         outputs = [fn(flat[i : i + minibatch_size]) for i in range(0, len(flat), minibatch_size)]
         return torch.cat(outputs)
+
+
+class MultiagentState(State):
+    """The state of one player of a multi-agent environment: a State with an ``agent`` entry naming the
+    player whose turn it is (e.g. ``player_1``). Everything else is that player's view: its observation, the
+    reward it received since its last turn, whether its episode ended, and (board games) its legal moves in
+    ``action_mask``."""
+
+    def __init__(self, x: dict[str, Any], device: str | torch.device = "cpu"):
+        if "agent" not in x:
+            raise KeyError("A MultiagentState needs an 'agent'")
+        super().__init__(x, device)
+
+    @property
+    def agent(self) -> str:
+        return self["agent"]
+
+    def _like(self, x: dict[str, Any]) -> MultiagentState:
+        return MultiagentState(x, self.device)
+
+    def _moved(self, x: dict[str, Any], device) -> MultiagentState:
+        return MultiagentState(x, device)

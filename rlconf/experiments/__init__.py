@@ -8,7 +8,7 @@ from typing import Any
 
 from rlconf.experiments.rundir import atomic_write, make_run_dir, write_json
 
-__all__ = ["Experiment", "atomic_write", "evaluate", "make_run_dir", "write_json"]
+__all__ = ["Experiment", "MultiagentExperiment", "atomic_write", "evaluate", "make_run_dir", "write_json"]
 
 
 def __getattr__(name: str) -> Any:
@@ -16,6 +16,10 @@ def __getattr__(name: str) -> Any:
         from rlconf.experiments.experiment import Experiment
 
         return Experiment
+    if name == "MultiagentExperiment":
+        from rlconf.experiments.multiagent import MultiagentExperiment
+
+        return MultiagentExperiment
     if name == "evaluate":
         from rlconf.experiments.evaluate import evaluate
 

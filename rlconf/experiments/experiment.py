@@ -132,6 +132,7 @@ class Experiment:
         self.episodes = 0
         self.last_return: float | None = None
         self.best_return: float | None = None  # of any training episode so far
+        self.test_details: dict[str, Any] = {}  # what the last test found besides its returns (multi-agent)
         self.scalars_every = scalars_every
         self._next_scalars = scalars_every
         # Scheduled hyperparameters (epsilon, learning rates, PPO's clip...), logged with verbose=true.

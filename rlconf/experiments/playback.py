@@ -29,6 +29,7 @@ from rlconf.config import Settings, first_line
 from rlconf.environments.gym import has_display
 from rlconf.experiments.evaluate import evaluate
 from rlconf.experiments.experiment import TEST_SEED_OFFSET, load_checkpoint
+from rlconf.experiments.multiagent import play_test
 from rlconf.experiments.run import build_agent, eval_env_count, make_env, prepare
 from rlconf.experiments.rundir import CHECKPOINT, CONFIG, check_trained_run, write_json
 from rlconf.logging import LoggerGroup
@@ -65,7 +66,7 @@ class Playback:
     def make_env(self, n_envs: int, render_mode: str | None = None, wrappers: tuple = ()):
         return make_env(self.settings, n_envs, render_mode, wrappers)
 
-    def test_agent(self, env):
+    def agent(self, env):
         """The run's agent and body, built for ``env`` as ``run`` built them, with the checkpoint's state."""
         agent = build_agent(self.settings, env, LoggerGroup([]))
         try:
@@ -73,7 +74,10 @@ class Playback:
         except (ValueError, KeyError, RuntimeError, TypeError) as error:  # another agent's, another config's
             raise PlaybackError(f"{self.run_dir / CHECKPOINT}: does not fit the run's {CONFIG}: "
                                 f"{first_line(error)}") from None
-        return agent.test_agent()
+        return agent
+
+    def test_agent(self, env):
+        return self.agent(env).test_agent()
 
 
 def load_run(run_dir: str | Path, device: str | None = None) -> Playback:
@@ -111,10 +115,15 @@ def evaluate_run(run_dir: str | Path, episodes: int | None = None, seed: int | N
         episodes = settings.run.test_episodes or settings.run.eval_episodes or 10
     seed = playback.test_seed if seed is None else seed
     env = playback.make_env(eval_env_count(settings, episodes))  # the copies the final test played in
+    details: dict[str, Any] = {}
     try:
-        test_agent = playback.test_agent(env)
+        agent = playback.agent(env)
         start = time.perf_counter()
-        returns = evaluate(test_agent, env, episodes, seed=seed)
+        if getattr(env, "multiagent", False):  # the run's test protocol (self-play, or seats against opponents)
+            played = play_test(agent, env, episodes, seed)
+            returns, details = played.returns, played.details()
+        else:
+            returns = evaluate(agent.test_agent(), env, episodes, seed=seed)
         seconds = time.perf_counter() - start
     finally:
         env.close()
@@ -124,7 +133,7 @@ def evaluate_run(run_dir: str | Path, episodes: int | None = None, seed: int | N
         "checkpoint_step": playback.step, "episodes": len(returns), "seed": seed,
         "mean": float(r.mean()), "std": float(r.std()), "min": float(r.min()), "max": float(r.max()),
         "returns": [float(x) for x in returns], "device": settings.hardware.device,
-        "seconds": round(seconds, 3), "time": time.time(),
+        "seconds": round(seconds, 3), "time": time.time(), **details,
     }
     write_json(playback.run_dir / "eval.json", result)
     return result

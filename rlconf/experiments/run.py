@@ -13,7 +13,7 @@ import signal
 import sys
 import time
 import traceback
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,18 +22,20 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from rlconf import registry
-from rlconf.agents import BuildContext, ParallelAgent, SingleEnvAgent
+from rlconf.agents import BuildContext, Multiagent, MultiagentBuildContext, ParallelAgent, SingleEnvAgent
 from rlconf.bodies import NormalizeObservations, RunningMeanStd, body_options
 from rlconf.config import ConfigError, Settings, first_line, redact, validate
 from rlconf.experiments import preemption, resume
 from rlconf.experiments.experiment import Experiment, Interrupted, load_checkpoint
+from rlconf.experiments.multiagent import MultiagentExperiment
 from rlconf.experiments.progress import ConsoleProgress
 from rlconf.experiments.rundir import make_run_dir, slurm_job_id, write_json, write_status
 from rlconf.experiments.sweep import write_sweep_table
-from rlconf.logging import LoggerContext, LoggerGroup
+from rlconf.logging import LoggerContext, LoggerGroup, ScopedLogger
 
 # Optional extras: the package an env family needs, and the extra that installs it.
-EXTRAS = {"atari": "atari", "mujoco": "mujoco", "pettingzoo": "pettingzoo"}
+EXTRAS = {"atari": "atari", "mujoco": "mujoco", "pettingzoo": "pettingzoo", "pettingzoo_classic": "pettingzoo",
+          "pettingzoo_atari": "pettingzoo", "pettingzoo_mpe": "pettingzoo", "pettingzoo_butterfly": "pettingzoo"}
 
 
 def make_env(settings: Settings, n_envs: int, render_mode: str | None = None, wrappers: tuple = ()):
@@ -59,8 +61,16 @@ def make_env(settings: Settings, n_envs: int, render_mode: str | None = None, wr
 
 
 def eval_env_count(settings: Settings, episodes: int) -> int:
-    """Copies of the environment that tests (and ``rlconf eval``) play ``episodes`` episodes in."""
+    """Copies of the environment that tests (and ``rlconf eval``) play ``episodes`` episodes in (a multi-agent
+    environment plays one game at a time)."""
+    if is_multiagent(settings):
+        return 1
     return min(settings.hardware.eval_envs, max(episodes, 1))
+
+
+def is_multiagent(settings: Settings) -> bool:
+    """Whether the run's environment family is multi-agent (PettingZoo's): its class says so."""
+    return bool(getattr(registry.get("environment", settings.env.family), "multiagent", False))
 
 
 def check_device(device: str) -> None:
@@ -75,30 +85,63 @@ def check_device(device: str) -> None:
         raise ConfigError(f"hardware.device={device}: MPS is not available here; allowed: cpu")
 
 
-def build_agent(settings: Settings, env, logger) -> ParallelAgent:
+def build_agent(settings: Settings, env, logger) -> ParallelAgent | Multiagent:
     """The agent, built for what it will see through its body, wrapped in that body (and, outermost, in
-    observation normalisation when ``body.normalize_observations``)."""
-    body_class = registry.get("body", settings.body.name)
-    options = body_options(body_class, settings.body)
-    space = env.observation_space
-    if settings.body.normalize_observations:
-        space = _transformed(NormalizeObservations, space, {}, "body.normalize_observations=true")
-    space = _transformed(body_class, space, options, f"body={settings.body.name}")
+    observation normalisation when ``body.normalize_observations``). In a multi-agent environment, the
+    multi-agent agent, whose players' agents are each built and wrapped so."""
+    if getattr(env, "multiagent", False):
+        return build_multiagent(settings, env, logger)
+    if getattr(settings.agent_class, "multiagent", False):
+        raise ConfigError(f"agent={settings.agent_name}: plays multi-agent environments, not env={settings.env.name}; "
+                          "allowed: env=pettingzoo/<game> (rlconf list env)")
     context = BuildContext(
-        observation_space=space,
-        action_space=env.action_space, n_envs=settings.hardware.n_envs,
+        observation_space=env.observation_space, action_space=env.action_space, n_envs=settings.hardware.n_envs,
         device=torch.device(settings.hardware.device), total_steps=settings.run.steps,
         approximation=settings.approximation, logger=logger, seed=settings.run.seed)
-    agent = settings.agent_class.from_config(settings.agent, context)
+    return embodied_agent(settings, settings.agent_class, settings.agent, context, settings.agent_name)
+
+
+def embodied_agent(settings: Settings, agent_class, config, context: BuildContext, name: str) -> ParallelAgent:
+    """An agent of ``agent_class`` with ``config``, built for the observations of ``context`` as the run's body
+    transforms them, inside its own body instance. ``name``: the agent, as error messages call it."""
+    body_class = registry.get("body", settings.body.name)
+    options = body_options(body_class, settings.body)
+    env_space = space = context.observation_space
+    if settings.body.normalize_observations:
+        space = _transformed(NormalizeObservations, space, {}, "body.normalize_observations=true")
+    context = replace(context, observation_space=_transformed(body_class, space, options, f"body={settings.body.name}"))
+    agent = agent_class.from_config(config, context)
     if not isinstance(agent, ParallelAgent):  # an Agent written for one State
-        if settings.hardware.n_envs != 1:
-            raise ConfigError(f"hardware.n_envs={settings.hardware.n_envs}: agent {settings.agent_name} "
-                              "acts on one state at a time; allowed: 1")
+        if context.n_envs != 1:
+            raise ConfigError(f"hardware.n_envs={context.n_envs}: agent {name} acts on one state at a time; "
+                              "allowed: 1")
         agent = SingleEnvAgent(agent)
     body = body_class(agent, **options)
     if settings.body.normalize_observations:
-        body = NormalizeObservations(body, RunningMeanStd(env.observation_space.shape, settings.hardware.device))
+        body = NormalizeObservations(body, RunningMeanStd(env_space.shape, settings.hardware.device))
     return body
+
+
+def build_multiagent(settings: Settings, env, logger) -> Multiagent:
+    """The multi-agent agent (``agent=independent``): each player's agent is built like a single-agent run's
+    (``embodied_agent``), for that player's spaces, on one game (n_envs 1), with a budget of the player's share
+    of the turns, a seed of its own, and a logger that names it (``loss/q/player_1``)."""
+    if not getattr(settings.agent_class, "multiagent", False):
+        raise ConfigError(f"agent={settings.agent_name}: env={settings.env.name} is a multi-agent env; train one "
+                          f"{settings.agent_name} per player with agent=independent agent.base={settings.agent_name}")
+    players = list(env.agents)
+
+    def build(player: str, agent_class, config, shared: dict | None) -> ParallelAgent:
+        index = players.index(player)
+        context = BuildContext(
+            observation_space=env.observation_spaces[player], action_space=env.action_spaces[player], n_envs=1,
+            device=torch.device(settings.hardware.device), total_steps=max(1, settings.run.steps // len(players)),
+            approximation=settings.approximation, logger=ScopedLogger(logger, player),
+            seed=int(np.random.SeedSequence([settings.run.seed, index]).generate_state(1)[0]), shared=shared)
+        return embodied_agent(settings, agent_class, config, context, f"{agent_class.__name__} of {player}")
+
+    context = MultiagentBuildContext(players, dict(env.observation_spaces), dict(env.action_spaces), build)
+    return settings.agent_class.from_config(settings.agent, context)
 
 
 def _transformed(body_class, space, options: dict, choice: str):
@@ -157,7 +200,7 @@ def run(cfg: DictConfig, parent_dir: str | Path | None = None, overrides: list[s
     context = LoggerContext(run_dir, config=resolved, name=run_dir.name,
                             sweep=Path(sweep_dir).name if sweep_dir else None,
                             frames_per_step=getattr(env, "frames_per_step", 1), resumed=where.existing,
-                            quiet=settings.run.quiet)
+                            quiet=settings.run.quiet, agents=list(getattr(env, "agents", [])))
     logger.loggers = [registry.get("logger", name).from_config(options, context)
                       for name, options in settings.logger.backends.items()]
 
@@ -169,7 +212,8 @@ def run(cfg: DictConfig, parent_dir: str | Path | None = None, overrides: list[s
                      episodes=experiment.episodes, last_return=experiment.last_return,
                      resumes=experiment.resumes, **extra)
 
-    experiment = Experiment(
+    experiment_class = MultiagentExperiment if getattr(env, "multiagent", False) else Experiment
+    experiment = experiment_class(
         agent, env, lambda: make_env(settings, eval_env_count(settings, settings.run.test_episodes)),
         logger, run_dir, steps=settings.run.steps, seed=settings.run.seed, eval_every=settings.run.eval_every,
         eval_episodes=settings.run.eval_episodes, checkpoint_every=settings.run.checkpoint_every,
@@ -186,6 +230,7 @@ def run(cfg: DictConfig, parent_dir: str | Path | None = None, overrides: list[s
         test_start = time.perf_counter()
         returns = experiment.test(settings.run.test_episodes)
         summary = _summary(settings, experiment, returns, time.perf_counter() - test_start, run_dir)
+        summary.update(experiment.test_details)  # multi-agent: every player's test return, win-or-draw
         summary.update(_placement(started_at))
         if returns:
             logger.add_evaluation(env.steps, returns)
@@ -285,5 +330,7 @@ def _summary(settings: Settings, experiment: Experiment, returns: list[float], t
 def _summary_line(title: str, s: dict[str, Any]) -> str:
     test = (f"test return {s['test_return_mean']:.1f} ± {s['test_return_std']:.1f} over {s['test_episodes']} episodes"
             if s["test_episodes"] else "no test episodes")
+    if "test_win_or_draw" in s:  # a multi-agent test against opponents
+        test += f" (won or drawn: {s['test_win_or_draw']:.1%})"
     return (f"{title}: {s['steps']:,} steps in {s['wall_seconds']:.1f} s ({s['steps_per_second']:,.0f} steps/s), "
             f"{s['episodes']:,} episodes; {test} -> {s['run_dir']}")

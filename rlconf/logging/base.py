@@ -6,6 +6,10 @@ run is ``verbose``, and then every ``debug_every``-th update, so they cost nothi
 
 Every backend shows the same names (the constants below, plus ``loss/<approximation>``, ``schedule/<name>``
 and ``debug/<name>``), against environment steps; wandb also records the frames (steps x frame skip).
+
+Multi-agent runs: an episode's ``returns`` is the first player's; every player's return comes beside it
+(``agent_returns``, shown as ``train/return/<player>``), and each player's agent logs through a
+``ScopedLogger`` that appends ``/<player>`` to its names (``loss/q/player_1``).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ class LoggerContext:
     frames_per_step: int = 1  # emulator frames per environment step (Atari's frame skip)
     resumed: bool = False  # continuing a run directory an earlier attempt wrote to
     quiet: bool = False
+    agents: list[str] = field(default_factory=list)  # the players of a multi-agent environment, in order
 
 
 class Logger:
@@ -61,8 +66,11 @@ class Logger:
     def add_scalars(self, values: dict[str, float], step: int | None = None) -> None:
         """Several scalars of one moment: one row for backends that keep rows (wandb)."""
 
-    def add_episode(self, step: int, episode: int, returns: float, length: int, wall_seconds: float) -> None:
-        self.add_scalars({TRAIN_RETURN: returns, TRAIN_EPISODE_LENGTH: length}, step)
+    def add_episode(self, step: int, episode: int, returns: float, length: int, wall_seconds: float,
+                    agent_returns: dict[str, float] | None = None) -> None:
+        """One finished training episode; ``agent_returns``: every player's return (multi-agent runs)."""
+        per_agent = {f"{TRAIN_RETURN}/{agent}": value for agent, value in (agent_returns or {}).items()}
+        self.add_scalars({TRAIN_RETURN: returns, TRAIN_EPISODE_LENGTH: length, **per_agent}, step)
 
     def add_evaluation(self, step: int, returns: list[float]) -> None:
         r = np.asarray(returns, dtype=float)
@@ -98,9 +106,11 @@ class LoggerGroup(Logger):
         for logger in self.loggers:
             logger.add_scalars(values, step)
 
-    def add_episode(self, step, episode, returns, length, wall_seconds) -> None:
+    def add_episode(self, step, episode, returns, length, wall_seconds, agent_returns=None) -> None:
+        # Single-agent runs call backends as before, so a user's backend with the older signature still works.
+        extra = {} if agent_returns is None else {"agent_returns": agent_returns}
         for logger in self.loggers:
-            logger.add_episode(step, episode, returns, length, wall_seconds)
+            logger.add_episode(step, episode, returns, length, wall_seconds, **extra)
 
     def add_evaluation(self, step, returns) -> None:
         for logger in self.loggers:
@@ -122,3 +132,23 @@ class LoggerGroup(Logger):
     def load_state_dict(self, state: dict | None) -> None:
         for logger in self.loggers:  # a backend added since the checkpoint starts over
             logger.load_state_dict(None if state is None else state.get(type(logger).__name__))
+
+
+class ScopedLogger:
+    """One player's view of the run's logger: scalar names gain ``/<scope>`` (``loss/q/player_1``), so that
+    several agents of one kind log side by side. Everything else is the run's logger's."""
+
+    def __init__(self, logger: Logger, scope: str):
+        self.logger = logger
+        self.scope = scope
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("logger", "scope"):  # not set yet (a copy being made): no recursion into __getattr__
+            raise AttributeError(name)
+        return getattr(self.logger, name)
+
+    def add_scalar(self, name: str, value: float, step: int | None = None) -> None:
+        self.logger.add_scalar(f"{name}/{self.scope}", value, step)
+
+    def add_scalars(self, values: dict[str, float], step: int | None = None) -> None:
+        self.logger.add_scalars({f"{name}/{self.scope}": value for name, value in values.items()}, step)

@@ -49,7 +49,10 @@ class _Table:
 class CSVLogger(Logger):
     """episodes.csv (one row per training episode), returns100.csv (statistics of every 100 episodes, as
     the Autonomous Learning Library writes them), evaluations.csv and scalars.csv (every other scalar:
-    performance, and with ``verbose`` losses and schedules)."""
+    performance, and with ``verbose`` losses and schedules).
+
+    In a multi-agent run episodes.csv has a column per player, ``return/<player>``, after the usual ones;
+    ``return`` is the first player's (so every tool reading ``return`` reads one player's curve)."""
 
     @dataclass
     class Config:
@@ -60,12 +63,13 @@ class CSVLogger(Logger):
 
     @classmethod
     def from_config(cls, config: Config, context: LoggerContext) -> CSVLogger:
-        return cls(context.run_dir, window=config.window)
+        return cls(context.run_dir, window=config.window, agents=context.agents)
 
-    def __init__(self, run_dir: str | Path, window: int = 100):
+    def __init__(self, run_dir: str | Path, window: int = 100, agents: list[str] | tuple[str, ...] = ()):
         super().__init__()
         run_dir = Path(run_dir)
-        self.episodes = _Table(run_dir / "episodes.csv", EPISODE_FIELDS)
+        self.agents = list(agents)
+        self.episodes = _Table(run_dir / "episodes.csv", EPISODE_FIELDS + [f"return/{a}" for a in self.agents])
         self.windows = _Table(run_dir / f"returns{window}.csv", WINDOW_FIELDS)
         self.evaluations = _Table(run_dir / "evaluations.csv", EVALUATION_FIELDS)
         self._scalars_path = run_dir / "scalars.csv"
@@ -74,8 +78,9 @@ class CSVLogger(Logger):
         self._recent: deque[float] = deque(maxlen=window)
         self._tables = [self.episodes, self.windows, self.evaluations]
 
-    def add_episode(self, step, episode, returns, length, wall_seconds) -> None:
-        self.episodes.write([step, episode, _number(returns), length, f"{wall_seconds:.3f}"])
+    def add_episode(self, step, episode, returns, length, wall_seconds, agent_returns=None) -> None:
+        per_agent = [_number(agent_returns.get(a, float("nan"))) for a in self.agents] if agent_returns else []
+        self.episodes.write([step, episode, _number(returns), length, f"{wall_seconds:.3f}", *per_agent])
         self._recent.append(returns)
         if episode % self.window == 0:
             r = np.asarray(self._recent)

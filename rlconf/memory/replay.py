@@ -9,6 +9,10 @@ With ``frame_stack=k`` the observations are stacks of ``k`` frames of which only
 step: only that frame is stored, and stacks are rebuilt from the preceding rows at sample time (a stack
 that started with its episode repeats the episode's first frame, as the FrameStack body does). An Atari
 transition then costs one 84x84 frame plus a few scalars, and a million of them fit in about 7 GB.
+
+States that say which actions are legal (``action_mask``: board games) have their masks stored too, so that
+a target's max over the next state's actions counts only legal ones. The mask rows are allocated on the
+first such state: a buffer whose environment has no masks keeps its layout and speed.
 """
 
 from __future__ import annotations
@@ -28,7 +32,8 @@ class Transitions(NamedTuple):
     ``reward`` is the discounted sum of the rewards up to ``next_observation`` and ``discount`` the factor
     for bootstrapping from it (gamma ** steps; None for one-step transitions, where the agent's own
     discount applies). ``weights`` are importance weights (None for uniform replay) and ``indices`` identify
-    the transitions for ``update_priorities``.
+    the transitions for ``update_priorities``. ``next_action_mask``: the legal actions at
+    ``next_observation`` (None when the environment has no action masks).
     """
 
     observation: torch.Tensor
@@ -39,6 +44,7 @@ class Transitions(NamedTuple):
     weights: torch.Tensor | None = None
     discount: torch.Tensor | None = None
     indices: tuple[torch.Tensor, torch.Tensor] | None = None
+    next_action_mask: torch.Tensor | None = None
 
 
 class ReplayBuffer:
@@ -66,6 +72,7 @@ class ReplayBuffer:
         self.done = torch.zeros((rows, envs), dtype=torch.bool, device=device)
         # Where a frame stack (re)started: the first state of an episode. Only needed to rebuild stacks.
         self.stack_start = torch.zeros((rows, envs), dtype=torch.bool, device=device) if frame_stack > 1 else None
+        self.action_mask: torch.Tensor | None = None  # [rows, envs, n_actions], from the first masked state
         self._next_row = 0
         self._filled = 0
 
@@ -89,9 +96,17 @@ class ReplayBuffer:
         self.mask[row] = states["mask"]
         self.done[row] = states["done"]
         self.action[row] = actions
+        if "action_mask" in states:
+            self._store_mask(row, states["action_mask"])
         self._next_row = (row + 1) % self.rows
         self._filled = min(self._filled + 1, self.rows)
         self._stored(row)
+
+    def _store_mask(self, row: int, mask: torch.Tensor) -> None:
+        if self.action_mask is None:
+            self.action_mask = torch.zeros((self.rows, self.n_envs, mask.shape[-1]), dtype=torch.bool,
+                                           device=self.device)
+        self.action_mask[row] = mask
 
     def _starts(self, states: State, row: int) -> torch.Tensor:
         if "stack_start" in states:  # the FrameStack body says where it refilled a stack
@@ -150,6 +165,7 @@ class ReplayBuffer:
             next_mask=self.mask[last, cols],
             discount=discount,
             indices=(rows, cols),
+            next_action_mask=None if self.action_mask is None else self.action_mask[last, cols],
         )
 
     def _n_step(self, rows, cols, n_steps: int, gamma: float):
@@ -194,12 +210,11 @@ class ReplayBuffer:
     def bytes_per_transition(self) -> float:
         """Memory of the stored tensors per transition slot, for the benchmark's report."""
         tensors = [self.observation, self.action, self.reward, self.mask, self.done]
-        if self.stack_start is not None:
-            tensors.append(self.stack_start)
+        tensors += [t for t in (self.stack_start, self.action_mask) if t is not None]
         return sum(t.element_size() * t.nelement() for t in tensors) / (self.rows * self.n_envs)
 
     # -- checkpoints ---------------------------------------------------------------------------------
-    _STATE = ("observation", "action", "reward", "mask", "done", "stack_start")
+    _STATE = ("observation", "action", "reward", "mask", "done", "stack_start", "action_mask")
 
     def state_dict(self) -> dict:
         tensors = {name: getattr(self, name) for name in self._STATE if getattr(self, name) is not None}
@@ -209,6 +224,8 @@ class ReplayBuffer:
         """Restore a checkpoint's memory. Environments are not checkpointed: a resumed run starts from a
         reset, so the newest stored state never gets its successor. It is marked as the end of its episode,
         so the transition leaving it is never sampled (and n-step returns bootstrap from it)."""
+        if state.get("action_mask") is not None and self.action_mask is None:
+            self._store_mask(0, state["action_mask"][0])  # allocated as the first masked state would
         for name in self._STATE:
             if getattr(self, name) is not None:
                 getattr(self, name).copy_(state[name])

@@ -3,7 +3,7 @@
 from rlconf.policies.bounds import ActionBounds
 from rlconf.policies.deterministic import DeterministicPolicy, TanhActionBound
 from rlconf.policies.gaussian import DiagonalNormal, GaussianHead, GaussianPolicy
-from rlconf.policies.greedy import GreedyPolicy, ParallelGreedyPolicy
+from rlconf.policies.greedy import GreedyPolicy, ParallelGreedyPolicy, legal_argmax, legal_max, random_legal
 from rlconf.policies.soft_deterministic import SoftDeterministicPolicy
 from rlconf.policies.softmax import Categorical, SoftmaxPolicy
 from rlconf.policies.stochastic import (
@@ -16,4 +16,5 @@ from rlconf.policies.stochastic import (
 
 __all__ = ["ActionBounds", "Categorical", "DeterministicPolicy", "DiagonalNormal", "GaussianHead", "GaussianPolicy",
            "GreedyPolicy", "ParallelGreedyPolicy", "SoftDeterministicPolicy", "SoftmaxPolicy", "StochasticPolicy",
-           "TanhActionBound", "action_layout", "policy_network", "policy_outputs", "stochastic_policy"]
+           "TanhActionBound", "action_layout", "legal_argmax", "legal_max", "policy_network", "policy_outputs",
+           "random_legal", "stochastic_policy"]

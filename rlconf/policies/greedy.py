@@ -1,4 +1,9 @@
-"""Epsilon-greedy policies over a QNetwork."""
+"""Epsilon-greedy policies over a QNetwork.
+
+A state may say which actions are legal (``action_mask``, True = legal: board games). Then both the greedy
+choice and the random one are among the legal actions only; states without a mask cost nothing extra and
+draw the same random numbers as before masks existed.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,32 @@ import torch
 
 from rlconf.approximation import QNetwork
 from rlconf.core import State
+
+ACTION_MASK = "action_mask"
+
+
+def legal_argmax(values: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """The argmax over the last dimension among legal actions (all of them without a mask)."""
+    if mask is None:
+        return values.argmax(-1)
+    return values.masked_fill(~mask.bool(), -torch.inf).argmax(-1)
+
+
+def legal_max(values: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """The max over the last dimension among legal actions; 0 where no action is legal (a terminal state,
+    whose value the mask zeroes anyway: 0, not -inf, so that 0 * value stays 0)."""
+    if mask is None:
+        return values.max(-1).values
+    mask = mask.bool()
+    best = values.masked_fill(~mask, -torch.inf).max(-1).values
+    return torch.where(mask.any(-1), best, torch.zeros_like(best))
+
+
+def random_legal(rng: np.random.Generator, mask: np.ndarray) -> np.ndarray:
+    """One uniformly random legal action per row of ``mask`` ([n, n_actions], True = legal): the legal action
+    with the largest uniform key. A row with no legal action gets action 0."""
+    keys = rng.random(mask.shape)
+    return np.where(mask, keys, -1.0).argmax(-1)
 
 
 class GreedyPolicy:
@@ -23,14 +54,16 @@ class GreedyPolicy:
 
     def __call__(self, state: State) -> int:
         if self.rng.random() < float(self.epsilon):
+            if ACTION_MASK in state:
+                return int(random_legal(self.rng, state[ACTION_MASK].bool().cpu().numpy()[None])[0])
             return int(self.rng.integers(self.n_actions))
         return self.greedy(state)
 
     def greedy(self, state: State) -> int:
-        return int(state.apply(self.q.no_grad).argmax())
+        return int(legal_argmax(state.apply(self.q.no_grad), state.get(ACTION_MASK)))
 
     def eval(self, state: State) -> int:
-        return int(state.apply(self.q.eval).argmax())
+        return int(legal_argmax(state.apply(self.q.eval), state.get(ACTION_MASK)))
 
 
 class ParallelGreedyPolicy(GreedyPolicy):
@@ -42,14 +75,21 @@ class ParallelGreedyPolicy(GreedyPolicy):
 
     def __call__(self, states: State) -> torch.Tensor:
         n = len(states)
+        mask = states.as_input(ACTION_MASK) if ACTION_MASK in states else None
         explore = self.rng.random(n) < float(self.epsilon)
         if explore.all():
-            return torch.from_numpy(self.rng.integers(self.n_actions, size=n)).to(states.device)
-        actions = self.q.no_grad(states.as_input()).argmax(-1)
+            return self._random(n, mask).to(states.device)
+        actions = legal_argmax(self.q.no_grad(states.as_input()), mask)
         if explore.any():
-            random_actions = torch.from_numpy(self.rng.integers(self.n_actions, size=n)).to(actions.device)
+            random_actions = self._random(n, mask).to(actions.device)
             actions = torch.where(torch.from_numpy(explore).to(actions.device), random_actions, actions)
         return actions
 
+    def _random(self, n: int, mask: torch.Tensor | None) -> torch.Tensor:
+        if mask is None:
+            return torch.from_numpy(self.rng.integers(self.n_actions, size=n))
+        return torch.from_numpy(random_legal(self.rng, mask.bool().cpu().numpy()))
+
     def eval(self, states: State) -> torch.Tensor:
-        return self.q.eval(states.as_input()).argmax(-1)
+        mask = states.as_input(ACTION_MASK) if ACTION_MASK in states else None
+        return legal_argmax(self.q.eval(states.as_input()), mask)
