@@ -188,7 +188,7 @@ def pong():
 
 
 def test_pong_turns_are_single_grey_frames(pong):
-    assert pong.agents == ["first_0", "second_0"] and pong.frames_per_step == 4
+    assert pong.agents == ["first_0", "second_0"] and pong.frame_skip == 4 and pong.frames_per_step == 2
     assert all(space == gym.spaces.Box(0, 255, (1, 84, 84), np.uint8) for space in pong.observation_spaces.values())
     assert pong.action_spaces["second_0"] == gym.spaces.Discrete(6)
     rng = np.random.default_rng(1)

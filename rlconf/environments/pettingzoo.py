@@ -68,7 +68,7 @@ class MultiagentEnvironment:
 
     multiagent = True
     n_envs = 1
-    frames_per_step = 1  # simulator frames per turn (the Atari family's frame skip)
+    frames_per_step: float = 1  # simulator frames per turn (Atari: the frame skip shared by the players)
     frames = False  # image observations become one grey 84x84 frame (the butterfly family)
 
     def __init__(self, env_id: str, n_envs: int = 1, *, kwargs: dict | None = None, vectorization: str = "auto",
@@ -298,12 +298,14 @@ class MultiagentAtariEnvironment(MultiagentEnvironment):
         frame_skip = kwargs.pop("frame_skip", 4)
         require(isinstance(frame_skip, int) and not isinstance(frame_skip, bool) and frame_skip >= 1,
                 "env.kwargs.frame_skip", frame_skip, "allowed: an integer >= 1 (emulator frames per turn)")
-        self.frames_per_step = frame_skip
+        self.frame_skip = frame_skip
         self.simulator_fps = 60
         self._lives: dict[str, int] = {}
         super().__init__(env_id, n_envs, kwargs=kwargs, vectorization=vectorization,
                          max_episode_steps=max_episode_steps, device=device, name=name, render_mode=render_mode,
                          wrappers=wrappers)
+        # The joint action of all players repeats for frame_skip frames: each player's turn is a share of them.
+        self.frames_per_step = frame_skip / len(self.agents)
 
     def _make_env(self, env_id: str, kwargs: dict, render_mode: str | None):
         module = import_env_module(env_id)
@@ -320,7 +322,7 @@ class MultiagentAtariEnvironment(MultiagentEnvironment):
             game = module.raw_env(render_mode=render_mode, **kwargs).unwrapped
         if not isinstance(game, ParallelAtariEnv):
             raise ConfigError(f"env.id={env_id}: not a PettingZoo Atari game; e.g. pettingzoo.atari.pong_v3")
-        return parallel_to_aec(_atari_frames(game, self.frames_per_step))
+        return parallel_to_aec(_atari_frames(game, self.frame_skip))
 
     def _on_reset(self) -> None:
         self._lives = {}

@@ -312,7 +312,7 @@ def _summary(settings: Settings, experiment: Experiment, returns: list[float], t
         "env_id": settings.env.id,
         "seed": settings.run.seed,
         "steps": steps,
-        "frames": steps * getattr(experiment.env, "frames_per_step", 1),
+        "frames": round(steps * getattr(experiment.env, "frames_per_step", 1)),
         "episodes": experiment.episodes,
         "wall_seconds": round(experiment.train_seconds, 3),
         "steps_per_second": round(steps / max(experiment.train_seconds, 1e-9), 1),

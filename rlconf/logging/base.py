@@ -37,7 +37,7 @@ class LoggerContext:
     config: dict[str, Any] = field(default_factory=dict)  # the resolved config, secrets redacted
     name: str = ""  # the run directory's name
     sweep: str | None = None  # the sweep directory's name, for a run of a sweep
-    frames_per_step: int = 1  # emulator frames per environment step (Atari's frame skip)
+    frames_per_step: float = 1  # emulator frames per environment step (Atari: the frame skip; shared by players)
     resumed: bool = False  # continuing a run directory an earlier attempt wrote to
     quiet: bool = False
     agents: list[str] = field(default_factory=list)  # the players of a multi-agent environment, in order

@@ -97,7 +97,7 @@ class WandbLogger(Logger):
         step = self.step if step is None else step
         row: dict[str, Any] = {name: float(value) for name, value in values.items()}
         row[STEP] = step
-        row[FRAMES] = step * self.frames_per_step
+        row[FRAMES] = round(step * self.frames_per_step)
         try:
             self.run.log(row)
         except Exception as error:  # wandb's trouble is never the run's
