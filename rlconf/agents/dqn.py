@@ -24,7 +24,7 @@ from rlconf.core import StateArray
 from rlconf.memory import Transitions, replay_buffer
 from rlconf.nn import model_settings
 from rlconf.optim import Clock, schedule
-from rlconf.policies import ParallelGreedyPolicy, legal_argmax, legal_max
+from rlconf.policies import ACTION_MASK, ParallelGreedyPolicy, global_random_actions, legal_argmax, legal_max
 
 # Element-wise, so prioritized replay can weight each sample.
 LOSSES = {"mse": lambda x, y: F.mse_loss(x, y, reduction="none"),
@@ -189,17 +189,14 @@ class DQNTestAgent(TestAgent):
         self.epsilon = float(epsilon)
 
     def act(self, states: StateArray) -> torch.Tensor:
-        mask = states.as_input("action_mask") if "action_mask" in states else None
+        mask = states.as_input(ACTION_MASK) if ACTION_MASK in states else None
         actions = legal_argmax(self.q.eval(states.as_input()), mask)
         if not self.epsilon:
             return actions
         n = len(states)  # drawn on the CPU: the same coins on every device
         explore = torch.rand(n) < self.epsilon
-        if mask is None:
-            random_actions = torch.randint(self.n_actions, (n,))
-        else:  # the legal action with the largest uniform key: uniform among the legal ones
-            random_actions = torch.rand(n, self.n_actions).masked_fill(~mask.bool().cpu(), -1.0).argmax(-1)
-        return torch.where(explore.to(actions.device), random_actions.to(actions.device), actions)
+        drawn = global_random_actions(n, self.n_actions, mask)
+        return torch.where(explore.to(actions.device), drawn.to(actions.device), actions)
 
 
 def training_settings(model, config, context: BuildContext, clock: Clock) -> dict:

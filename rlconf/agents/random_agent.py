@@ -14,7 +14,7 @@ import torch
 from rlconf.agents._agent import Buildable, BuildContext, ParallelAgent, TestAgent
 from rlconf.config import ConfigError
 from rlconf.core import StateArray
-from rlconf.policies import random_legal
+from rlconf.policies import ACTION_MASK, global_random_actions, random_actions
 
 
 @dataclass
@@ -47,10 +47,8 @@ class RandomAgent(ParallelAgent, Buildable):
         n, space = len(states), self.action_space
         if isinstance(space, gym.spaces.Box):
             actions = torch.from_numpy(self.rng.uniform(space.low, space.high, (n, *space.shape)).astype(np.float32))
-        elif "action_mask" in states:
-            actions = torch.from_numpy(random_legal(self.rng, states.as_input("action_mask").bool().cpu().numpy()))
         else:
-            actions = torch.from_numpy(self.rng.integers(space.n, size=n))
+            actions = random_actions(self.rng, n, int(space.n), _mask(states))
         return actions.to(states.device)
 
     def test_agent(self) -> TestAgent:
@@ -68,9 +66,10 @@ class RandomTestAgent(TestAgent):
         if isinstance(space, gym.spaces.Box):
             low, high = torch.as_tensor(space.low), torch.as_tensor(space.high)
             actions = low + torch.rand(n, *space.shape) * (high - low)
-        elif "action_mask" in states:  # the legal action with the largest uniform key: uniform among them
-            mask = states.as_input("action_mask").bool().cpu()
-            actions = torch.rand(mask.shape).masked_fill(~mask, -1.0).argmax(-1)
         else:
-            actions = torch.randint(int(space.n), (n,))
+            actions = global_random_actions(n, int(space.n), _mask(states))
         return actions.to(states.device)
+
+
+def _mask(states: StateArray) -> torch.Tensor | None:
+    return states.as_input(ACTION_MASK) if ACTION_MASK in states else None

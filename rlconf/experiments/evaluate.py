@@ -9,6 +9,8 @@ from collections.abc import Iterator
 import numpy as np
 import torch
 
+from rlconf.experiments import rng
+
 
 def evaluate(test_agent, env, episodes: int, seed: int | None = None) -> list[float]:
     """Returns of exactly ``episodes`` episodes of ``test_agent`` in the vector environment ``env``.
@@ -48,9 +50,7 @@ def seeded(seed: int | None) -> Iterator[None]:
     devices = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
     numpy_state, python_state = np.random.get_state(), random.getstate()
     with torch.random.fork_rng(devices=devices):
-        torch.manual_seed(seed)
-        np.random.seed(seed % 2**32)
-        random.seed(seed)
+        rng.seed_everything(seed)
         try:
             yield
         finally:

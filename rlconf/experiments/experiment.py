@@ -204,11 +204,17 @@ class Experiment:
         wall = self.train_seconds + time.perf_counter() - start  # across attempts, as if never stopped
         self.logger.step = self.env.steps
         for episode in self.env.completed:
+            returns, by_agent = self._episode_returns(episode)
             self.episodes += 1
-            self.last_return = episode.returns
-            if self.best_return is None or episode.returns > self.best_return:
-                self.best_return = episode.returns
-            self.logger.add_episode(self.env.steps, self.episodes, episode.returns, episode.length, wall)
+            self.last_return = returns
+            if self.best_return is None or returns > self.best_return:
+                self.best_return = returns
+            self.logger.add_episode(self.env.steps, self.episodes, returns, episode.length, wall,
+                                    agent_returns=by_agent)
+
+    def _episode_returns(self, episode) -> tuple[float, dict[str, float] | None]:
+        """The return the run follows, and every player's (None: a single-agent episode)."""
+        return episode.returns, None
 
     def _log_scalars(self, now: float) -> None:
         """Every ``scalars_every`` steps: the training rate since the last time, and the schedules' values."""

@@ -15,7 +15,6 @@ turns); what differs is the bookkeeping:
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,17 +70,8 @@ def play_test(agent: Multiagent, env, episodes: int, seed: int) -> MultiagentTes
 class MultiagentExperiment(Experiment):
     """``Experiment`` for a ``Multiagent`` in a multi-agent environment (see the module's docstring)."""
 
-    def _record_episodes(self, start: float) -> None:
-        wall = self.train_seconds + time.perf_counter() - start
-        self.logger.step = self.env.steps
-        first = self.env.agents[0]
-        for episode in self.env.completed:
-            self.episodes += 1
-            returns = episode.returns[first]
-            self.last_return = returns
-            self.best_return = returns if self.best_return is None else max(self.best_return, returns)
-            self.logger.add_episode(self.env.steps, self.episodes, returns, episode.length, wall,
-                                    agent_returns=episode.returns)
+    def _episode_returns(self, episode) -> tuple[float, dict[str, float]]:
+        return episode.returns[self.env.agents[0]], episode.returns
 
     def test(self, episodes: int) -> list[float]:
         if self._test_env is None:

@@ -24,6 +24,13 @@ _LEAVES = (str, bytes, int, float, bool, type(None), torch.Tensor, np.ndarray, t
 _MAX_DEPTH = 12
 
 
+def seed_everything(seed: int) -> None:
+    """Python's, numpy's and torch's global generators from ``seed`` (numpy's takes 32 bits)."""
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
 def capture(root: Any) -> dict[str, Any]:
     """Python's, numpy's and torch's global states (and CUDA's, where there is one), and the state of every
     generator reachable from ``root``."""

@@ -8,7 +8,6 @@ A run may continue an earlier attempt from its checkpoint, or find itself finish
 from __future__ import annotations
 
 import os
-import random
 import signal
 import sys
 import time
@@ -25,7 +24,7 @@ from rlconf import registry
 from rlconf.agents import BuildContext, Multiagent, MultiagentBuildContext, ParallelAgent, SingleEnvAgent
 from rlconf.bodies import NormalizeObservations, RunningMeanStd, body_options
 from rlconf.config import ConfigError, Settings, first_line, redact, validate
-from rlconf.experiments import preemption, resume
+from rlconf.experiments import preemption, resume, rng
 from rlconf.experiments.experiment import Experiment, Interrupted, load_checkpoint
 from rlconf.experiments.multiagent import MultiagentExperiment
 from rlconf.experiments.progress import ConsoleProgress
@@ -153,19 +152,13 @@ def _transformed(body_class, space, options: dict, choice: str):
         raise ConfigError(f"{choice}: {error}") from None
 
 
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-
-
 def prepare(cfg: DictConfig) -> Settings:
     """The checked settings of a composed config (or a run's saved config.yaml), and this process set up
     for them: device checked, torch's threads, global seeds. ``run`` and ``rlconf eval``/``watch`` start here."""
     settings = validate(cfg)
     check_device(settings.hardware.device)
     torch.set_num_threads(settings.hardware.torch_threads)
-    seed_everything(settings.run.seed)
+    rng.seed_everything(settings.run.seed)
     return settings
 
 

@@ -3,7 +3,16 @@
 from rlconf.policies.bounds import ActionBounds
 from rlconf.policies.deterministic import DeterministicPolicy, TanhActionBound
 from rlconf.policies.gaussian import DiagonalNormal, GaussianHead, GaussianPolicy
-from rlconf.policies.greedy import GreedyPolicy, ParallelGreedyPolicy, legal_argmax, legal_max, random_legal
+from rlconf.policies.greedy import (
+    ACTION_MASK,
+    GreedyPolicy,
+    ParallelGreedyPolicy,
+    global_random_actions,
+    legal_argmax,
+    legal_max,
+    random_actions,
+    random_legal,
+)
 from rlconf.policies.soft_deterministic import SoftDeterministicPolicy
 from rlconf.policies.softmax import Categorical, SoftmaxPolicy
 from rlconf.policies.stochastic import (
@@ -17,4 +26,4 @@ from rlconf.policies.stochastic import (
 __all__ = ["ActionBounds", "Categorical", "DeterministicPolicy", "DiagonalNormal", "GaussianHead", "GaussianPolicy",
            "GreedyPolicy", "ParallelGreedyPolicy", "SoftDeterministicPolicy", "SoftmaxPolicy", "StochasticPolicy",
            "TanhActionBound", "action_layout", "legal_argmax", "legal_max", "policy_network", "policy_outputs",
-           "random_legal", "stochastic_policy"]
+           "random_legal", "stochastic_policy", "ACTION_MASK", "random_actions", "global_random_actions"]

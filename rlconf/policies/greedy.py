@@ -40,6 +40,20 @@ def random_legal(rng: np.random.Generator, mask: np.ndarray) -> np.ndarray:
     return np.where(mask, keys, -1.0).argmax(-1)
 
 
+def random_actions(rng: np.random.Generator, n: int, n_actions: int, mask: torch.Tensor | None) -> torch.Tensor:
+    """``n`` uniformly random actions from ``rng`` (on the CPU), legal ones only where there is a ``mask``."""
+    if mask is None:
+        return torch.from_numpy(rng.integers(n_actions, size=n))
+    return torch.from_numpy(random_legal(rng, mask.bool().cpu().numpy()))
+
+
+def global_random_actions(n: int, n_actions: int, mask: torch.Tensor | None) -> torch.Tensor:
+    """The same from torch's global generator, which ``evaluate`` seeds, so a test agent's coins repeat."""
+    if mask is None:
+        return torch.randint(n_actions, (n,))
+    return torch.rand(n, n_actions).masked_fill(~mask.bool().cpu(), -1.0).argmax(-1)
+
+
 class GreedyPolicy:
     """Acts greedily with respect to ``q``, except with probability ``epsilon`` a uniformly random action.
 
@@ -78,17 +92,12 @@ class ParallelGreedyPolicy(GreedyPolicy):
         mask = states.as_input(ACTION_MASK) if ACTION_MASK in states else None
         explore = self.rng.random(n) < float(self.epsilon)
         if explore.all():
-            return self._random(n, mask).to(states.device)
+            return random_actions(self.rng, n, self.n_actions, mask).to(states.device)
         actions = legal_argmax(self.q.no_grad(states.as_input()), mask)
         if explore.any():
-            random_actions = self._random(n, mask).to(actions.device)
-            actions = torch.where(torch.from_numpy(explore).to(actions.device), random_actions, actions)
+            drawn = random_actions(self.rng, n, self.n_actions, mask).to(actions.device)
+            actions = torch.where(torch.from_numpy(explore).to(actions.device), drawn, actions)
         return actions
-
-    def _random(self, n: int, mask: torch.Tensor | None) -> torch.Tensor:
-        if mask is None:
-            return torch.from_numpy(self.rng.integers(self.n_actions, size=n))
-        return torch.from_numpy(random_legal(self.rng, mask.bool().cpu().numpy()))
 
     def eval(self, states: State) -> torch.Tensor:
         mask = states.as_input(ACTION_MASK) if ACTION_MASK in states else None
