@@ -18,7 +18,7 @@ USAGE = """usage: rlconf run [-m] [--cfg {job,hydra,all}] [--config-dir DIR] key
        rlconf status SWEEP_DIR [--lines N]
        rlconf eval RUN_DIR [--episodes N] [--seed S] [--device D]
        rlconf watch RUN_DIR [--episodes N] [--video OUT.mp4] [--fps F] [--seed S] [--device D]
-       rlconf plot RUNS_DIR [--out FILE.png] [--aggregate] [--metric return|eval] ... (rlconf plot --help)
+       rlconf plot RUNS_DIR [--out FILE.png] [--aggregate] [--metric M] ... (rlconf plot --help)
 
 Compose a run from config groups and train it:
   rlconf run agent=dqn env=classic/cartpole
@@ -110,9 +110,26 @@ def cmd_list(args: list[str]) -> int:
     for group, options in sorted(groups.items()):
         print(f"{group}:")
         width = max(len(o) for o in options)
+        if group == "agent":  # many kinds of agent: grouped by what they play and how they learn
+            _print_agents(options, width)
+            continue
         for option, text in sorted(options.items()):
             print(f"  {option:<{width}}  {text}")
     return 0
+
+
+def _print_agents(options: dict[str, str], width: int) -> None:
+    from rlconf.registry import AGENT_GROUPS, agent_group
+
+    headings = list(AGENT_GROUPS)
+    by_group: dict[str, list[str]] = {}
+    for option in sorted(options):
+        by_group.setdefault(agent_group(option), []).append(option)
+    for heading in sorted(by_group, key=lambda h: (headings.index(h) if h in headings else len(headings), h)):
+        print(f"  {heading}:")
+        members = AGENT_GROUPS.get(heading, ())
+        for option in sorted(by_group[heading], key=lambda o: (members.index(o) if o in members else len(members), o)):
+            print(f"    {option:<{width}}  {options[option]}")
 
 
 def _list_components() -> int:

@@ -141,6 +141,7 @@ class LoggerSettings:
 
     debug_every: int = 100  # with verbose=true, log losses every this many updates
     scalars_every: int = 1000  # environment steps between perf/ (and, verbose, schedule/) scalars
+    pulls_every: int = 1  # bandits: pulls of each bandit per row of pulls.csv (and bandit/ scalars)
     backends: dict[str, Any] = field(default_factory=dict)  # backend name -> its Config, "csv" first
 
 
@@ -148,16 +149,17 @@ def check_logger(node: Any) -> LoggerSettings:
     """The logger group: its own keys, then one key per backend, each checked against the backend's Config."""
     node = OmegaConf.create(node) if not isinstance(node, DictConfig) else node
     names = registry.names("logger")
-    own = {k: node[k] for k in ("debug_every", "scalars_every") if k in node}
+    counts = ("debug_every", "scalars_every", "pulls_every")
+    own = {k: node[k] for k in counts if k in node}
     for key in node:
         if key not in own and key not in names:
-            allowed = ["logger.debug_every", "logger.scalars_every", *(f"logger.{n}" for n in names)]
+            allowed = [*(f"logger.{k}" for k in counts), *(f"logger.{n}" for n in names)]
             raise ConfigError(registry.unknown_message("key", f"logger.{key}", allowed))
     settings = LoggerSettings(**own)
-    require(isinstance(settings.debug_every, int) and settings.debug_every >= 1, "logger.debug_every",
-            settings.debug_every, "must be an integer of at least 1")
-    require(isinstance(settings.scalars_every, int) and settings.scalars_every >= 1, "logger.scalars_every",
-            settings.scalars_every, "must be an integer of at least 1")
+    for key in counts:
+        value = getattr(settings, key)
+        require(isinstance(value, int) and not isinstance(value, bool) and value >= 1, f"logger.{key}", value,
+                "must be an integer of at least 1")
     for name in ["csv", *(k for k in node if k in names and k != "csv")]:
         backend = registry.get("logger", name)
         options = node.get(name)

@@ -36,6 +36,31 @@ _BUILTIN: dict[str, dict[str, tuple[str, str]]] = {
                    "uniformly random (legal) actions: a baseline, and the opponent of multi-agent tests"),
         "independent": ("rlconf.agents.independent:IndependentMultiagent",
                         "multi-agent (PettingZoo): one agent per player (agent.base), or shared for self-play"),
+        "epsilon_greedy": ("rlconf.agents.multi_armed:EpsilonGreedy",
+                           "multi-armed bandit: the best mean so far, a random arm with probability epsilon"),
+        "ucb": ("rlconf.agents.multi_armed:UCB", "multi-armed bandit: UCB1, the mean plus an optimism bonus"),
+        "bayesian_ucb": ("rlconf.agents.multi_armed:BayesianUCB",
+                         "multi-armed bandit: an upper quantile of each arm's posterior (Beta or Gaussian)"),
+        "thompson": ("rlconf.agents.multi_armed:Thompson",
+                     "multi-armed bandit: Thompson sampling from Beta-Bernoulli or Gaussian posteriors"),
+        "gradient_bandit": ("rlconf.agents.multi_armed:GradientBandit",
+                            "multi-armed bandit: softmax over learned preferences, reward baseline"),
+        "linear_posterior": ("rlconf.agents.linear_bandit:LinearPosterior",
+                             "contextual bandit: Bayesian linear regression per arm, Thompson sampling"),
+        "linucb": ("rlconf.agents.linear_bandit:LinUCB",
+                   "contextual bandit: ridge regression per arm, upper confidence bound"),
+        "neural_greedy": ("rlconf.agents.neural_bandit:NeuralGreedy",
+                          "contextual bandit: a network predicts each arm's reward, epsilon-greedy"),
+        "neural_linear": ("rlconf.agents.neural_bandit:NeuralLinear",
+                          "contextual bandit: Bayesian linear regression on a network's last features"),
+        "bootstrap_neural": ("rlconf.agents.neural_bandit:BootstrapNeural",
+                             "contextual bandit: an ensemble of networks on bootstrapped data, one drawn per pull"),
+        "noise_sampling": ("rlconf.agents.neural_bandit:NoiseSampling",
+                           "contextual bandit: greedy under a network with noise added to its weights"),
+        "q_learning": ("rlconf.agents.tabular:QLearning", "tabular Q-learning, epsilon-greedy"),
+        "sarsa_lambda": ("rlconf.agents.tabular:SarsaLambda", "tabular SARSA(lambda) with eligibility traces"),
+        "dyna_q": ("rlconf.agents.tabular:DynaQ",
+                   "tabular Dyna-Q: Q-learning plus planning steps from a learned model"),
     },
     "environment": {
         "classic": ("rlconf.environments.gym:GymVectorEnvironment", "gymnasium environments, vectorised"),
@@ -51,6 +76,12 @@ _BUILTIN: dict[str, dict[str, tuple[str, str]]] = {
                            "multi-agent particle worlds (mpe2): vector observations"),
         "pettingzoo_butterfly": ("rlconf.environments.pettingzoo:MultiagentFrameEnvironment",
                                  "PettingZoo butterfly pixel games (pistonball): grey 84x84 frames"),
+        "tabular": ("rlconf.environments.gym:GymVectorEnvironment",
+                    "gymnasium's toy text: discrete states (FrozenLake, Taxi, CliffWalking)"),
+        "bandit": ("rlconf.environments.bandit:MultiArmedBandit",
+                   "multi-armed bandits (Bernoulli, Gaussian): no observation, one pull per step"),
+        "contextual_bandit": ("rlconf.environments.bandit:ContextualBandit",
+                              "contextual bandits (synthetic linear, a CSV of features and labels)"),
     },
     "model": {
         "mlp": ("rlconf.nn.builders:MLPSettings", "fully connected layers on the flattened observation"),
@@ -92,6 +123,20 @@ _BUILTIN: dict[str, dict[str, tuple[str, str]]] = {
                                "SAC: reparameterised tanh-squashed Gaussian with log-prob correction"),
     },
 }
+# How ``rlconf list agent`` groups the agents: by what they play and how they learn. A plugin's agent joins
+# the group its ``register(..., group=...)`` names, else "other".
+AGENT_GROUPS: dict[str, tuple[str, ...]] = {
+    "deep RL, value-based": ("dqn", "ddqn", "c51", "rainbow", "vqn", "vsarsa"),
+    "deep RL, policy gradient": ("vpg", "vac", "a2c", "ppo"),
+    "deep RL, continuous control": ("ddpg", "td3", "sac"),
+    "multi-agent": ("independent",),
+    "multi-armed bandits": ("epsilon_greedy", "ucb", "bayesian_ucb", "thompson", "gradient_bandit"),
+    "contextual bandits": ("linear_posterior", "linucb", "neural_greedy", "neural_linear", "bootstrap_neural",
+                           "noise_sampling"),
+    "tabular": ("q_learning", "sarsa_lambda", "dyna_q"),
+    "baselines": ("random",),
+}
+_USER_GROUPS: dict[str, str] = {}
 _USER: dict[str, dict[str, tuple[Any, str]]] = {kind: {} for kind in KINDS}
 _loaded_entry_points = False
 
@@ -100,17 +145,27 @@ class UnknownComponent(LookupError):
     """A name the registry does not know; the message names the kind, the options and the nearest match."""
 
 
-def register(kind: str, name: str, description: str = "") -> Callable[[Any], Any]:
-    """Decorator adding a class to the registry: ``@register("agent", "my_dqn", "DQN with a twist")``."""
+def register(kind: str, name: str, description: str = "", group: str = "") -> Callable[[Any], Any]:
+    """Decorator adding a class to the registry: ``@register("agent", "my_dqn", "DQN with a twist")``.
+    ``group``: where ``rlconf list agent`` shows an agent (e.g. "deep RL, value-based"; default "other")."""
     if kind not in KINDS:
         raise ValueError(f"unknown registry kind {kind!r}; allowed: {', '.join(KINDS)}")
 
     def add(obj):
         lines = (obj.__doc__ or "").strip().splitlines()
         _USER[kind][name] = (obj, description or (lines[0] if lines else ""))
+        if kind == "agent" and group:
+            _USER_GROUPS[name] = group
         return obj
 
     return add
+
+
+def agent_group(name: str) -> str:
+    """The heading ``rlconf list agent`` shows the agent ``name`` under."""
+    if name in _USER_GROUPS:
+        return _USER_GROUPS[name]
+    return next((group for group, members in AGENT_GROUPS.items() if name in members), "other")
 
 
 def names(kind: str) -> list[str]:

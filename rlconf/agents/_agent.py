@@ -35,20 +35,30 @@ class Learner:
 
 class Checkpointed(Learner):
     """A learner whose checkpoint is named: each attribute in ``checkpointed`` (anything with ``state_dict``:
-    approximations, buffers), the step clock, and the plain attributes in ``counters`` (checkpoint key ->
-    attribute). Agents declare the names; saving and restoring them is written once, here."""
+    approximations, buffers), the step clock, the plain attributes in ``counters`` (checkpoint key ->
+    attribute) and the numpy arrays in ``arrays`` (tables, bandit statistics: saved as tensors, so that a
+    checkpoint loads with ``weights_only``). Agents declare the names; saving and restoring them is written
+    once, here."""
 
     checkpointed: ClassVar[tuple[str, ...]] = ()
     counters: ClassVar[dict[str, str]] = {}
+    arrays: ClassVar[tuple[str, ...]] = ()
     clock: Any
 
     def state_dict(self) -> dict:
         state = {name: getattr(self, name).state_dict() for name in self.checkpointed}
+        state |= {name: torch.from_numpy(np.array(getattr(self, name))) for name in self.arrays}
         return state | {"steps": self.clock.steps} | {key: getattr(self, attr) for key, attr in self.counters.items()}
 
     def load_state_dict(self, state: dict) -> None:
         for name in self.checkpointed:
             getattr(self, name).load_state_dict(state[name])
+        for name in self.arrays:
+            saved = state[name].numpy()
+            if saved.shape != getattr(self, name).shape:
+                raise ValueError(f"{name}: the checkpoint's has shape {saved.shape}, this agent's "
+                                 f"{getattr(self, name).shape}")
+            setattr(self, name, saved.astype(getattr(self, name).dtype))
         self.clock.steps = state["steps"]
         for key, attr in self.counters.items():
             setattr(self, attr, state[key])
@@ -104,6 +114,9 @@ class BuildContext:
     total_steps: int
     approximation: dict = field(default_factory=dict)
     logger: Any = None
+    # The rewards the environment can give, (low, high): bandit agents pick their posteriors by it (Beta for
+    # rewards in [0, 1]). None: unknown (gymnasium dropped reward_range).
+    reward_range: tuple[float, float] | None = None
     seed: int = 0
     # Parameters shared among the agents built with this same dict (self-play: one network for every
     # player); None: each agent builds its own.

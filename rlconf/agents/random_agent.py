@@ -34,6 +34,7 @@ class RandomAgent(ParallelAgent, Buildable):
     """Uniform random actions for every environment, drawn from its own seeded generator."""
 
     Config = RandomConfig
+    plays_anything = True  # a baseline for bandits too
 
     def __init__(self, action_space: gym.Space, rng: np.random.Generator):
         self.action_space = check_space(action_space)

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from rlconf.analysis.aggregate import Aggregate, aggregate
-from rlconf.analysis.curves import CURVE_SOURCES, SPREADS, Band, CurveOptions, seed_bands
+from rlconf.analysis.curves import CURVE_SOURCES, SPREADS, Band, CurveOptions, default_metric, seed_bands
 from rlconf.analysis.figure import draw, require_matplotlib, save_png
 from rlconf.analysis.runs import AnalysisError, Run, load_runs, select_runs
 from rlconf.analysis.stats import NORMALIZATIONS, resolve_normalization
@@ -77,10 +77,11 @@ def build_parser() -> argparse.ArgumentParser:
     add("--out", type=Path, metavar="FILE.png",
         help="the figure (default RUNS_DIR/plot.png); FILE_curves.csv etc. are written beside it")
     add("--aggregate", action="store_true", help="add IQM, median, mean and performance profiles of final scores")
-    add("--metric", default="return", metavar="|".join(CURVE_SOURCES),
-        help="training returns (default) or greedy evaluations (evaluations.csv)")
+    add("--metric", metavar="|".join(CURVE_SOURCES),
+        help="training returns, greedy evaluations (evaluations.csv), or for bandits cumulative regret and "
+             "the best-arm rate (pulls.csv); default: regret when every run is a bandit's, else return")
     add("--window", type=positive_int, default=100, metavar="N",
-        help="episodes in the rolling mean of training returns (default 100)")
+        help="episodes (bandits: rows of pulls.csv) in the rolling means of returns and rates (default 100)")
     add("--spread", default="std", metavar="|".join(SPREADS),
         help="the band across seeds: ±1 std (default), min to max, or a bootstrap 95%% CI of the mean")
     add("--agents", type=name_list, metavar="A,B", help="only these agents")
@@ -103,7 +104,8 @@ def check_choice(what: str, value: str, allowed: list[str] | tuple[str, ...]) ->
 
 def parse(argv: list[str]) -> argparse.Namespace:
     args = build_parser().parse_args(argv)
-    check_choice("--metric", args.metric, list(CURVE_SOURCES))
+    if args.metric is not None:
+        check_choice("--metric", args.metric, list(CURVE_SOURCES))
     check_choice("--spread", args.spread, list(SPREADS))
     check_choice("--normalize", args.normalize, NORMALIZATIONS)
     args.out = args.out or args.runs_dir / "plot.png"
@@ -161,7 +163,7 @@ def plot(argv: list[str]) -> int:
     require_matplotlib()
     notes: list[str] = []
     runs = select_runs(load_runs(args.runs_dir, notes), args.agents, args.envs)
-    source = CURVE_SOURCES[args.metric]
+    source = CURVE_SOURCES[args.metric or default_metric(runs)]
     bands = seed_bands(runs, source, CurveOptions(window=args.window), args.spread, args.reps, args.seed, notes)
     if not bands:
         raise AnalysisError(f"{args.runs_dir}: no run has a {source.name} curve ({source.missing})")

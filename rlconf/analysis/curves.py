@@ -1,7 +1,7 @@
 """Learning curves: one per run from a named source, then per (env, agent) a mean and a band across seeds.
 
 The sources are a table (``CURVE_SOURCES``): a metric is a name, an axis label and a function that reads
-a run's curve, so a new one (regret from a bandit's CSV, say) is one entry and no change elsewhere.
+a run's curve, so a new one (a bandit's regret from pulls.csv) is one entry and no change elsewhere.
 Seeds rarely log at the same steps, so every seed's curve is interpolated onto a common grid of env steps
 per env; a seed counts only within the steps it has reached, and each point says how many seeds it holds.
 """
@@ -60,7 +60,23 @@ def last_per_step(steps: np.ndarray, values: np.ndarray) -> Curve:
 
 
 def training_returns(run: Run, options: CurveOptions) -> Curve:
+    """The rolling mean of training returns; a bandit's episodes are single pulls, so its return is the
+    reward (pulls.csv's rows, each a mean over the pulls it covers)."""
+    if run.bandit:
+        return last_per_step(run.pulls["step"], rolling_mean(run.pulls["reward"], options.window))
     return last_per_step(run.episode_steps, rolling_mean(run.episode_returns, options.window))
+
+
+def bandit_regret(run: Run, options: CurveOptions) -> Curve | None:
+    """Cumulative expected regret (the mean over a run's bandits), as pulls.csv logs it."""
+    return Curve(run.pulls["step"], run.pulls["regret"]) if run.bandit else None
+
+
+def bandit_optimal_rate(run: Run, options: CurveOptions) -> Curve | None:
+    """How often the pulled arm was a best one: a rolling mean over ``window`` rows of pulls.csv."""
+    if not run.bandit:
+        return None
+    return Curve(run.pulls["step"], rolling_mean(run.pulls["optimal_rate"], options.window))
 
 
 def evaluation_means(run: Run, options: CurveOptions) -> Curve | None:
@@ -80,7 +96,16 @@ CURVE_SOURCES: dict[str, CurveSource] = {
                           "no finished episode"),
     "eval": CurveSource("eval", "greedy evaluation return", evaluation_means,
                         "no evaluation yet (evaluations.csv is empty: set eval_every)"),
+    "regret": CurveSource("regret", "cumulative expected regret", bandit_regret,
+                          "not a bandit run (no pulls.csv)"),
+    "optimal": CurveSource("optimal", "best-arm rate (rolling mean of {window} rows)", bandit_optimal_rate,
+                           "not a bandit run (no pulls.csv)"),
 }
+
+
+def default_metric(runs: list[Run]) -> str:
+    """What ``rlconf plot`` draws unless told: regret when every run is a bandit's, else training returns."""
+    return "regret" if runs and all(run.bandit for run in runs) else "return"
 
 
 # -- across seeds -------------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from rlconf.experiments.rundir import read_json
 
 RUN_FILES = ("config.yaml", "episodes.csv")
 FINAL_FRACTION = 0.1  # without a test, a run's score is the mean return of its last 10% of training episodes
+#                       (a bandit's: the mean reward of its last 10% of pulls.csv's rows)
 
 
 class AnalysisError(ValueError):
@@ -28,7 +29,8 @@ class AnalysisError(ValueError):
 
 @dataclass
 class Run:
-    """One run directory: who it is, and its training episodes (``step`` and ``return`` columns)."""
+    """One run directory: who it is, and its training episodes (``step`` and ``return`` columns), or a bandit
+    run's pulls (pulls.csv's columns)."""
 
     path: Path
     agent: str
@@ -37,6 +39,11 @@ class Run:
     episode_steps: np.ndarray
     episode_returns: np.ndarray
     summary: dict[str, Any] | None = field(default=None, repr=False)
+    pulls: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+
+    @property
+    def bandit(self) -> bool:
+        return len(self.pulls.get("regret", ())) > 0
 
     @property
     def score(self) -> float:
@@ -46,8 +53,9 @@ class Run:
         test = (self.summary or {}).get("test_return_mean")
         if test is not None:
             return float(test)
-        last = max(1, math.ceil(FINAL_FRACTION * len(self.episode_returns)))
-        return float(self.episode_returns[-last:].mean())
+        returns = self.pulls["reward"] if self.bandit else self.episode_returns
+        last = max(1, math.ceil(FINAL_FRACTION * len(returns)))
+        return float(returns[-last:].mean())
 
     @property
     def tested(self) -> bool:
@@ -97,12 +105,15 @@ def read_identity(run_dir: Path) -> tuple[str, str, int]:
 
 
 def load_run(run_dir: Path) -> Run | None:
-    """The run in ``run_dir``, or None when it has not finished a training episode yet."""
+    """The run in ``run_dir``, or None when it has not finished a training episode (a bandit: a pull) yet."""
     episodes = read_table(run_dir / "episodes.csv")
-    if len(episodes.get("return", ())) == 0:
+    pulls = read_table(run_dir / "pulls.csv")
+    if len(episodes.get("return", ())) == 0 and len(pulls.get("regret", ())) == 0:
         return None
     agent, env, seed = read_identity(run_dir)
-    return Run(run_dir, agent, env, seed, episodes["step"], episodes["return"], read_json(run_dir / "summary.json"))
+    nothing = np.zeros(0)
+    return Run(run_dir, agent, env, seed, episodes.get("step", nothing), episodes.get("return", nothing),
+               read_json(run_dir / "summary.json"), pulls)
 
 
 def load_runs(root: Path, notes: list[str]) -> list[Run]:

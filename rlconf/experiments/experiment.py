@@ -251,7 +251,8 @@ class Experiment:
             "episodes": self.episodes, "last_return": self.last_return, "best_return": self.best_return,
             "train_seconds": self.train_seconds,
             "next_eval": self._next_eval, "next_checkpoint": self._next_checkpoint, "resumes": self.resumes,
-            "rng": rng.capture(self.agent), "logger": self.logger.state_dict(), **self.checkpoint_extra}
+            "rng": rng.capture(self.agent), "logger": self.logger.state_dict(), **self._loop_state(),
+            **self.checkpoint_extra}
         if self.save_replay if replay is None else replay:
             state["replay"] = self.agent.replay_state_dict()
         atomic_write(self.run_dir / "checkpoint.pt", lambda tmp: torch.save(state, tmp))
@@ -278,8 +279,20 @@ class Experiment:
         self._next_checkpoint = state["next_checkpoint"]
         self.resumes = state["resumes"] + 1
         rng.restore(self.agent, state["rng"])
+        self._load_loop_state(state)
         self.logger.step = state["steps"]
         self.logger.load_state_dict(state["logger"])
+
+    def _loop_state(self) -> dict[str, Any]:
+        """What a kind of experiment keeps besides the loop's counters (tensors and plain data)."""
+        return {}
+
+    def _load_loop_state(self, state: dict[str, Any]) -> None:
+        pass
+
+    def details(self) -> dict[str, Any]:
+        """What summary.json reports besides the test's returns: the last test's findings (multi-agent)."""
+        return dict(self.test_details)
 
     def close(self) -> None:
         self.env.close()

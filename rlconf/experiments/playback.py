@@ -30,7 +30,7 @@ from rlconf.environments.gym import has_display
 from rlconf.experiments.evaluate import evaluate
 from rlconf.experiments.experiment import TEST_SEED_OFFSET, load_checkpoint
 from rlconf.experiments.multiagent import play_test
-from rlconf.experiments.run import build_agent, eval_env_count, make_env, prepare
+from rlconf.experiments.run import build_agent, eval_env_count, is_bandit, make_env, prepare
 from rlconf.experiments.rundir import CHECKPOINT, CONFIG, check_trained_run, write_json
 from rlconf.logging import LoggerGroup
 
@@ -133,15 +133,17 @@ def evaluate_run(run_dir: str | Path, episodes: int | None = None, seed: int | N
         "checkpoint_step": playback.step, "episodes": len(returns), "seed": seed,
         "mean": float(r.mean()), "std": float(r.std()), "min": float(r.min()), "max": float(r.max()),
         "returns": [float(x) for x in returns], "device": settings.hardware.device,
-        "seconds": round(seconds, 3), "time": time.time(), **details,
+        "seconds": round(seconds, 3), "time": time.time(), "bandit": is_bandit(settings), **details,
     }
     write_json(playback.run_dir / "eval.json", result)
     return result
 
 
 def eval_line(result: dict[str, Any]) -> str:
-    return (f"{result['agent']} {result['env']} at step {result['checkpoint_step']:,}: "
-            f"test return {result['mean']:.1f} ± {result['std']:.1f} over {_episodes(result['episodes'])} "
+    played = (f"greedy reward {result['mean']:.3f} ± {result['std']:.3f} over {result['episodes']} pulls"
+              if result.get("bandit") else
+              f"test return {result['mean']:.1f} ± {result['std']:.1f} over {_episodes(result['episodes'])}")
+    return (f"{result['agent']} {result['env']} at step {result['checkpoint_step']:,}: {played} "
             f"(seed {result['seed']}) -> {Path(result['run_dir']) / 'eval.json'}")
 
 
@@ -210,6 +212,9 @@ def watch_run(run_dir: str | Path, episodes: int = 1, video: str | Path | None =
         except ImportError:
             raise PlaybackError(MOVIEPY_MISSING) from None
     playback = load_run(run_dir, device)
+    if is_bandit(playback.settings):
+        raise PlaybackError(f"env={playback.settings.env.name} is a bandit: it has no frames to watch; "
+                            f"rlconf eval {run_dir} replays its greedy pulls")
     seed = playback.test_seed if seed is None else seed
     if out is None:
         env = playback.make_env(1, "human", (_pace(fps, playback.settings),))

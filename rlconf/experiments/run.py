@@ -25,6 +25,7 @@ from rlconf.agents import BuildContext, Multiagent, MultiagentBuildContext, Para
 from rlconf.bodies import NormalizeObservations, RunningMeanStd, body_options
 from rlconf.config import ConfigError, Settings, first_line, redact, validate
 from rlconf.experiments import preemption, resume, rng
+from rlconf.experiments.bandit import BanditExperiment, regret_line
 from rlconf.experiments.experiment import Experiment, Interrupted, load_checkpoint
 from rlconf.experiments.multiagent import MultiagentExperiment
 from rlconf.experiments.progress import ConsoleProgress
@@ -41,12 +42,14 @@ def make_env(settings: Settings, n_envs: int, render_mode: str | None = None, wr
     """The run's environment with ``n_envs`` copies. ``render_mode`` (``human``, ``rgb_array``) and
     ``wrappers`` (gymnasium wrappers of each copy, e.g. RecordVideo) are for watching: ``rlconf watch``."""
     env_class = registry.get("environment", settings.env.family)
-    rendering = {"render_mode": render_mode, "wrappers": tuple(wrappers)} if render_mode else {}
+    extra = {"render_mode": render_mode, "wrappers": tuple(wrappers)} if render_mode else {}
+    if getattr(env_class, "bandit", False):  # the arms' parameters are drawn from the run's seed
+        extra["seed"] = settings.run.seed
     try:
         return env_class(settings.env.id, n_envs, kwargs=settings.env.kwargs,
                          vectorization=settings.hardware.vectorization,
                          max_episode_steps=settings.env.max_episode_steps, device=settings.hardware.device,
-                         name=settings.env.name, **rendering)
+                         name=settings.env.name, **extra)
     except ModuleNotFoundError as error:
         extra = EXTRAS.get(settings.env.family, settings.env.family)
         raise ConfigError(f"env={settings.env.name} needs the missing package {error.name!r}: "
@@ -64,12 +67,19 @@ def eval_env_count(settings: Settings, episodes: int) -> int:
     environment plays one game at a time)."""
     if is_multiagent(settings):
         return 1
+    if is_bandit(settings):  # the same bandits as in training, each with its own arms and the agent's estimates
+        return settings.hardware.n_envs
     return min(settings.hardware.eval_envs, max(episodes, 1))
 
 
 def is_multiagent(settings: Settings) -> bool:
     """Whether the run's environment family is multi-agent (PettingZoo's): its class says so."""
     return bool(getattr(registry.get("environment", settings.env.family), "multiagent", False))
+
+
+def is_bandit(settings: Settings) -> bool:
+    """Whether the run's environment is a bandit (one pull per episode): its class says so."""
+    return bool(getattr(registry.get("environment", settings.env.family), "bandit", False))
 
 
 def check_device(device: str) -> None:
@@ -93,11 +103,26 @@ def build_agent(settings: Settings, env, logger) -> ParallelAgent | Multiagent:
     if getattr(settings.agent_class, "multiagent", False):
         raise ConfigError(f"agent={settings.agent_name}: plays multi-agent environments, not env={settings.env.name}; "
                           "allowed: env=pettingzoo/<game> (rlconf list env)")
+    check_bandit_pairing(settings, env)
     context = BuildContext(
         observation_space=env.observation_space, action_space=env.action_space, n_envs=settings.hardware.n_envs,
         device=torch.device(settings.hardware.device), total_steps=settings.run.steps,
-        approximation=settings.approximation, logger=logger, seed=settings.run.seed)
+        approximation=settings.approximation, logger=logger, seed=settings.run.seed,
+        reward_range=getattr(env, "reward_range", None))
     return embodied_agent(settings, settings.agent_class, settings.agent, context, settings.agent_name)
+
+
+def check_bandit_pairing(settings: Settings, env) -> None:
+    """Bandit agents play bandits, and bandits are played by bandit agents (or the random baseline): a
+    sequential agent would bootstrap across pulls that have nothing to do with each other."""
+    agent_bandit = getattr(settings.agent_class, "bandit", False)
+    if getattr(settings.agent_class, "plays_anything", False) or agent_bandit == getattr(env, "bandit", False):
+        return
+    if agent_bandit:
+        raise ConfigError(f"agent={settings.agent_name}: plays bandits, not env={settings.env.name}; "
+                          "allowed: env=bandit/<problem> (rlconf list env)")
+    raise ConfigError(f"agent={settings.agent_name}: learns from episodes of many steps; env={settings.env.name} is a "
+                      "bandit (one pull per episode); allowed: a bandit agent (rlconf list agent) or agent=random")
 
 
 def embodied_agent(settings: Settings, agent_class, config, context: BuildContext, name: str) -> ParallelAgent:
@@ -193,7 +218,8 @@ def run(cfg: DictConfig, parent_dir: str | Path | None = None, overrides: list[s
     context = LoggerContext(run_dir, config=resolved, name=run_dir.name,
                             sweep=Path(sweep_dir).name if sweep_dir else None,
                             frames_per_step=getattr(env, "frames_per_step", 1), resumed=where.existing,
-                            quiet=settings.run.quiet, agents=list(getattr(env, "agents", [])))
+                            quiet=settings.run.quiet, agents=list(getattr(env, "agents", [])),
+                            arms=getattr(env, "arms", 0) if getattr(env, "bandit", False) else 0)
     logger.loggers = [registry.get("logger", name).from_config(options, context)
                       for name, options in settings.logger.backends.items()]
 
@@ -205,13 +231,17 @@ def run(cfg: DictConfig, parent_dir: str | Path | None = None, overrides: list[s
                      episodes=experiment.episodes, last_return=experiment.last_return,
                      resumes=experiment.resumes, **extra)
 
-    experiment_class = MultiagentExperiment if getattr(env, "multiagent", False) else Experiment
+    experiment_class, extra = Experiment, {}
+    if getattr(env, "multiagent", False):
+        experiment_class = MultiagentExperiment
+    elif getattr(env, "bandit", False):
+        experiment_class, extra = BanditExperiment, {"pulls_every": settings.logger.pulls_every}
     experiment = experiment_class(
         agent, env, lambda: make_env(settings, eval_env_count(settings, settings.run.test_episodes)),
         logger, run_dir, steps=settings.run.steps, seed=settings.run.seed, eval_every=settings.run.eval_every,
         eval_episodes=settings.run.eval_episodes, checkpoint_every=settings.run.checkpoint_every,
         progress=progress, checkpoint_extra={"config": resolved}, save_replay=settings.run.checkpoint.replay,
-        on_status=status, scalars_every=settings.logger.scalars_every)
+        on_status=status, scalars_every=settings.logger.scalars_every, **extra)
     try:
         if where.existing:
             _restore(experiment, checkpoint, run_dir, settings)
@@ -223,7 +253,7 @@ def run(cfg: DictConfig, parent_dir: str | Path | None = None, overrides: list[s
         test_start = time.perf_counter()
         returns = experiment.test(settings.run.test_episodes)
         summary = _summary(settings, experiment, returns, time.perf_counter() - test_start, run_dir)
-        summary.update(experiment.test_details)  # multi-agent: every player's test return, win-or-draw
+        summary.update(experiment.details())  # multi-agent: each player's test return; bandits: regret
         summary.update(_placement(started_at))
         if returns:
             logger.add_evaluation(env.steps, returns)
@@ -325,5 +355,8 @@ def _summary_line(title: str, s: dict[str, Any]) -> str:
             if s["test_episodes"] else "no test episodes")
     if "test_win_or_draw" in s:  # a multi-agent test against opponents
         test += f" (won or drawn: {s['test_win_or_draw']:.1%})"
+    if "cumulative_regret" in s:  # a bandit: its test pulls the greedy arms
+        test = regret_line(s) + (f"; greedy reward {s['test_return_mean']:.3f} over {s['test_episodes']} test pulls"
+                                 if s["test_episodes"] else "")
     return (f"{title}: {s['steps']:,} steps in {s['wall_seconds']:.1f} s ({s['steps_per_second']:,.0f} steps/s), "
             f"{s['episodes']:,} episodes; {test} -> {s['run_dir']}")

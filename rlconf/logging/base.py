@@ -7,6 +7,9 @@ run is ``verbose``, and then every ``debug_every``-th update, so they cost nothi
 Every backend shows the same names (the constants below, plus ``loss/<approximation>``, ``schedule/<name>``
 and ``debug/<name>``), against environment steps; wandb also records the frames (steps x frame skip).
 
+Bandit runs log pulls rather than episodes (``add_pulls``): reward, cumulative regret, the rate of best-arm
+pulls and the arms' counts, as ``bandit/...`` scalars (CSV: pulls.csv).
+
 Multi-agent runs: an episode's ``returns`` is the first player's; every player's return comes beside it
 (``agent_returns``, shown as ``train/return/<player>``), and each player's agent logs through a
 ``ScopedLogger`` that appends ``/<player>`` to its names (``loss/q/player_1``).
@@ -27,6 +30,10 @@ EVAL_RETURN_STD = "eval/return_std"
 EVAL_RETURN_MIN = "eval/return_min"
 EVAL_RETURN_MAX = "eval/return_max"
 STEPS_PER_SECOND = "perf/steps_per_second"
+BANDIT_REWARD = "bandit/reward"
+BANDIT_REGRET = "bandit/regret"
+BANDIT_OPTIMAL_RATE = "bandit/optimal_arm_rate"
+BANDIT_ARM_COUNT = "bandit/arm_count"  # /<arm>
 
 
 @dataclass
@@ -41,6 +48,7 @@ class LoggerContext:
     resumed: bool = False  # continuing a run directory an earlier attempt wrote to
     quiet: bool = False
     agents: list[str] = field(default_factory=list)  # the players of a multi-agent environment, in order
+    arms: int = 0  # the arms of a bandit environment (its pulls are logged, not episodes)
 
 
 class Logger:
@@ -71,6 +79,15 @@ class Logger:
         """One finished training episode; ``agent_returns``: every player's return (multi-agent runs)."""
         per_agent = {f"{TRAIN_RETURN}/{agent}": value for agent, value in (agent_returns or {}).items()}
         self.add_scalars({TRAIN_RETURN: returns, TRAIN_EPISODE_LENGTH: length, **per_agent}, step)
+
+    def add_pulls(self, step: int, pulls: int, reward: float, regret: float, optimal_rate: float,
+                  arm_counts: list[int]) -> None:
+        """Bandits, every ``logger.pulls_every`` pulls of each bandit: the mean reward and the rate of best-arm
+        pulls since the last row, the cumulative expected regret (means over the bandits) and how often each
+        arm has been pulled (summed over the bandits)."""
+        counts = {f"{BANDIT_ARM_COUNT}/{arm}": count for arm, count in enumerate(arm_counts)}
+        self.add_scalars({BANDIT_REWARD: reward, BANDIT_REGRET: regret, BANDIT_OPTIMAL_RATE: optimal_rate,
+                          **counts}, step)
 
     def add_evaluation(self, step: int, returns: list[float]) -> None:
         r = np.asarray(returns, dtype=float)
@@ -111,6 +128,10 @@ class LoggerGroup(Logger):
         extra = {} if agent_returns is None else {"agent_returns": agent_returns}
         for logger in self.loggers:
             logger.add_episode(step, episode, returns, length, wall_seconds, **extra)
+
+    def add_pulls(self, step, pulls, reward, regret, optimal_rate, arm_counts) -> None:
+        for logger in self.loggers:
+            logger.add_pulls(step, pulls, reward, regret, optimal_rate, arm_counts)
 
     def add_evaluation(self, step, returns) -> None:
         for logger in self.loggers:

@@ -17,6 +17,7 @@ EPISODE_FIELDS = ["step", "episode", "return", "length", "wall_seconds"]
 WINDOW_FIELDS = ["step", "episode", "mean", "std", "min", "max"]
 EVALUATION_FIELDS = ["step", "episodes", "mean", "std", "min", "max"]
 SCALAR_FIELDS = ["step", "name", "value"]
+PULL_FIELDS = ["step", "pull", "reward", "regret", "optimal_rate"]  # then arm/<a>: each arm's count so far
 
 
 class _Table:
@@ -52,7 +53,10 @@ class CSVLogger(Logger):
     performance, and with ``verbose`` losses and schedules).
 
     In a multi-agent run episodes.csv has a column per player, ``return/<player>``, after the usual ones;
-    ``return`` is the first player's (so every tool reading ``return`` reads one player's curve)."""
+    ``return`` is the first player's (so every tool reading ``return`` reads one player's curve).
+
+    A bandit run writes pulls.csv instead of episode rows (see ``Logger.add_pulls``): ``pull`` counts each
+    bandit's pulls, ``step`` all of them, and an ``arm/<a>`` column per arm holds its count."""
 
     @dataclass
     class Config:
@@ -63,9 +67,10 @@ class CSVLogger(Logger):
 
     @classmethod
     def from_config(cls, config: Config, context: LoggerContext) -> CSVLogger:
-        return cls(context.run_dir, window=config.window, agents=context.agents)
+        return cls(context.run_dir, window=config.window, agents=context.agents, arms=context.arms)
 
-    def __init__(self, run_dir: str | Path, window: int = 100, agents: list[str] | tuple[str, ...] = ()):
+    def __init__(self, run_dir: str | Path, window: int = 100, agents: list[str] | tuple[str, ...] = (),
+                 arms: int = 0):
         super().__init__()
         run_dir = Path(run_dir)
         self.agents = list(agents)
@@ -77,6 +82,9 @@ class CSVLogger(Logger):
         self.window = window
         self._recent: deque[float] = deque(maxlen=window)
         self._tables = [self.episodes, self.windows, self.evaluations]
+        if arms:
+            self.pulls = _Table(run_dir / "pulls.csv", PULL_FIELDS + [f"arm/{a}" for a in range(arms)])
+            self._tables.append(self.pulls)
 
     def add_episode(self, step, episode, returns, length, wall_seconds, agent_returns=None) -> None:
         per_agent = [_number(agent_returns.get(a, float("nan"))) for a in self.agents] if agent_returns else []
@@ -85,6 +93,9 @@ class CSVLogger(Logger):
         if episode % self.window == 0:
             r = np.asarray(self._recent)
             self.windows.write([step, episode, *(_number(x) for x in (r.mean(), r.std(), r.min(), r.max()))])
+
+    def add_pulls(self, step, pulls, reward, regret, optimal_rate, arm_counts) -> None:
+        self.pulls.write([step, pulls, *(_number(x) for x in (reward, regret, optimal_rate)), *arm_counts])
 
     def add_evaluation(self, step, returns) -> None:
         r = np.asarray(returns)
