@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -121,6 +122,12 @@ class BuildContext:
     # Parameters shared among the agents built with this same dict (self-play: one network for every
     # player); None: each agent builds its own.
     shared: dict[str, Any] | None = None
+
+    def generator(self, stream: str) -> np.random.Generator:
+        """A generator of the agent's own, seeded from the run's seed and the name of its ``stream``. Not
+        ``default_rng(seed)``: gymnasium seeds an environment's generator exactly so on ``reset(seed)``, and an
+        agent drawing the same numbers as its environment (a slippery FrozenLake's slips) is not exploring."""
+        return np.random.default_rng(np.random.SeedSequence([self.seed, zlib.crc32(stream.encode())]))
 
     def share(self, name: str, build: Callable[[], Any]) -> Any:
         """``build()``, or the object the first agent built with this context's ``shared`` dict under ``name``.

@@ -31,6 +31,11 @@ from rlconf.config import ConfigError, require
 from rlconf.core import StateArray
 from rlconf.environments.gym import Episode
 
+# Tags mixed into the seeds of the problem's and the rewards' generators, so that neither stream is the one
+# another component draws from the same seed.
+PROBLEM_STREAM = 0xBA4D17
+REWARD_STREAM = 0x9E3779B9
+
 
 @dataclass
 class Pulls:
@@ -166,7 +171,7 @@ class BanditEnvironment:
             raise ConfigError(f"env.id={env_id}: not a {type(self).__name__.lower()}; "
                               f"allowed: {', '.join(self.problems)}")
         builder = self.problems[env_id]
-        rng = np.random.default_rng(np.random.SeedSequence([problem_seed, 0xBA4D17]))
+        rng = np.random.default_rng(np.random.SeedSequence([problem_seed, PROBLEM_STREAM]))
         self.problem: BanditProblem = builder(kwargs, n_envs, rng)
         self.arms = self.problem.arms
         self.reward_range = self.problem.reward_range
@@ -175,11 +180,13 @@ class BanditEnvironment:
         self.steps = 0  # pulls, summed over the bandits
         self.completed: list[Episode] = []  # every pull is a finished one-step episode
         self.pulls: Pulls | None = None  # what the last step's pulls were worth
-        self._rng = np.random.default_rng(0)
+        self._rng = np.random.default_rng(np.random.SeedSequence([0, REWARD_STREAM]))
         self._contexts = self.problem.contexts(self._rng, n_envs)
 
     def reset(self, seed: int | None = None) -> StateArray:
-        self._rng = np.random.default_rng(seed)
+        # Not default_rng(seed): agents seed their generators from the run's seed too, and a shared stream
+        # would line an agent's coin flips up with the rewards it gets.
+        self._rng = np.random.default_rng(None if seed is None else np.random.SeedSequence([seed, REWARD_STREAM]))
         self._contexts = self.problem.contexts(self._rng, self.n_envs)
         self.completed, self.pulls = [], None
         return self._state(np.zeros(self.n_envs, np.float32), done=False)
