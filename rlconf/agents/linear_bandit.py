@@ -1,0 +1,216 @@
+"""Linear contextual bandit agents: a linear model of each arm's reward in the context, one per bandit.
+
+``linear_posterior`` (Thompson sampling with Bayesian linear regression, Riquelme et al. 2018, section 3)
+and ``linucb`` (ridge regression plus an upper confidence bound, Li et al. 2010) keep the same sufficient
+statistics of each arm's pulls, vectorised over the ``n`` bandits: the precision ``A = lambda I + X^T X``,
+its inverse (updated by Sherman-Morrison after every pull, no solve), ``X^T y``, ``y^T y`` and the count.
+A pull costs O(arms d^2) per bandit: 5,000 pulls of 10 features take a fraction of a second.
+
+Test agents pull the arm of the best estimate, ties to the first: they draw nothing from the agent's
+generator, so evaluating does not change the training run.
+
+The neural-linear agent (rlconf.agents.neural_bandit) runs the same posterior on a network's features.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+import torch
+
+from rlconf.agents._agent import BuildContext
+from rlconf.agents._bandit import BanditAgent, argmax_random_ties
+from rlconf.config import require
+from rlconf.optim import Clock
+
+
+class RidgeStatistics:
+    """Each bandit's and arm's regression statistics: ``precision`` (n, arms, d, d) = lambda I + sum x x^T,
+    ``covariance`` its inverse, ``xy`` (n, arms, d) = sum r x, ``yy`` (n, arms) = sum r^2, ``counts``."""
+
+    def __init__(self, n: int, arms: int, features: int, lambda_prior: float):
+        self.lambda_prior = lambda_prior
+        eye = np.eye(features)
+        self.precision = np.tile(lambda_prior * eye, (n, arms, 1, 1))
+        self.covariance = np.tile(eye / lambda_prior, (n, arms, 1, 1))
+        self.xy = np.zeros((n, arms, features))
+        self.yy = np.zeros((n, arms))
+        self.counts = np.zeros((n, arms), dtype=np.int64)
+
+    def add(self, x: np.ndarray, arms: np.ndarray, y: np.ndarray) -> None:
+        """One pull per bandit: contexts (n, d), arms (n,), rewards (n,). Sherman-Morrison on the pulled arm:
+        (A + x x^T)^-1 = A^-1 - (A^-1 x)(A^-1 x)^T / (1 + x^T A^-1 x)."""
+        rows = np.arange(len(arms))
+        covariance = self.covariance[rows, arms]  # (n, d, d)
+        cx = np.einsum("nij,nj->ni", covariance, x)
+        denominator = 1.0 + (x * cx).sum(1)
+        self.covariance[rows, arms] = covariance - cx[:, :, None] * cx[:, None, :] / denominator[:, None, None]
+        self.precision[rows, arms] += x[:, :, None] * x[:, None, :]
+        self.xy[rows, arms] += y[:, None] * x
+        self.yy[rows, arms] += y * y
+        self.counts[rows, arms] += 1
+
+    def refit(self, x: torch.Tensor, arms: torch.Tensor, y: torch.Tensor) -> None:
+        """The statistics of every pull so far from scratch: contexts (n, N, d), arms (n, N), rewards (n, N).
+        In torch, whose matrix products keep to the run's hardware.torch_threads (numpy's BLAS would take
+        every core it finds)."""
+        n, n_arms, d = self.xy.shape
+        x, y = x.double(), y.double()
+        precision = torch.empty(n, n_arms, d, d, dtype=torch.float64, device=x.device)
+        xy = torch.empty(n, n_arms, d, dtype=torch.float64, device=x.device)
+        yy = torch.empty(n, n_arms, dtype=torch.float64, device=x.device)
+        eye = self.lambda_prior * torch.eye(d, dtype=torch.float64, device=x.device)
+        for bandit in range(n):
+            for arm in range(n_arms):
+                mine = arms[bandit] == arm
+                xa, ya = x[bandit, mine], y[bandit, mine]
+                precision[bandit, arm] = eye + xa.T @ xa
+                xy[bandit, arm] = xa.T @ ya
+                yy[bandit, arm] = ya @ ya
+        self.precision, self.xy, self.yy = precision.cpu().numpy(), xy.cpu().numpy(), yy.cpu().numpy()
+        self.covariance = torch.linalg.inv(precision).cpu().numpy()
+        self.counts = torch.nn.functional.one_hot(arms, n_arms).sum(1).cpu().numpy().astype(np.int64)
+
+    def mean(self) -> np.ndarray:
+        """The ridge solution (the posterior mean) of every arm, (n, arms, d): A^-1 X^T y."""
+        return np.einsum("naij,naj->nai", self.covariance, self.xy)
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        """Every arm's mean reward in each bandit's context x (n, d): (n, arms)."""
+        return np.einsum("nai,ni->na", self.mean(), x)
+
+    def spread(self, x: np.ndarray) -> np.ndarray:
+        """x^T A^-1 x for every arm, (n, arms): the variance of the estimate at x, in units of the noise's."""
+        return np.maximum(np.einsum("ni,naij,nj->na", x, self.covariance, x), 0.0)
+
+    def noise_posterior(self, a0: float, b0: float) -> tuple[np.ndarray, np.ndarray]:
+        """The inverse-gamma posterior (a, b) of each arm's noise variance, with the prior IG(a0, b0):
+        a = a0 + N / 2, b = b0 + (y^T y - mu^T A mu) / 2, where mu^T A mu = (X^T y)^T A^-1 X^T y."""
+        fitted = np.einsum("nai,naij,naj->na", self.xy, self.covariance, self.xy)
+        return a0 + self.counts / 2.0, b0 + np.maximum(self.yy - fitted, 0.0) / 2.0
+
+    _ARRAYS: ClassVar[tuple[str, ...]] = ("precision", "covariance", "xy", "yy", "counts")
+
+    def state_dict(self) -> dict:
+        return {name: torch.from_numpy(getattr(self, name).copy()) for name in self._ARRAYS}
+
+    def load_state_dict(self, state: dict) -> None:
+        for name in self._ARRAYS:
+            saved = state[name].numpy()
+            if saved.shape != getattr(self, name).shape:
+                raise ValueError(f"{name}: the checkpoint's has shape {saved.shape}, this agent's "
+                                 f"{getattr(self, name).shape}")
+            setattr(self, name, saved.astype(getattr(self, name).dtype))
+
+
+def with_intercept(x: np.ndarray, intercept: bool) -> np.ndarray:
+    """The contexts with a constant 1 appended (an intercept in the regression), or as they are."""
+    return np.concatenate([x, np.ones((*x.shape[:-1], 1))], axis=-1) if intercept else x
+
+
+def thompson_scores(stats: RidgeStatistics, x: np.ndarray, a0: float, b0: float,
+                    rng: np.random.Generator) -> np.ndarray:
+    """Each arm's x . beta for beta drawn from its Normal-Inverse-Gamma posterior: sigma^2 ~ IG(a, b), then
+    beta ~ N(mu, sigma^2 A^-1). Only x . beta is used, and for a given x it is N(x . mu, sigma^2 x^T A^-1 x):
+    drawn as that scalar, the same law as drawing beta, at O(d^2) per arm and no factorisation."""
+    a, b = stats.noise_posterior(a0, b0)
+    variance = b / rng.gamma(a)  # 1 / sigma^2 ~ Gamma(a, rate b)
+    return stats.predict(x) + np.sqrt(variance * stats.spread(x)) * rng.standard_normal(a.shape)
+
+
+@dataclass
+class LinearPosteriorConfig:
+    """Bayesian linear regression per arm, Thompson sampling (the options of GenRL's LinearPosteriorAgent)."""
+
+    init_pulls: int = 3  # each bandit first pulls every arm this many times in turn
+    lambda_prior: float = 0.25  # prior precision of the weights, beta | sigma^2 ~ N(0, sigma^2 / lambda_prior I)
+    a0: float = 6.0  # inverse-gamma prior of the reward noise variance sigma^2: shape ...
+    b0: float = 6.0  # ... and scale
+    intercept: bool = True  # append a constant feature, so each arm's reward has an offset
+
+    def __post_init__(self):
+        require(self.init_pulls >= 0, "agent.init_pulls", self.init_pulls, "must be 0 or more")
+        require(self.lambda_prior > 0, "agent.lambda_prior", self.lambda_prior, "must be positive")
+        require(self.a0 > 0, "agent.a0", self.a0, "must be positive")
+        require(self.b0 > 0, "agent.b0", self.b0, "must be positive")
+
+
+class LinearPosterior(BanditAgent):
+    """Thompson sampling from each arm's Normal-Inverse-Gamma posterior; the test agent pulls the best
+    posterior mean."""
+
+    Config = LinearPosteriorConfig
+    checkpointed = ("stats",)
+
+    def __init__(self, config: LinearPosteriorConfig, n_bandits: int, arms: int, features: int, clock: Clock,
+                 rng: np.random.Generator | None = None):
+        super().__init__(n_bandits, arms, clock, config.init_pulls)
+        self.config = config
+        self.stats = RidgeStatistics(n_bandits, arms, features + config.intercept, config.lambda_prior)
+        self.rng = rng or np.random.default_rng()
+
+    @classmethod
+    def from_config(cls, config: LinearPosteriorConfig, context: BuildContext) -> LinearPosterior:
+        arms = cls.check_context(context, "linear_posterior")
+        return cls(config, context.n_envs, arms, context.observation_space.shape[0], Clock(),
+                   context.generator("linear_bandit"))
+
+    def learn(self, contexts, arms, rewards):
+        self.stats.add(with_intercept(contexts, self.config.intercept), arms, rewards)
+
+    def choose(self, contexts):
+        x = with_intercept(contexts, self.config.intercept)
+        return argmax_random_ties(thompson_scores(self.stats, x, self.config.a0, self.config.b0, self.rng), self.rng)
+
+    def greedy(self, contexts):
+        return self.stats.predict(with_intercept(contexts, self.config.intercept)).argmax(axis=1)
+
+
+@dataclass
+class LinUCBConfig:
+    """Ridge regression per arm and an upper confidence bound (Li et al. 2010, disjoint LinUCB)."""
+
+    init_pulls: int = 1  # each bandit first pulls every arm this many times in turn
+    alpha: float = 1.0  # width of the bound: theta . x + alpha sqrt(x^T A^-1 x)
+    lambda_prior: float = 1.0  # ridge penalty: A = lambda I + sum x x^T
+    intercept: bool = True  # append a constant feature, so each arm's reward has an offset
+
+    def __post_init__(self):
+        require(self.init_pulls >= 0, "agent.init_pulls", self.init_pulls, "must be 0 or more")
+        require(self.alpha >= 0, "agent.alpha", self.alpha, "must be 0 or more")
+        require(self.lambda_prior > 0, "agent.lambda_prior", self.lambda_prior, "must be positive")
+
+
+class LinUCB(BanditAgent):
+    """The arm of the largest upper bound; the test agent pulls the best ridge estimate."""
+
+    Config = LinUCBConfig
+    checkpointed = ("stats",)
+
+    def __init__(self, config: LinUCBConfig, n_bandits: int, arms: int, features: int, clock: Clock,
+                 rng: np.random.Generator | None = None):
+        super().__init__(n_bandits, arms, clock, config.init_pulls)
+        self.config = config
+        self.stats = RidgeStatistics(n_bandits, arms, features + config.intercept, config.lambda_prior)
+        self.rng = rng or np.random.default_rng()  # ties only
+
+    @classmethod
+    def from_config(cls, config: LinUCBConfig, context: BuildContext) -> LinUCB:
+        arms = cls.check_context(context, "linucb")
+        return cls(config, context.n_envs, arms, context.observation_space.shape[0], Clock(),
+                   context.generator("linear_bandit"))
+
+    def learn(self, contexts, arms, rewards):
+        self.stats.add(with_intercept(contexts, self.config.intercept), arms, rewards)
+
+    def upper_bounds(self, contexts: np.ndarray) -> np.ndarray:
+        x = with_intercept(contexts, self.config.intercept)
+        return self.stats.predict(x) + self.config.alpha * np.sqrt(self.stats.spread(x))
+
+    def choose(self, contexts):
+        return argmax_random_ties(self.upper_bounds(contexts), self.rng)
+
+    def greedy(self, contexts):
+        return self.stats.predict(with_intercept(contexts, self.config.intercept)).argmax(axis=1)

@@ -1,0 +1,499 @@
+"""Neural contextual bandit agents: a network predicts every arm's reward from the context.
+
+All four share one protocol (``NeuralBandit``): every pull joins a growing store of (context, arm, reward),
+and every ``update_every`` pulls the networks take ``gradient_steps`` Adam steps on minibatches of
+``batch_size`` drawn from the store (with replacement), the loss the squared error of the pulled arm's
+output. The learning rate is ``lr / (1 + lr_decay t)``, t the steps since the round began (``lr_reset``) or
+since the first round; ``clip_grad`` bounds each network's gradient norm. They differ in how they explore:
+
+- ``neural_greedy``: the arm of the largest prediction, a uniformly random one with probability ``epsilon``;
+- ``neural_linear``: Thompson sampling with the linear posterior (rlconf.agents.linear_bandit) on the
+  network's last hidden features, refitted on the whole store with the new features after each round;
+- ``bootstrap_neural``: ``ensemble`` networks, each trained on its own view of the data (every pull joins
+  each one's with probability ``add_probability``); each pull follows one network drawn at random;
+- ``noise_sampling``: the arm of the largest prediction of the network with Gaussian noise of std
+  ``noise_std`` added to every weight, drawn afresh every pull or every round; with ``noise_target`` the std
+  adapts after each round so that the noisy predictions stay as far from the clean ones as an
+  epsilon-greedy policy's would (Plappert et al. 2018; GenRL's noise sampling agent).
+
+Every bandit of ``hardware.n_envs`` is its own problem with networks of its own: the ``n x ensemble``
+networks are the approximation group's model (``approximation.hidden``, ``approximation.activation``: a
+fully connected one), their weights stacked so that one batched matrix product serves all of them.
+Test agents pull the arm of the best clean prediction (the ensemble's mean, the posterior mean), ties to
+the first, drawing nothing from the agent's generators.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+from torch import nn
+
+from rlconf.agents._agent import BuildContext
+from rlconf.agents._bandit import BanditAgent, argmax_random_ties
+from rlconf.agents.linear_bandit import RidgeStatistics, thompson_scores
+from rlconf.config import ConfigError, require
+from rlconf.nn.builders import model_settings
+from rlconf.nn.layers import Linear0
+from rlconf.optim import Clock
+
+
+# -- networks ---------------------------------------------------------------------------------------------
+class StackedNetworks(nn.Module):
+    """``m`` networks of the same fully connected architecture with their weights stacked:
+    ``forward(x [m, B, in]) -> [m, B, out]``, each network on its own rows. ``features`` stops before the
+    last linear layer (the last hidden features). ``noise``, a list like ``parameters()``, is added to the
+    weights for that pass (noise sampling)."""
+
+    def __init__(self, networks: list[nn.Module], model: str = "mlp"):
+        super().__init__()
+        self.weights = nn.ParameterList()  # (m, in, out) each
+        self.biases = nn.ParameterList()  # (m, out) each
+        self.plan: list[Any] = []  # an int: that linear layer; a module: applied as it is (activations)
+        for index, module in enumerate(_layers(networks[0])):
+            if type(module) in (nn.Linear, Linear0):
+                layers = [_layers(network)[index] for network in networks]
+                self.weights.append(nn.Parameter(torch.stack([layer.weight.detach().T for layer in layers])))
+                self.biases.append(nn.Parameter(torch.stack([_bias(layer) for layer in layers])))
+                self.plan.append(len(self.weights) - 1)
+            elif next(module.parameters(), None) is None:
+                self.plan.append(module)
+            else:
+                raise ConfigError(f"approximation.model={model}: neural bandit agents need fully connected networks "
+                                  f"(linear layers and activations), not {type(module).__name__}; allowed: mlp")
+        require(len(self.weights) >= 2, "approximation.hidden", "[]",
+                "neural bandit agents need at least one hidden layer")
+        self.members = len(networks)
+
+    def forward(self, x: torch.Tensor, noise: list[torch.Tensor] | None = None, features: bool = False) -> torch.Tensor:
+        last = len(self.weights) - 1
+        for step in self.plan:
+            if isinstance(step, int):
+                if features and step == last:
+                    return x
+                weight, bias = self.weights[step], self.biases[step]
+                if noise is not None:
+                    weight, bias = weight + noise[2 * step], bias + noise[2 * step + 1]
+                x = torch.baddbmm(bias.unsqueeze(1), x, weight)
+            else:
+                x = step(x)
+        return x
+
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        """The last hidden layer's output, [m, B, width]."""
+        return self.forward(x, features=True)
+
+    def parameter_list(self) -> list[torch.Tensor]:
+        """Weights and biases in the order ``noise`` takes them."""
+        return [p for pair in zip(self.weights, self.biases, strict=True) for p in pair]
+
+
+def _layers(network: nn.Module) -> list[nn.Module]:
+    """The modules a Sequential runs, nested Sequentials unrolled."""
+    if isinstance(network, nn.Sequential):
+        return [layer for module in network for layer in _layers(module)]
+    return [network]
+
+
+def _bias(layer: nn.Linear) -> torch.Tensor:
+    return layer.bias.detach() if layer.bias is not None else torch.zeros(layer.out_features)
+
+
+# -- the store --------------------------------------------------------------------------------------------
+class Store:
+    """Every pull of every bandit so far, (n, N, ...), in tensors that double when full. ``views`` (n, k, N)
+    says which of a bandit's k networks each pull trains (bootstrap); all of them for the other agents."""
+
+    def __init__(self, n: int, features: int, views: int, device: torch.device, capacity: int = 1024):
+        self.n, self.features, self.views, self.device = n, features, views, device
+        self.size = 0
+        self.contexts = torch.zeros(n, capacity, features, device=device)
+        self.arms = torch.zeros(n, capacity, dtype=torch.long, device=device)
+        self.rewards = torch.zeros(n, capacity, device=device)
+        self.included = torch.ones(n, views, capacity, dtype=torch.bool, device=device)
+
+    def add(self, contexts: torch.Tensor, arms: torch.Tensor, rewards: torch.Tensor,
+            included: torch.Tensor | None = None) -> None:
+        if self.size == self.contexts.shape[1]:
+            self._resize(2 * self.size)
+        self.contexts[:, self.size] = contexts
+        self.arms[:, self.size] = arms
+        self.rewards[:, self.size] = rewards
+        self.included[:, :, self.size] = True if included is None else included
+        self.size += 1
+
+    def _resize(self, capacity: int) -> None:
+        def grown(t: torch.Tensor, fill: Any) -> torch.Tensor:
+            shape = list(t.shape)
+            dim = 2 if t is self.included else 1
+            shape[dim] = capacity
+            new = torch.full(shape, fill, dtype=t.dtype, device=t.device)
+            new.narrow(dim, 0, min(self.size, capacity)).copy_(t.narrow(dim, 0, min(self.size, capacity)))
+            return new
+
+        self.contexts, self.arms = grown(self.contexts, 0.0), grown(self.arms, 0)
+        self.rewards, self.included = grown(self.rewards, 0.0), grown(self.included, True)
+
+    def sample(self, batch_size: int, generator: torch.Generator) -> tuple[torch.Tensor, ...]:
+        """A minibatch for each of the n x views networks, drawn with replacement from that network's pulls:
+        contexts (m, B, d), arms (m, B), rewards (m, B), m = n * views."""
+        if self.views == 1:  # every pull trains the bandit's one network
+            rows = torch.randint(self.size, (self.n, batch_size), generator=generator, device=self.device)
+        else:
+            weights = self.included[:, :, :self.size].reshape(self.n * self.views, self.size).float()
+            weights[weights.sum(1) == 0] = 1.0  # a network whose view is still empty trains on everything
+            rows = torch.multinomial(weights, batch_size, replacement=True, generator=generator)  # (m, B)
+        bandit = torch.arange(self.n, device=self.device).repeat_interleave(self.views)[:, None]
+        return self.contexts[bandit, rows], self.arms[bandit, rows], self.rewards[bandit, rows]
+
+    def state_dict(self) -> dict:
+        return {"contexts": self.contexts[:, :self.size].clone(), "arms": self.arms[:, :self.size].clone(),
+                "rewards": self.rewards[:, :self.size].clone(), "included": self.included[:, :, :self.size].clone()}
+
+    def load_state_dict(self, state: dict) -> None:
+        size = state["arms"].shape[1]
+        theirs = (*state["included"].shape[:2], state["contexts"].shape[2])
+        if theirs != (self.n, self.views, self.features):
+            raise ValueError(f"store: the checkpoint's holds (bandits, networks, features) {theirs}, this agent's "
+                             f"{(self.n, self.views, self.features)}")
+        self.size = 0
+        self._resize(max(size, 1024))
+        self.contexts[:, :size] = state["contexts"].to(self.device)
+        self.arms[:, :size] = state["arms"].to(self.device)
+        self.rewards[:, :size] = state["rewards"].to(self.device)
+        self.included[:, :, :size] = state["included"].to(self.device)
+        self.size = size
+
+
+# -- the shared protocol ----------------------------------------------------------------------------------
+@dataclass
+class NeuralConfig:
+    """What every neural bandit agent takes (GenRL's DCBAgent options, renamed as rlconf's other agents)."""
+
+    init_pulls: int = 3  # each bandit first pulls every arm this many times in turn
+    update_every: int = 50  # pulls between training rounds
+    gradient_steps: int = 20  # minibatch updates per round (GenRL's train_epochs)
+    batch_size: int = 64  # pulls per minibatch, drawn with replacement from the store
+    lr: float = 0.01  # Adam's learning rate at the start of a round ...
+    lr_decay: float = 0.1  # ... divided by (1 + lr_decay * t), t the updates so far (of the round: lr_reset)
+    lr_reset: bool = True  # restart the decay every round
+    clip_grad: float = 0.5  # max gradient norm of each network; 0 disables clipping
+
+    def __post_init__(self):
+        require(self.init_pulls >= 0, "agent.init_pulls", self.init_pulls, "must be 0 or more")
+        for key in ("update_every", "gradient_steps", "batch_size"):
+            require(getattr(self, key) >= 1, f"agent.{key}", getattr(self, key), "must be at least 1")
+        require(self.lr > 0, "agent.lr", self.lr, "must be positive")
+        require(self.lr_decay >= 0, "agent.lr_decay", self.lr_decay, "must be 0 or more")
+        require(self.clip_grad >= 0, "agent.clip_grad", self.clip_grad, "must be 0 or more (0: no clipping)")
+
+
+class NeuralBandit(BanditAgent):
+    """The store, the networks (``views`` per bandit) and their training rounds; subclasses choose arms."""
+
+    checkpointed: ClassVar[tuple[str, ...]] = ("networks", "optimizer", "store")
+    counters = {"pulls": "pulls", "rounds": "rounds", "updates": "updates"}
+    views: int = 1  # networks per bandit
+    name: ClassVar[str] = "neural"
+
+    def __init__(self, config: NeuralConfig, context: BuildContext, views: int = 1):
+        arms = self.check_context(context, self.name)
+        super().__init__(context.n_envs, arms, Clock(), config.init_pulls)
+        self.config = config
+        self.views = views
+        self.device = context.device
+        self.features = int(context.observation_space.shape[0])
+        self.rng = context.generator("neural_bandit")
+        self.generator = torch.Generator(device=self.device).manual_seed(context.seed)
+        settings = model_settings(context.approximation)
+        with torch.random.fork_rng(devices=[]):  # the networks' initial weights follow the run's seed
+            torch.manual_seed(context.seed)
+            networks = [settings.head(context.observation_space, arms) for _ in range(self.n_bandits * views)]
+        self.networks = StackedNetworks(networks, context.approximation.get("model", "mlp")).to(self.device)
+        # Fused Adam: one kernel for every parameter, a fifth of the loop's time on CPU for networks this small.
+        fused = self.device.type in ("cpu", "cuda")
+        self.optimizer = torch.optim.Adam(self.networks.parameters(), lr=config.lr, fused=fused or None)
+        self.store = Store(self.n_bandits, self.features, views, self.device)
+        self.logger = context.logger
+        self.rounds = 0  # training rounds so far
+        self.updates = 0  # gradient steps so far
+
+    # -- learning -----------------------------------------------------------------------------------------
+    def learn(self, contexts, arms, rewards):
+        x = torch.as_tensor(contexts, dtype=torch.float32, device=self.device)
+        self.store.add(x, torch.as_tensor(arms, device=self.device),
+                       torch.as_tensor(rewards, dtype=torch.float32, device=self.device), self.included())
+        self.observed(contexts, arms, rewards)
+        if self.store.size % self.config.update_every == 0:
+            self.train_round()
+            self.trained()
+
+    def included(self) -> torch.Tensor | None:
+        """Which of each bandit's networks the new pull trains, (n, views); None: all."""
+        return None
+
+    def observed(self, contexts: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> None:
+        """A pull joined the store (neural-linear updates its posterior here)."""
+
+    def trained(self) -> None:
+        """A training round ended."""
+
+    def train_round(self) -> None:
+        config, losses = self.config, []
+        for step in range(config.gradient_steps):
+            t = step if config.lr_reset else self.updates
+            for group in self.optimizer.param_groups:
+                group["lr"] = config.lr / (1.0 + config.lr_decay * t)
+            contexts, arms, rewards = self.store.sample(config.batch_size, self.generator)
+            predicted = self.networks(contexts).gather(-1, arms.unsqueeze(-1)).squeeze(-1)
+            # Summed over the networks: each one's gradient is its own loss's, as if it trained alone.
+            loss = ((predicted - rewards) ** 2).mean(dim=1).sum()
+            self.optimizer.zero_grad()
+            loss.backward()
+            if config.clip_grad > 0:
+                self._clip_gradients(config.clip_grad)
+            self.optimizer.step()
+            self.updates += 1
+            losses.append(loss.detach())
+        self.rounds += 1
+        if self.logger is not None and self.logger.wants_debug(self.rounds):
+            self.logger.add_scalar("loss/network", float(torch.stack(losses).mean()) / self.networks.members)
+
+    def _clip_gradients(self, max_norm: float) -> None:
+        """Scale each network's gradient to norm ``max_norm`` at most (clip_grad_norm_ network by network)."""
+        grads = [p.grad for p in self.networks.parameters() if p.grad is not None]
+        norms = torch.stack([g.flatten(1).sum(1) for g in torch._foreach_pow(grads, 2)]).sum(0).sqrt()  # (m,)
+        scale = (max_norm / (norms + 1e-6)).clamp(max=1.0)
+        torch._foreach_mul_(grads, [scale.view(-1, *([1] * (g.dim() - 1))) for g in grads])
+
+    # -- predicting ---------------------------------------------------------------------------------------
+    @torch.no_grad()
+    def predict(self, contexts: np.ndarray, noise: list[torch.Tensor] | None = None) -> np.ndarray:
+        """Every network's predicted rewards for its bandit's context: (n, views, arms)."""
+        x = torch.as_tensor(contexts, dtype=torch.float32, device=self.device)
+        x = x.repeat_interleave(self.views, dim=0).unsqueeze(1)  # (m, 1, d)
+        out = self.networks(x, noise)
+        return out.view(self.n_bandits, self.views, self.arms).double().cpu().numpy()
+
+
+# -- neural greedy ----------------------------------------------------------------------------------------
+@dataclass
+class NeuralGreedyConfig(NeuralConfig):
+    """A network's predicted rewards, epsilon-greedy."""
+
+    epsilon: float = 0.02  # probability of a uniformly random arm
+
+    def __post_init__(self):
+        super().__post_init__()
+        require(0 <= self.epsilon <= 1, "agent.epsilon", self.epsilon, "must lie in [0, 1]")
+
+
+class NeuralGreedy(NeuralBandit):
+    Config = NeuralGreedyConfig
+    name = "neural_greedy"
+
+    @classmethod
+    def from_config(cls, config: NeuralGreedyConfig, context: BuildContext) -> NeuralGreedy:
+        return cls(config, context)
+
+    def choose(self, contexts):
+        arms = argmax_random_ties(self.predict(contexts)[:, 0], self.rng)
+        explore = self.rng.random(len(arms)) < self.config.epsilon
+        return np.where(explore, self.rng.integers(self.arms, size=len(arms)), arms)
+
+    def greedy(self, contexts):
+        return self.predict(contexts)[:, 0].argmax(axis=1)
+
+
+# -- neural linear ----------------------------------------------------------------------------------------
+@dataclass
+class NeuralLinearConfig(NeuralConfig):
+    """Bayesian linear regression on the network's last hidden features, Thompson sampling."""
+
+    lambda_prior: float = 0.25  # prior precision of the weights, beta | sigma^2 ~ N(0, sigma^2 / lambda_prior I)
+    a0: float = 3.0  # inverse-gamma prior of the reward noise variance sigma^2: shape ...
+    b0: float = 3.0  # ... and scale
+    intercept: bool = True  # append a constant feature to the network's
+
+    def __post_init__(self):
+        super().__post_init__()
+        require(self.lambda_prior > 0, "agent.lambda_prior", self.lambda_prior, "must be positive")
+        require(self.a0 > 0, "agent.a0", self.a0, "must be positive")
+        require(self.b0 > 0, "agent.b0", self.b0, "must be positive")
+
+
+class NeuralLinear(NeuralBandit):
+    """The network learns features; each arm's posterior over linear weights on them is exact given the
+    features, so it is refitted from the whole store whenever the features change (after each round)."""
+
+    Config = NeuralLinearConfig
+    checkpointed = (*NeuralBandit.checkpointed, "stats")
+    name = "neural_linear"
+
+    def __init__(self, config: NeuralLinearConfig, context: BuildContext):
+        super().__init__(config, context)
+        width = self.networks.weights[-1].shape[1]
+        self.stats = RidgeStatistics(self.n_bandits, self.arms, width + config.intercept, config.lambda_prior)
+
+    @classmethod
+    def from_config(cls, config: NeuralLinearConfig, context: BuildContext) -> NeuralLinear:
+        return cls(config, context)
+
+    @torch.no_grad()
+    def latent(self, contexts: torch.Tensor) -> torch.Tensor:
+        """The features of contexts (n, B, d): (n, B, width [+ 1]), float64."""
+        z = self.networks.features(contexts).double()
+        return torch.cat([z, torch.ones_like(z[..., :1])], dim=-1) if self.config.intercept else z
+
+    def _latent_now(self, contexts: np.ndarray) -> np.ndarray:
+        x = torch.as_tensor(contexts, dtype=torch.float32, device=self.device).unsqueeze(1)
+        return self.latent(x)[:, 0].cpu().numpy()
+
+    def observed(self, contexts, arms, rewards):
+        self.stats.add(self._latent_now(contexts), arms, rewards)
+
+    def trained(self):
+        size = self.store.size
+        self.stats.refit(self.latent(self.store.contexts[:, :size]), self.store.arms[:, :size],
+                         self.store.rewards[:, :size])
+
+    def choose(self, contexts):
+        z = self._latent_now(contexts)
+        return argmax_random_ties(thompson_scores(self.stats, z, self.config.a0, self.config.b0, self.rng), self.rng)
+
+    def greedy(self, contexts):
+        return self.stats.predict(self._latent_now(contexts)).argmax(axis=1)
+
+
+# -- bootstrap --------------------------------------------------------------------------------------------
+@dataclass
+class BootstrapNeuralConfig(NeuralConfig):
+    """An ensemble of networks on bootstrapped data; each pull follows one drawn at random."""
+
+    ensemble: int = 10  # networks per bandit
+    add_probability: float = 0.95  # chance that a pull joins each network's data
+
+    def __post_init__(self):
+        super().__post_init__()
+        require(self.ensemble >= 1, "agent.ensemble", self.ensemble, "must be at least 1")
+        require(0 < self.add_probability <= 1, "agent.add_probability", self.add_probability, "must lie in (0, 1]")
+
+
+class BootstrapNeural(NeuralBandit):
+    Config = BootstrapNeuralConfig
+    name = "bootstrap_neural"
+
+    def __init__(self, config: BootstrapNeuralConfig, context: BuildContext):
+        super().__init__(config, context, views=config.ensemble)
+
+    @classmethod
+    def from_config(cls, config: BootstrapNeuralConfig, context: BuildContext) -> BootstrapNeural:
+        return cls(config, context)
+
+    def included(self):
+        draw = torch.rand(self.n_bandits, self.views, generator=self.generator, device=self.device)
+        return draw < self.config.add_probability
+
+    def choose(self, contexts):
+        member = self.rng.integers(self.views, size=self.n_bandits)
+        return argmax_random_ties(self.predict(contexts)[np.arange(self.n_bandits), member], self.rng)
+
+    def greedy(self, contexts):
+        return self.predict(contexts).mean(axis=1).argmax(axis=1)
+
+
+# -- noise sampling ---------------------------------------------------------------------------------------
+@dataclass
+class NoiseSamplingConfig(NeuralConfig):
+    """Greedy under the network with Gaussian noise on its weights."""
+
+    noise_std: float = 0.05  # standard deviation of the noise added to every weight (the start, if it adapts)
+    resample: str = "pull"  # draw fresh noise every pull, or every round (training round)
+    noise_target: float | None = 0.05  # adapt noise_std after each round towards this disagreement between
+    #   the noisy and the clean network (see noise_measure); null: noise_std stays fixed
+    noise_measure: str = "disagreement"  # disagreement: the share of contexts whose arm the noise changes;
+    #   kl: softmax KL as far as epsilon-greedy's with epsilon=noise_target (GenRL, Plappert et al.)
+    noise_adapt: float = 1.01  # the factor noise_std is multiplied or divided by at each adaptation
+    noise_batch_size: int = 256  # stored contexts the disagreement is measured on
+
+    def __post_init__(self):
+        super().__post_init__()
+        require(self.noise_std > 0, "agent.noise_std", self.noise_std, "must be positive")
+        require(self.resample in ("pull", "round"), "agent.resample", self.resample, "allowed: pull, round")
+        require(self.noise_target is None or 0 < self.noise_target < 1, "agent.noise_target", self.noise_target,
+                "must lie in (0, 1), or be null for a fixed noise_std")
+        require(self.noise_measure in ("disagreement", "kl"), "agent.noise_measure", self.noise_measure,
+                "allowed: disagreement, kl")
+        require(self.noise_adapt > 1, "agent.noise_adapt", self.noise_adapt, "must be greater than 1")
+        require(self.noise_batch_size >= 1, "agent.noise_batch_size", self.noise_batch_size, "must be at least 1")
+
+
+class NoiseSampling(NeuralBandit):
+    """Each bandit's noise std is its own (``noise_std`` in checkpoints); so is the noise of ``resample:
+    round``, kept until the next round."""
+
+    Config = NoiseSamplingConfig
+    name = "noise_sampling"
+    arrays = ("noise_std",)
+
+    def __init__(self, config: NoiseSamplingConfig, context: BuildContext):
+        super().__init__(config, context)
+        self.noise_std = np.full(self.n_bandits, config.noise_std)
+        self.noise = self.draw_noise()
+
+    @classmethod
+    def from_config(cls, config: NoiseSamplingConfig, context: BuildContext) -> NoiseSampling:
+        return cls(config, context)
+
+    def draw_noise(self) -> list[torch.Tensor]:
+        std = torch.as_tensor(self.noise_std, dtype=torch.float32, device=self.device)
+        return [torch.randn(p.shape, generator=self.generator, device=self.device) * std.view(-1, *[1] * (p.dim() - 1))
+                for p in self.networks.parameter_list()]
+
+    def trained(self):
+        if self.config.noise_target is not None:
+            self.adapt()
+        if self.config.resample == "round":
+            self.noise = self.draw_noise()
+
+    @torch.no_grad()
+    def adapt(self) -> None:
+        """The noise grows while the noisy network is closer to the clean one than the target, else shrinks:
+        closeness measured on ``noise_batch_size`` stored contexts as the share whose best arm the noise
+        changes, or (``kl``, Plappert et al.'s rule) as the KL divergence of the softmaxes of the predictions,
+        against that of greedy from epsilon-greedy, -log(1 - epsilon + epsilon / arms)."""
+        rows = torch.randint(self.store.size, (self.n_bandits, self.config.noise_batch_size),
+                             generator=self.generator, device=self.device)
+        x = self.store.contexts[torch.arange(self.n_bandits, device=self.device)[:, None], rows]
+        clean, noisy = self.networks(x), self.networks(x, self.draw_noise())
+        epsilon = self.config.noise_target
+        if self.config.noise_measure == "kl":
+            target = -math.log(1 - epsilon + epsilon / self.arms)
+            clean, noisy = torch.log_softmax(clean, dim=-1), torch.log_softmax(noisy, dim=-1)
+            distance = (clean.exp() * (clean - noisy)).sum(-1).mean(-1).cpu().numpy()  # (n,)
+        else:
+            target = epsilon
+            distance = (clean.argmax(-1) != noisy.argmax(-1)).float().mean(-1).cpu().numpy()
+        self.noise_std = np.where(distance < target, self.noise_std * self.config.noise_adapt,
+                                  self.noise_std / self.config.noise_adapt)
+        if self.logger is not None and self.logger.wants_debug(self.rounds):
+            self.logger.add_scalar("debug/noise_std", float(self.noise_std.mean()))
+
+    def choose(self, contexts):
+        if self.config.resample == "pull":
+            self.noise = self.draw_noise()
+        return argmax_random_ties(self.predict(contexts, self.noise)[:, 0], self.rng)
+
+    def greedy(self, contexts):
+        return self.predict(contexts)[:, 0].argmax(axis=1)
+
+    def state_dict(self) -> dict:
+        return super().state_dict() | {"noise": [n.clone() for n in self.noise]}
+
+    def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
+        self.noise = [n.to(self.device) for n in state["noise"]]
