@@ -41,6 +41,26 @@ def test_list_agent_with_the_installed_script(workdir):
     assert result.stderr == ""
 
 
+def test_list_agent_groups_the_agents_by_what_they_play(run_cli, workdir):
+    result = run_cli("list", "agent", cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    groups: dict[str, list[str]] = {}
+    heading = ""
+    for line in result.stdout.splitlines()[1:]:
+        if line.startswith("    "):
+            groups[heading].append(line.split()[0])
+        else:
+            heading = line.strip().rstrip(":")
+            groups[heading] = []
+    assert groups["multi-armed bandits"] == ["epsilon_greedy", "ucb", "bayesian_ucb", "thompson", "gradient_bandit"]
+    assert groups["contextual bandits"] == ["linear_posterior", "linucb", "neural_greedy", "neural_linear",
+                                            "bootstrap_neural", "noise_sampling"]
+    assert groups["tabular"] == ["q_learning", "sarsa_lambda", "dyna_q"]
+    assert {"dqn", "rainbow"} <= set(groups["deep RL, value-based"]) and groups["multi-agent"] == ["independent"]
+    listed = [agent for agents in groups.values() for agent in agents]
+    assert sorted(listed) == registry.names("agent")  # every agent once, each with a config
+
+
 def test_list_shows_every_public_group_and_hides_internal_ones(run_cli, workdir):
     result = run_cli("list", cwd=workdir)
     assert result.returncode == 0, result.stderr
