@@ -48,21 +48,31 @@ class Checkpointed(Learner):
 
     def state_dict(self) -> dict:
         state = {name: getattr(self, name).state_dict() for name in self.checkpointed}
-        state |= {name: torch.from_numpy(np.array(getattr(self, name))) for name in self.arrays}
+        state |= arrays_state(self, self.arrays)
         return state | {"steps": self.clock.steps} | {key: getattr(self, attr) for key, attr in self.counters.items()}
 
     def load_state_dict(self, state: dict) -> None:
         for name in self.checkpointed:
             getattr(self, name).load_state_dict(state[name])
-        for name in self.arrays:
-            saved = state[name].numpy()
-            if saved.shape != getattr(self, name).shape:
-                raise ValueError(f"{name}: the checkpoint's has shape {saved.shape}, this agent's "
-                                 f"{getattr(self, name).shape}")
-            setattr(self, name, saved.astype(getattr(self, name).dtype))
+        load_arrays(self, self.arrays, state)
         self.clock.steps = state["steps"]
         for key, attr in self.counters.items():
             setattr(self, attr, state[key])
+
+
+def arrays_state(owner: Any, names: tuple[str, ...]) -> dict[str, torch.Tensor]:
+    """The numpy arrays ``owner.<name>`` as tensors (copies), for a checkpoint that loads with weights_only."""
+    return {name: torch.from_numpy(np.array(getattr(owner, name))) for name in names}
+
+
+def load_arrays(owner: Any, names: tuple[str, ...], state: dict[str, torch.Tensor]) -> None:
+    """The inverse of ``arrays_state``; an array of another shape (another config's) is a ValueError."""
+    for name in names:
+        saved = state[name].numpy()
+        if saved.shape != getattr(owner, name).shape:
+            raise ValueError(f"{name}: the checkpoint's has shape {saved.shape}, this agent's "
+                             f"{getattr(owner, name).shape}")
+        setattr(owner, name, saved.astype(getattr(owner, name).dtype))
 
 
 class ReplayLearner(Checkpointed):

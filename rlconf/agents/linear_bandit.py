@@ -20,7 +20,7 @@ from typing import ClassVar
 import numpy as np
 import torch
 
-from rlconf.agents._agent import BuildContext
+from rlconf.agents._agent import BuildContext, arrays_state, load_arrays
 from rlconf.agents._bandit import BanditAgent, argmax_random_ties
 from rlconf.config import require
 from rlconf.optim import Clock
@@ -94,15 +94,10 @@ class RidgeStatistics:
     _ARRAYS: ClassVar[tuple[str, ...]] = ("precision", "covariance", "xy", "yy", "counts")
 
     def state_dict(self) -> dict:
-        return {name: torch.from_numpy(getattr(self, name).copy()) for name in self._ARRAYS}
+        return arrays_state(self, self._ARRAYS)
 
     def load_state_dict(self, state: dict) -> None:
-        for name in self._ARRAYS:
-            saved = state[name].numpy()
-            if saved.shape != getattr(self, name).shape:
-                raise ValueError(f"{name}: the checkpoint's has shape {saved.shape}, this agent's "
-                                 f"{getattr(self, name).shape}")
-            setattr(self, name, saved.astype(getattr(self, name).dtype))
+        load_arrays(self, self._ARRAYS, state)
 
 
 def with_intercept(x: np.ndarray, intercept: bool) -> np.ndarray:
@@ -137,14 +132,14 @@ class LinearPosteriorConfig:
         require(self.b0 > 0, "agent.b0", self.b0, "must be positive")
 
 
-class LinearPosterior(BanditAgent):
-    """Thompson sampling from each arm's Normal-Inverse-Gamma posterior; the test agent pulls the best
-    posterior mean."""
+class LinearBandit(BanditAgent):
+    """Ridge statistics per bandit and arm, learnt from every pull; the test agent pulls the best estimate.
+    Subclasses choose how to explore."""
 
-    Config = LinearPosteriorConfig
+    name: ClassVar[str]  # as configs and error messages call the agent
     checkpointed = ("stats",)
 
-    def __init__(self, config: LinearPosteriorConfig, n_bandits: int, arms: int, features: int, clock: Clock,
+    def __init__(self, config, n_bandits: int, arms: int, features: int, clock: Clock,
                  rng: np.random.Generator | None = None):
         super().__init__(n_bandits, arms, clock, config.init_pulls)
         self.config = config
@@ -152,20 +147,28 @@ class LinearPosterior(BanditAgent):
         self.rng = rng or np.random.default_rng()
 
     @classmethod
-    def from_config(cls, config: LinearPosteriorConfig, context: BuildContext) -> LinearPosterior:
-        arms = cls.check_context(context, "linear_posterior")
+    def from_config(cls, config, context: BuildContext) -> LinearBandit:
+        arms = cls.check_context(context, cls.name)
         return cls(config, context.n_envs, arms, context.observation_space.shape[0], Clock(),
                    context.generator("linear_bandit"))
 
     def learn(self, contexts, arms, rewards):
         self.stats.add(with_intercept(contexts, self.config.intercept), arms, rewards)
 
+    def greedy(self, contexts):
+        return self.stats.predict(with_intercept(contexts, self.config.intercept)).argmax(axis=1)
+
+
+class LinearPosterior(LinearBandit):
+    """Thompson sampling from each arm's Normal-Inverse-Gamma posterior; the test agent pulls the best
+    posterior mean."""
+
+    Config = LinearPosteriorConfig
+    name = "linear_posterior"
+
     def choose(self, contexts):
         x = with_intercept(contexts, self.config.intercept)
         return argmax_random_ties(thompson_scores(self.stats, x, self.config.a0, self.config.b0, self.rng), self.rng)
-
-    def greedy(self, contexts):
-        return self.stats.predict(with_intercept(contexts, self.config.intercept)).argmax(axis=1)
 
 
 @dataclass
@@ -183,27 +186,12 @@ class LinUCBConfig:
         require(self.lambda_prior > 0, "agent.lambda_prior", self.lambda_prior, "must be positive")
 
 
-class LinUCB(BanditAgent):
-    """The arm of the largest upper bound; the test agent pulls the best ridge estimate."""
+class LinUCB(LinearBandit):
+    """The arm of the largest upper bound (its generator breaks ties only); the test agent pulls the best
+    ridge estimate."""
 
     Config = LinUCBConfig
-    checkpointed = ("stats",)
-
-    def __init__(self, config: LinUCBConfig, n_bandits: int, arms: int, features: int, clock: Clock,
-                 rng: np.random.Generator | None = None):
-        super().__init__(n_bandits, arms, clock, config.init_pulls)
-        self.config = config
-        self.stats = RidgeStatistics(n_bandits, arms, features + config.intercept, config.lambda_prior)
-        self.rng = rng or np.random.default_rng()  # ties only
-
-    @classmethod
-    def from_config(cls, config: LinUCBConfig, context: BuildContext) -> LinUCB:
-        arms = cls.check_context(context, "linucb")
-        return cls(config, context.n_envs, arms, context.observation_space.shape[0], Clock(),
-                   context.generator("linear_bandit"))
-
-    def learn(self, contexts, arms, rewards):
-        self.stats.add(with_intercept(contexts, self.config.intercept), arms, rewards)
+    name = "linucb"
 
     def upper_bounds(self, contexts: np.ndarray) -> np.ndarray:
         x = with_intercept(contexts, self.config.intercept)
@@ -211,6 +199,3 @@ class LinUCB(BanditAgent):
 
     def choose(self, contexts):
         return argmax_random_ties(self.upper_bounds(contexts), self.rng)
-
-    def greedy(self, contexts):
-        return self.stats.predict(with_intercept(contexts, self.config.intercept)).argmax(axis=1)
