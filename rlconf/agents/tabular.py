@@ -110,8 +110,7 @@ class TabularAgent(Checkpointed, ParallelAgent, Buildable):
     arrays = ("q",)
 
     def __init__(self, config: TabularConfig, n_states: int, n_actions: int, n_envs: int, *,
-                 rng: np.random.Generator | None = None,
-                 total_steps: int = 0):
+                 rng: np.random.Generator | None = None, total_steps: int = 0):
         self.config = config
         self.n_actions = n_actions
         self.q = np.full((n_states, n_actions), config.initial_value, dtype=np.float64)
