@@ -95,7 +95,10 @@ def test_forgetting_the_plugin_names_the_unknown_agent(run_cli, user_project, wo
 def test_list_shows_the_users_config_options(run_cli, user_project, workdir):
     result = run_cli("list", "agent", "--config-dir", str(user_project / "conf"), cwd=workdir)
     assert result.returncode == 0, result.stderr
-    options = dict(line.strip().split(None, 1) for line in result.stdout.splitlines()[1:])
+    # Agents are listed under headings (lines ending in ":"); a config the registry does not know is "other"
+    lines = [line.strip() for line in result.stdout.splitlines()[1:]]
+    options = dict(line.split(None, 1) for line in lines if not line.endswith(":"))
+    assert "other:" in lines and lines[lines.index("other:") + 1].startswith("my_random")
     assert options["my_random"] == "my random agent"
     assert "my_target" in options and "dqn" in options and "ppo" in options
 
