@@ -48,11 +48,13 @@ class Pulls:
 
 
 class BanditProblem:
-    """The arms of ``n`` bandits: contexts to show, each arm's expected reward in them, rewards to draw."""
+    """The arms of ``n`` bandits: contexts to show, each arm's expected reward in them, rewards to draw (by
+    default the pulled arm's expected reward plus normal noise of ``noise_std``)."""
 
     arms: int
     features: int
     reward_range: tuple[float, float] = (-np.inf, np.inf)
+    noise_std: float = 0.0
 
     def contexts(self, rng: np.random.Generator, n: int) -> np.ndarray:
         """The next context of every bandit, (n, features): the constant 1 for multi-armed bandits."""
@@ -64,7 +66,11 @@ class BanditProblem:
 
     def rewards(self, rng: np.random.Generator, expected: np.ndarray, arms: np.ndarray) -> np.ndarray:
         """A reward for each bandit's pulled arm."""
-        raise NotImplementedError
+        return self.draw(rng, expected[np.arange(len(arms)), arms]).astype(np.float32)
+
+    def draw(self, rng: np.random.Generator, chosen: np.ndarray) -> np.ndarray:
+        """Rewards around the pulled arms' expected rewards ``chosen``."""
+        return chosen + self.noise_std * rng.standard_normal(len(chosen))
 
 
 class BernoulliArms(BanditProblem):
@@ -80,9 +86,8 @@ class BernoulliArms(BanditProblem):
     def expected(self, contexts):
         return self.probabilities
 
-    def rewards(self, rng, expected, arms):
-        chosen = expected[np.arange(len(arms)), arms]
-        return (rng.random(len(arms)) < chosen).astype(np.float32)
+    def draw(self, rng, chosen):
+        return rng.random(len(chosen)) < chosen
 
 
 class GaussianArms(BanditProblem):
@@ -90,16 +95,12 @@ class GaussianArms(BanditProblem):
 
     def __init__(self, means: np.ndarray, std: float):
         self.means = means  # (n, arms)
-        self.std = std
+        self.noise_std = std
         self.arms = means.shape[1]
         self.features = 1
 
     def expected(self, contexts):
         return self.means
-
-    def rewards(self, rng, expected, arms):
-        chosen = expected[np.arange(len(arms)), arms]
-        return (chosen + self.std * rng.standard_normal(len(arms))).astype(np.float32)
 
 
 class LinearArms(BanditProblem):
@@ -116,10 +117,6 @@ class LinearArms(BanditProblem):
 
     def expected(self, contexts):
         return np.einsum("naf,nf->na", self.weights, contexts)
-
-    def rewards(self, rng, expected, arms):
-        chosen = expected[np.arange(len(arms)), arms]
-        return (chosen + self.noise_std * rng.standard_normal(len(arms))).astype(np.float32)
 
 
 class LabelledRows(BanditProblem):
@@ -145,8 +142,8 @@ class LabelledRows(BanditProblem):
         onehot[np.arange(len(self._rows)), self.labels[self._rows]] = 1.0
         return onehot
 
-    def rewards(self, rng, expected, arms):
-        return expected[np.arange(len(arms)), arms].astype(np.float32)
+    def draw(self, rng, chosen):
+        return chosen  # the label's arm pays 1, every other 0: nothing random
 
 
 class BanditEnvironment:
