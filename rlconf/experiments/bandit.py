@@ -34,6 +34,7 @@ class Regret:
         self.reward = 0.0  # total reward, all bandits
         self.recent_optimal: deque[float] = deque(maxlen=FINAL_PULLS)  # per step: fraction of bandits on a best arm
         self.recent_reward: deque[float] = deque(maxlen=FINAL_PULLS)  # per step: mean reward of the bandits
+        self._recent_reward_sum = 0.0  # of recent_reward, kept as it slides (the console reads it every pull)
         self.row = np.zeros(3)  # since the last row: pulls, reward, best-arm pulls (all bandits)
 
     def add(self, arms: np.ndarray, rewards: np.ndarray, regrets: np.ndarray, optimal: np.ndarray) -> None:
@@ -44,8 +45,16 @@ class Regret:
         self.optimal += int(optimal.sum())
         self.reward += float(rewards.sum())
         self.recent_optimal.append(float(optimal.mean()))
+        if len(self.recent_reward) == FINAL_PULLS:
+            self._recent_reward_sum -= self.recent_reward[0]
         self.recent_reward.append(float(rewards.mean()))
+        self._recent_reward_sum += self.recent_reward[-1]
         self.row += (n, rewards.sum(), optimal.sum())
+
+    @property
+    def recent_reward_mean(self) -> float:
+        """The mean reward of each bandit's last FINAL_PULLS pulls."""
+        return self._recent_reward_sum / max(len(self.recent_reward), 1)
 
     def take_row(self) -> tuple[float, float]:
         """The mean reward and the best-arm rate since the last row; starts the next row."""
@@ -83,6 +92,7 @@ class Regret:
         self.recent_optimal.extend(state["recent_optimal"])
         self.recent_reward.clear()
         self.recent_reward.extend(state["recent_reward"])
+        self._recent_reward_sum = float(sum(self.recent_reward))
         self.row = np.asarray(state["row"], dtype=float)
 
 
@@ -104,7 +114,7 @@ class BanditExperiment(Experiment):
             self.logger.add_pulls(self.env.steps, regret.pulls, reward, float(regret.regret.mean()), optimal_rate,
                                   regret.counts.sum(axis=0).tolist())
             # The console's "last return": the mean reward of the recent pulls
-            self.last_return = float(np.mean(regret.recent_reward))
+            self.last_return = regret.recent_reward_mean
             if self.best_return is None or self.last_return > self.best_return:
                 self.best_return = self.last_return
 
