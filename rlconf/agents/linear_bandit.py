@@ -2,8 +2,9 @@
 
 ``linear_posterior`` (Thompson sampling with Bayesian linear regression, Riquelme et al. 2018, section 3)
 and ``linucb`` (ridge regression plus an upper confidence bound, Li et al. 2010) keep the same sufficient
-statistics of each arm's pulls, vectorised over the ``n`` bandits: the precision ``A = lambda I + X^T X``,
-its inverse (updated by Sherman-Morrison after every pull, no solve), ``X^T y``, ``y^T y`` and the count.
+statistics of each arm's pulls, vectorised over the ``n`` bandits: the inverse of the precision
+``A = lambda I + X^T X`` (updated by Sherman-Morrison after every pull, no solve), ``X^T y``, ``y^T y`` and the
+count.
 A pull costs O(arms d^2) per bandit: 5,000 pulls of 10 features take a fraction of a second.
 
 Test agents pull the arm of the best estimate, ties to the first: they draw nothing from the agent's
@@ -27,13 +28,12 @@ from rlconf.optim import Clock
 
 
 class RidgeStatistics:
-    """Each bandit's and arm's regression statistics: ``precision`` (n, arms, d, d) = lambda I + sum x x^T,
-    ``covariance`` its inverse, ``xy`` (n, arms, d) = sum r x, ``yy`` (n, arms) = sum r^2, ``counts``."""
+    """Each bandit's and arm's regression statistics: ``covariance`` (n, arms, d, d), the inverse of the
+    precision lambda I + sum x x^T, ``xy`` (n, arms, d) = sum r x, ``yy`` (n, arms) = sum r^2, ``counts``."""
 
     def __init__(self, n: int, arms: int, features: int, lambda_prior: float):
         self.lambda_prior = lambda_prior
         eye = np.eye(features)
-        self.precision = np.tile(lambda_prior * eye, (n, arms, 1, 1))
         self.covariance = np.tile(eye / lambda_prior, (n, arms, 1, 1))
         self.xy = np.zeros((n, arms, features))
         self.yy = np.zeros((n, arms))
@@ -47,7 +47,6 @@ class RidgeStatistics:
         cx = np.einsum("nij,nj->ni", covariance, x)
         denominator = 1.0 + (x * cx).sum(1)
         self.covariance[rows, arms] = covariance - cx[:, :, None] * cx[:, None, :] / denominator[:, None, None]
-        self.precision[rows, arms] += x[:, :, None] * x[:, None, :]
         self.xy[rows, arms] += y[:, None] * x
         self.yy[rows, arms] += y * y
         self.counts[rows, arms] += 1
@@ -69,9 +68,14 @@ class RidgeStatistics:
                 precision[bandit, arm] = eye + xa.T @ xa
                 xy[bandit, arm] = xa.T @ ya
                 yy[bandit, arm] = ya @ ya
-        self.precision, self.xy, self.yy = precision.cpu().numpy(), xy.cpu().numpy(), yy.cpu().numpy()
+        self.xy, self.yy = xy.cpu().numpy(), yy.cpu().numpy()
         self.covariance = torch.linalg.inv(precision).cpu().numpy()
         self.counts = torch.nn.functional.one_hot(arms, n_arms).sum(1).cpu().numpy().astype(np.int64)
+
+    @property
+    def precision(self) -> np.ndarray:
+        """lambda I + sum x x^T, (n, arms, d, d): derived when asked (nothing on the per-pull path needs it)."""
+        return np.linalg.inv(self.covariance)
 
     def mean(self) -> np.ndarray:
         """The ridge solution (the posterior mean) of every arm, (n, arms, d): A^-1 X^T y."""
@@ -91,7 +95,7 @@ class RidgeStatistics:
         fitted = np.einsum("nai,naij,naj->na", self.xy, self.covariance, self.xy)
         return a0 + self.counts / 2.0, b0 + np.maximum(self.yy - fitted, 0.0) / 2.0
 
-    _ARRAYS: ClassVar[tuple[str, ...]] = ("precision", "covariance", "xy", "yy", "counts")
+    _ARRAYS: ClassVar[tuple[str, ...]] = ("covariance", "xy", "yy", "counts")
 
     def state_dict(self) -> dict:
         return arrays_state(self, self._ARRAYS)
