@@ -222,6 +222,14 @@ class NeuralBandit(BanditAgent):
         self.rounds = 0  # training rounds so far
         self.updates = 0  # gradient steps so far
 
+    @classmethod
+    def from_config(cls, config: NeuralConfig, context: BuildContext) -> NeuralBandit:
+        return cls(config, context)
+
+    def greedy(self, contexts):
+        """The arm of the best clean prediction: the mean over the bandit's networks (its one network's)."""
+        return self.predict(contexts).mean(axis=1).argmax(axis=1)
+
     # -- learning -----------------------------------------------------------------------------------------
     def learn(self, contexts, arms, rewards):
         x = torch.as_tensor(contexts, dtype=torch.float32, device=self.device)
@@ -296,17 +304,10 @@ class NeuralGreedy(NeuralBandit):
     Config = NeuralGreedyConfig
     name = "neural_greedy"
 
-    @classmethod
-    def from_config(cls, config: NeuralGreedyConfig, context: BuildContext) -> NeuralGreedy:
-        return cls(config, context)
-
     def choose(self, contexts):
         arms = argmax_random_ties(self.predict(contexts)[:, 0], self.rng)
         explore = self.rng.random(len(arms)) < self.config.epsilon
         return np.where(explore, self.rng.integers(self.arms, size=len(arms)), arms)
-
-    def greedy(self, contexts):
-        return self.predict(contexts)[:, 0].argmax(axis=1)
 
 
 # -- neural linear ----------------------------------------------------------------------------------------
@@ -338,10 +339,6 @@ class NeuralLinear(NeuralBandit):
         super().__init__(config, context)
         width = self.networks.weights[-1].shape[1]
         self.stats = RidgeStatistics(self.n_bandits, self.arms, width + config.intercept, config.lambda_prior)
-
-    @classmethod
-    def from_config(cls, config: NeuralLinearConfig, context: BuildContext) -> NeuralLinear:
-        return cls(config, context)
 
     @torch.no_grad()
     def latent(self, contexts: torch.Tensor) -> torch.Tensor:
@@ -390,10 +387,6 @@ class BootstrapNeural(NeuralBandit):
     def __init__(self, config: BootstrapNeuralConfig, context: BuildContext):
         super().__init__(config, context, views=config.ensemble)
 
-    @classmethod
-    def from_config(cls, config: BootstrapNeuralConfig, context: BuildContext) -> BootstrapNeural:
-        return cls(config, context)
-
     def included(self):
         draw = torch.rand(self.n_bandits, self.views, generator=self.generator, device=self.device)
         return draw < self.config.add_probability
@@ -401,9 +394,6 @@ class BootstrapNeural(NeuralBandit):
     def choose(self, contexts):
         member = self.rng.integers(self.views, size=self.n_bandits)
         return argmax_random_ties(self.predict(contexts)[np.arange(self.n_bandits), member], self.rng)
-
-    def greedy(self, contexts):
-        return self.predict(contexts).mean(axis=1).argmax(axis=1)
 
 
 # -- noise sampling ---------------------------------------------------------------------------------------
@@ -445,10 +435,6 @@ class NoiseSampling(NeuralBandit):
         self.noise_std = np.full(self.n_bandits, config.noise_std)
         self.noise = self.draw_noise()
 
-    @classmethod
-    def from_config(cls, config: NoiseSamplingConfig, context: BuildContext) -> NoiseSampling:
-        return cls(config, context)
-
     def draw_noise(self) -> list[torch.Tensor]:
         std = torch.as_tensor(self.noise_std, dtype=torch.float32, device=self.device)
         return [torch.randn(p.shape, generator=self.generator, device=self.device) * std.view(-1, *[1] * (p.dim() - 1))
@@ -487,9 +473,6 @@ class NoiseSampling(NeuralBandit):
         if self.config.resample == "pull":
             self.noise = self.draw_noise()
         return argmax_random_ties(self.predict(contexts, self.noise)[:, 0], self.rng)
-
-    def greedy(self, contexts):
-        return self.predict(contexts)[:, 0].argmax(axis=1)
 
     def state_dict(self) -> dict:
         return super().state_dict() | {"noise": [n.clone() for n in self.noise]}
