@@ -29,7 +29,7 @@ no future value; a truncated one (a time limit, ``mask`` 1) bootstraps as usual.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -155,12 +155,7 @@ class TabularAgent(Checkpointed, ParallelAgent, Buildable):
         return self._greedy(state)
 
     def _greedy(self, state: int) -> int:
-        values = self.q[state].tolist()
-        best = max(values)
-        if values.count(best) == 1:
-            return values.index(best)
-        ties = [action for action, value in enumerate(values) if value == best]
-        return ties[int(self.rng.random() * len(ties))]
+        return best_action(self.q[state].tolist(), lambda n: int(self.rng.random() * n))
 
     def _q_learning_update(self, state: int, action: int, reward: float, next_state: int, terminal: bool,
                            alpha: float) -> None:
@@ -336,7 +331,14 @@ class TabularTestAgent(TestAgent):
         n_actions = self.q.shape[1]
         if self.epsilon > 0 and np.random.random() < self.epsilon:
             return int(np.random.randint(n_actions))
-        values = self.q[state].tolist()
-        best = max(values)
-        ties = [action for action, value in enumerate(values) if value == best]
-        return ties[0] if len(ties) == 1 else ties[np.random.randint(len(ties))]
+        return best_action(self.q[state].tolist(), np.random.randint)
+
+
+def best_action(values: list[float], pick: Callable[[int], int]) -> int:
+    """The action of the largest value; among equal ones, the ``pick(count)``-th (a draw from the caller's
+    generator, made only when there is a tie)."""
+    best = max(values)
+    if values.count(best) == 1:
+        return values.index(best)
+    ties = [action for action, value in enumerate(values) if value == best]
+    return ties[pick(len(ties))]
