@@ -219,7 +219,7 @@ def run(cfg: DictConfig, parent_dir: str | Path | None = None, overrides: list[s
                             sweep=Path(sweep_dir).name if sweep_dir else None,
                             frames_per_step=getattr(env, "frames_per_step", 1), resumed=where.existing,
                             quiet=settings.run.quiet, agents=list(getattr(env, "agents", [])),
-                            arms=getattr(env, "arms", 0) if getattr(env, "bandit", False) else 0)
+                            arms=getattr(env, "arms", 0))  # only bandit environments have arms
     logger.loggers = [registry.get("logger", name).from_config(options, context)
                       for name, options in settings.logger.backends.items()]
 
