@@ -441,6 +441,7 @@ def launch(overrides: list[str], config_dirs: list[str], multirun: bool, cfg_mod
         from hydra.types import RunMode
 
         from rlconf.config import ConfigError
+        from rlconf.experiments.experiment import Diverged
         from rlconf.experiments.run import run
 
         hydra_cfg = HydraConfig.get()
@@ -449,6 +450,9 @@ def launch(overrides: list[str], config_dirs: list[str], multirun: bool, cfg_mod
             summary = run(cfg, parent_dir=parent, overrides=list(hydra_cfg.overrides.task))
         except ConfigError as error:
             fail(str(error))
+        except Diverged as error:  # the run failed (status.json, error.txt); its last good checkpoint is kept
+            print(f"rlconf: error: {error}", file=sys.stderr)
+            raise SystemExit(1) from None
         return summary.get("test_return_mean")  # a sweeper's objective (Optuna): the final test return
 
     saved = sys.argv

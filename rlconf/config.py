@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -126,6 +127,8 @@ class BodySettings:
     time_feature_scale: float = 0.001  # the feature is t * this, t the steps into the episode (time_feature)
     # Any body: running mean/std normalisation of the env's observations, saved in checkpoints (bodies.normalize)
     normalize_observations: bool = False
+    # Any body: rewards / running std of the discounted return, statistics in checkpoints (bodies.normalize)
+    normalize_rewards: bool = False
 
     def __post_init__(self):
         require(self.name in registry.names("body"), "body.name", self.name,
@@ -228,7 +231,7 @@ def check(schema: type, node: Any, prefix: str = "") -> Any:
             raise ConfigError(registry.unknown_message("key", f"{prefix}{key}", [prefix + a for a in allowed]))
     try:
         merged = OmegaConf.merge(OmegaConf.structured(schema), node)
-        return OmegaConf.to_object(merged)
+        settings = OmegaConf.to_object(merged)
     except ConfigError:
         raise
     except OmegaConfBaseException as error:
@@ -236,6 +239,22 @@ def check(schema: type, node: Any, prefix: str = "") -> Any:
         value = getattr(error, "value", None)
         expected = _expected_type(schema, str(error.full_key or ""))
         raise ConfigError(f"{key}={value}: {expected}") from None
+    check_finite_numbers(settings, prefix)
+    return settings
+
+
+def check_finite_numbers(settings: Any, prefix: str = "") -> None:
+    """Refuse nan and inf in a settings dataclass (nested settings and lists included): YAML and the command
+    line accept ``inf`` and ``nan`` as floats, and a learning rate of inf trains nothing but NaN weights.
+    Free-form mappings (an env's kwargs) are the simulator's business and are not looked into."""
+    for f in dataclasses.fields(settings):
+        value = getattr(settings, f.name)
+        values = value if isinstance(value, list) else [value]
+        if dataclasses.is_dataclass(value):
+            check_finite_numbers(value, f"{prefix}{f.name}.")
+        for item in values:
+            if isinstance(item, float) and not math.isfinite(item):
+                raise ConfigError(f"{prefix}{f.name}={value}: must be a finite number")
 
 
 def _expected_type(schema: type, key: str) -> str:

@@ -10,6 +10,7 @@ from rlconf.cli import compose
 from rlconf.config import validate
 from rlconf.experiments.run import build_agent, make_env
 from rlconf.logging import LoggerGroup
+from rlconf.memory import Transitions
 
 
 def build(*overrides: str, env_prefix: str | None = "env=classic/cartpole"):
@@ -101,3 +102,56 @@ def test_discrete_agents_refuse_continuous_actions_in_one_line(agent, run_cli, t
                                      "Box(-2.0, 2.0, (1,), float32); allowed: envs with Discrete actions, e.g. "
                                      "env=classic/cartpole or env=atari/<game> (rlconf list env)")
     assert not (tmp_path / "runs").exists()  # nothing half-written
+
+
+def _projected_by_hand(rewards, discounts, probabilities, v_min: float, v_max: float) -> torch.Tensor:
+    """The categorical projection of Bellemare et al. 2017 (Algorithm 1), one atom at a time."""
+    batch, atoms = probabilities.shape
+    delta = (v_max - v_min) / (atoms - 1)
+    projected = torch.zeros(batch, atoms, dtype=torch.float64)
+    for i in range(batch):
+        for j in range(atoms):
+            tz = min(max(float(rewards[i]) + float(discounts[i]) * (v_min + j * delta), v_min), v_max)
+            b = (tz - v_min) / delta
+            lower, upper = int(np.floor(b)), int(np.ceil(b))
+            p = float(probabilities[i, j])
+            if lower == upper:
+                projected[i, lower] += p
+            else:
+                projected[i, lower] += p * (upper - b)
+                projected[i, upper] += p * (b - lower)
+    return projected
+
+
+@pytest.mark.parametrize("agent, double_q", [("c51", False), ("rainbow", True), ("rainbow", False), ("c51", True)])
+def test_distributional_targets_choose_the_next_action_as_configured(agent, double_q):
+    """Rainbow (double_q): the online network picks the next action, the target network's distribution of
+    that action is shifted, discounted and projected; C51: the target network picks it too."""
+    torch.manual_seed(0)
+    _, env, built = build(f"agent={agent}", f"agent.double_q={str(double_q).lower()}", "approximation.noisy=false",
+                          "agent.n_steps=1")
+    learner = built.agent
+    assert learner.config.double_q is double_q
+    with torch.no_grad():  # a target network that disagrees with the online one
+        for p in learner.q.target_network.model.parameters():
+            p.add_(torch.randn_like(p))
+    next_observation = torch.randn(64, 4)
+    online = learner.q.expected(learner.q.no_grad(next_observation)).argmax(1)
+    target_probabilities = learner.q.target(next_observation)
+    by_target = learner.q.expected(target_probabilities).argmax(1)
+    assert (online != by_target).any(), "the test needs states where the two networks disagree"
+
+    rewards, masks = torch.linspace(-2, 2, 64), (torch.arange(64) % 5 != 0).float()
+    batch = Transitions(torch.randn(64, 4), torch.zeros(64, dtype=torch.long), rewards, next_observation, masks)
+    chosen = online if double_q else by_target
+    expected = _projected_by_hand(rewards, 0.99 * masks, target_probabilities[torch.arange(64), chosen],
+                                  learner.config.v_min, learner.config.v_max)
+    torch.testing.assert_close(learner._td_targets(batch).double(), expected, atol=1e-5, rtol=1e-5)
+    env.close()
+
+
+def test_rainbow_uses_double_q_by_default_and_c51_does_not():
+    for agent, double_q in (("rainbow", True), ("c51", False)):
+        settings, env, _ = build(f"agent={agent}")
+        assert settings.agent.double_q is double_q
+        env.close()

@@ -18,7 +18,7 @@ from torch import nn
 
 from rlconf.agents import TestAgent
 from rlconf.approximation import PolyakTarget, QContinuous
-from rlconf.bodies import NormalizeObservations, RunningMeanStd, TimeFeature
+from rlconf.bodies import NormalizeObservations, NormalizeRewards, RunningMeanStd, TimeFeature
 from rlconf.cli import compose
 from rlconf.config import ConfigError, validate
 from rlconf.core import StateArray
@@ -282,6 +282,70 @@ def test_normalisation_statistics_round_trip_through_the_agents_checkpoint():
     assert torch.equal(agent.test_agent().act(probe), clone.test_agent().act(probe))
     env.close()
     env2.close()
+
+
+
+def test_reward_scaling_divides_by_the_running_std_of_the_discounted_return():
+    """The agent sees r / std(G), G = gamma * G + r per environment, restarted after each episode's end (as
+    Stable-Baselines3's VecNormalize(norm_reward=True)); the reset steps between episodes add nothing."""
+    env = pendulum(max_episode_steps=30)
+    env2 = pendulum(max_episode_steps=30)
+    recorder = Recorder()
+    body = NormalizeRewards(recorder, RunningMeanStd(()), discount_factor=0.9)
+    drive(env, body, 200)
+    raw = []
+    drive(env2, _RewardTap(raw), 200)  # the same seed, the same zero actions: the same rewards and ends
+
+    returns, seen, expected = np.zeros(2), [], []
+    reset = np.ones(2, dtype=bool)
+    for state in raw:
+        reward, done = state.reward.numpy().astype(np.float64), state.done.numpy()
+        returns = returns * 0.9 + reward
+        seen += list(returns[~reset])
+        std = np.sqrt(np.var(seen) + 1e-8) if seen else 1.0
+        expected.append(np.clip(reward / std, -10, 10))
+        returns[done] = 0.0
+        reset = done
+    got = [state.reward.numpy() for state in recorder.seen]
+    assert np.allclose(np.stack(got), np.stack(expected), rtol=1e-4, atol=1e-6)
+    assert body.statistics.count == len(seen)
+
+    count = body.statistics.count
+    tester = body.test_agent()
+    state = env.reset(seed=3)
+    tester.act(state)
+    assert body.statistics.count == count, "tests do not update the statistics"
+    assert torch.equal(tester.agent.seen[-1].reward, state.reward), "... and test agents see the env's rewards"
+    env.close()
+    env2.close()
+
+
+class _RewardTap(Recorder):
+    def __init__(self, seen: list):
+        super().__init__()
+        self.seen = seen
+
+
+def test_reward_scaling_is_a_body_option_saved_in_checkpoints():
+    overrides = ("agent=ppo", "body.normalize_rewards=true", "agent.n_steps=64", "hardware.n_envs=2")
+    _, env, agent = build(*overrides)
+    assert isinstance(agent, NormalizeRewards) and agent.discount_factor == innermost(agent).config.discount_factor
+    drive(env, agent, 300)
+    state = agent.state_dict()
+    assert state["reward_statistics"]["count"] > 200
+
+    _, env2, clone = build(*overrides)
+    clone.load_state_dict(state)
+    assert clone.statistics.count == agent.statistics.count
+    assert torch.equal(clone.statistics.var, agent.statistics.var)
+    env.close()
+    env2.close()
+
+
+def test_ppo_on_mujoco_scales_rewards_and_normalises_observations():
+    settings = validate(compose(["agent=ppo", "env=mujoco/hopper"], []))
+    assert settings.body.normalize_rewards and settings.body.normalize_observations
+    assert (settings.hardware.n_envs, settings.agent.n_steps, settings.agent.batch_size) == (1, 2048, 64)
 
 
 # -- the agents, in process ---------------------------------------------------------------------------------

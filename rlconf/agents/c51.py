@@ -1,13 +1,18 @@
 """C51 (Bellemare et al. 2017) and Rainbow (Hessel et al. 2018): distributional Q-learning.
 
 C51 learns, for every action, a categorical distribution of the return over ``atoms`` fixed values between
-``v_min`` and ``v_max``. The target is the next state's distribution (of the action with the largest mean
-under the target network, among the legal ones where states carry an ``action_mask``), shifted by the
-reward, shrunk by the discount and projected back on the support; the loss is the cross-entropy between
-target and prediction. Acting is epsilon-greedy on the means.
+``v_min`` and ``v_max``. The target is the target network's distribution for the next state and its best
+action, shifted by the reward, shrunk by the discount and projected back on the support; the loss is the
+cross-entropy between target and prediction. Acting is epsilon-greedy on the means.
 
-Rainbow is C51 with the other improvements on by default: prioritized replay (priority = the
-cross-entropy), 3-step returns, and a dueling network with noisy layers (the ``rainbow`` presets choose
+Which next action is best: C51 takes the one with the largest mean under the target network itself. With
+``double_q`` the online network chooses it and the target network's distribution of that action is the
+target, as double Q-learning does (van Hasselt et al. 2016) and as Rainbow does (Hessel et al. 2018, section
+"Rainbow": "the greedy action ... selected according to the online network ... evaluated using the target
+network"). Either way only legal actions are chosen where states carry an ``action_mask``.
+
+Rainbow is C51 with the other improvements on by default: double Q-learning, prioritized replay (priority =
+the cross-entropy), 3-step returns, and a dueling network with noisy layers (the ``rainbow`` presets choose
 it), whose noise explores so that epsilon can be 0. Replay, bursts of updates and the target network are
 DQN's.
 """
@@ -33,6 +38,7 @@ class C51Config(DQNConfig):
     atoms: int = 51
     v_min: float = -10.0
     v_max: float = 10.0
+    double_q: bool = False  # the online network picks the next action, the target network values it
 
     def __post_init__(self):
         super().__post_init__()
@@ -54,10 +60,16 @@ class C51(DQN):
     def action_values(q: QDist):
         return _MeanValues(q)
 
+    @property
+    def targets_per_burst(self) -> bool:  # type: ignore[override]
+        """With double Q-learning the online network's choices change with every update of a burst."""
+        return not self.config.double_q
+
     def _td_targets(self, batch: Transitions) -> torch.Tensor:
         """The projected target distribution of every transition: [batch, atoms]."""
         next_probabilities = self.q.target(batch.next_observation)
-        best = legal_argmax(self.q.expected(next_probabilities), batch.next_action_mask)
+        chooser = self.q.no_grad(batch.next_observation) if self.config.double_q else next_probabilities
+        best = legal_argmax(self.q.expected(chooser), batch.next_action_mask)
         next_distribution = next_probabilities[torch.arange(len(best), device=best.device), best]
         discount = self.config.discount_factor if batch.discount is None else batch.discount
         return self.q.project(batch.reward, discount * batch.next_mask, next_distribution)
@@ -88,6 +100,7 @@ class _MeanValues:
 class RainbowConfig(C51Config):
     replay: str = "prioritized"
     n_steps: int = 3
+    double_q: bool = True
     epsilon: float = 0.0  # noisy layers explore
     epsilon_final: float = 0.0
 

@@ -4,10 +4,12 @@ from rlconf.approximation.approximation import (
     Approximation,
     FeatureNetwork,
     Identity,
+    NonFinite,
     QNetwork,
     ScheduledLearningRate,
     VNetwork,
     adam,
+    check_finite,
     reinforce_together,
 )
 from rlconf.approximation.q_continuous import QContinuous
@@ -19,6 +21,7 @@ __all__ = [
     "FeatureNetwork",
     "FixedTarget",
     "Identity",
+    "NonFinite",
     "PolyakTarget",
     "QContinuous",
     "QDist",
@@ -28,6 +31,7 @@ __all__ = [
     "TrivialTarget",
     "VNetwork",
     "adam",
+    "check_finite",
     "make_target",
     "reinforce_together",
 ]

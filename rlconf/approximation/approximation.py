@@ -74,9 +74,13 @@ class Approximation:
         return self
 
     def step(self, loss: torch.Tensor | None = None, clip: bool = True) -> Approximation:
-        """One optimiser step, given that gradients are in place (``clip=False``: already clipped)."""
-        if clip and self.clip_grad:
-            clip_grad_norm(self._params, self.clip_grad)
+        """One optimiser step, given that gradients are in place (``clip=False``: already clipped).
+
+        A loss or gradient norm that is nan or inf raises ``NonFinite`` before the step: the weights stay as
+        they were, and training stops (``experiments.Experiment``) rather than carry on from poisoned ones.
+        The check reads numbers this step computes anyway (the loss, the clipped norm), never the weights."""
+        norm = clip_grad_norm(self._params, self.clip_grad) if clip and self.clip_grad else None
+        check_finite(self.name, loss, norm)
         self.optimizer.step()
         if self.scheduler is not None:
             self.scheduler.step()
@@ -208,9 +212,33 @@ class ScheduledLearningRate:
         self.step()
 
 
+class NonFinite(ArithmeticError):
+    """A network's loss or gradient norm became nan or inf: one more optimiser step would poison its weights."""
+
+    def __init__(self, what: str, value: float):
+        self.what = what
+        self.value = value
+        super().__init__(f"{what} is {value}")
+
+
+def check_finite(name: str, loss: torch.Tensor | None, norm: torch.Tensor | None = None) -> None:
+    """Raise ``NonFinite`` naming ``loss/<name>`` or ``grad_norm/<name>`` if either is nan or inf. One
+    device-to-host read per optimiser step, of numbers already computed."""
+    values = [v.detach().reshape(()) for v in (loss, norm) if v is not None]
+    if not values:
+        return
+    finite = torch.isfinite(torch.stack(values) if len(values) > 1 else values[0])
+    if bool(finite.all()):
+        return
+    for kind, value in (("loss", loss), ("grad_norm", norm)):
+        if value is not None and not torch.isfinite(value).all():
+            raise NonFinite(f"{kind}/{name}", float(value.detach().reshape(())))
+
+
 @torch.no_grad()
-def clip_grad_norm(parameters: list[torch.Tensor], max_norm: float) -> None:
-    """Scale gradients so their global L2 norm is at most ``max_norm`` (as torch.nn.utils.clip_grad_norm_).
+def clip_grad_norm(parameters: list[torch.Tensor], max_norm: float) -> torch.Tensor | None:
+    """Scale gradients so their global L2 norm is at most ``max_norm`` (as torch.nn.utils.clip_grad_norm_);
+    the norm before scaling is returned (None without gradients).
 
     The same arithmetic in five tensor operations: torch's utility spends three times as long in Python
     checks and wrappers, which shows on networks small enough that an update takes well under a
@@ -218,9 +246,10 @@ def clip_grad_norm(parameters: list[torch.Tensor], max_norm: float) -> None:
     """
     grads = [p.grad for p in parameters if p.grad is not None]
     if not grads:
-        return
+        return None
     total = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
     torch._foreach_mul_(grads, (max_norm / (total + 1e-6)).clamp_(max=1.0))
+    return total
 
 
 def reinforce_together(*losses: tuple[Approximation, torch.Tensor]) -> None:
@@ -237,7 +266,7 @@ def reinforce_together(*losses: tuple[Approximation, torch.Tensor]) -> None:
     clip = {approximation.clip_grad for approximation in approximations}
     if len(clip) == 1 and (limit := clip.pop()):
         params = [p for approximation in approximations for p in approximation._params]
-        clip_grad_norm(params, limit)
+        check_finite("+".join(a.name for a in approximations), None, clip_grad_norm(params, limit))
         for approximation, loss in losses:
             approximation.step(loss, clip=False)
     else:

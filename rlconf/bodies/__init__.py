@@ -2,8 +2,8 @@
 
 from rlconf.bodies.atari import ClipRewards, DeepmindAtariBody, EpisodicLives, FrameStack
 from rlconf.bodies.body import Body, body_options
-from rlconf.bodies.normalize import NormalizeObservations, RunningMeanStd
+from rlconf.bodies.normalize import NormalizeObservations, NormalizeRewards, RunningMeanStd
 from rlconf.bodies.time_feature import TimeFeature
 
 __all__ = ["Body", "ClipRewards", "DeepmindAtariBody", "EpisodicLives", "FrameStack", "NormalizeObservations",
-           "RunningMeanStd", "TimeFeature", "body_options"]
+           "NormalizeRewards", "RunningMeanStd", "TimeFeature", "body_options"]

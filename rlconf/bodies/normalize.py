@@ -1,5 +1,10 @@
-"""Observation normalisation (``body.normalize_observations=true``): the agent sees each observation
-component shifted and scaled by the running mean and standard deviation of everything seen in training.
+"""Observation and reward normalisation.
+
+``body.normalize_observations=true``: the agent sees each observation component shifted and scaled by the
+running mean and standard deviation of everything seen in training.
+
+``body.normalize_rewards=true``: the agent learns from rewards divided by the running standard deviation of
+the discounted return (``NormalizeRewards``).
 
 It wraps whichever body the run has, outermost, so it sees the environment's own observations (a time
 feature is appended after it, unnormalised). Why a body rather than an environment wrapper: the
@@ -88,3 +93,53 @@ class NormalizeObservations(Body):
     def load_state_dict(self, state: dict) -> None:
         self.statistics.load_state_dict(state["observation_statistics"])
         self.agent.load_state_dict({key: value for key, value in state.items() if key != "observation_statistics"})
+
+
+class NormalizeRewards(Body):
+    """Rewards divided by the running standard deviation of the discounted return, clipped to +-CLIP, as
+    Stable-Baselines3's ``VecNormalize(norm_reward=True)`` and CleanRL's ``NormalizeReward`` scale them (the
+    reward scaling of Engstrom et al. 2020, "Implementation matters in deep policy gradients").
+
+    Each environment keeps its discounted return ``G = gamma * G + r``, reset after the end of an episode; the
+    statistics learn from every ``G`` and the agent sees ``r / std(G)``. The rewards are not shifted: their
+    sign, and what an episode's end is worth, are kept. Only the agent's view changes: the run's episode
+    returns, evaluations and tests are the environment's own rewards. Test agents do not learn from rewards,
+    so the test body neither scales nor updates anything.
+    """
+
+    def __init__(self, agent, statistics: RunningMeanStd, discount_factor: float, training: bool = True):
+        super().__init__(agent)
+        self.statistics = statistics
+        self.discount_factor = discount_factor
+        self.training = training
+        self._returns: torch.Tensor | None = None  # each environment's discounted return so far
+        self._reset: torch.Tensor | None = None  # which states are an episode's first (no reward of the env's)
+
+    def process_state(self, states: StateArray) -> StateArray:
+        if not self.training:
+            return states
+        reward = torch.as_tensor(states.reward, device=self.statistics.mean.device)
+        done = torch.as_tensor(states.done, device=reward.device)
+        if self._returns is None:
+            self._returns = torch.zeros_like(reward, dtype=torch.float64)
+            self._reset = torch.ones_like(done)
+        self._returns = self._returns * self.discount_factor + reward
+        if not self._reset.all():  # the step after an episode's end is the reset's, with no reward to learn
+            self.statistics.update(self._returns[~self._reset])
+        scaled = (reward * torch.rsqrt(self.statistics.var + EPSILON).to(reward.dtype)).clamp(-CLIP, CLIP)
+        self._returns = torch.where(done, 0.0, self._returns)
+        self._reset = done
+        return states.update("reward", scaled)
+
+    def test_agent(self) -> TestAgent:
+        body = super().test_agent()
+        body.training = False
+        body._returns = body._reset = None
+        return body
+
+    def state_dict(self) -> dict:
+        return {**self.agent.state_dict(), "reward_statistics": self.statistics.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.statistics.load_state_dict(state["reward_statistics"])
+        self.agent.load_state_dict({key: value for key, value in state.items() if key != "reward_statistics"})

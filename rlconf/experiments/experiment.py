@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from rlconf.approximation import NonFinite
 from rlconf.config import first_line
 from rlconf.experiments import rng
 from rlconf.experiments.evaluate import evaluate
@@ -69,6 +70,11 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device | None = 
         raise ValueError("not an rlconf checkpoint")
     return state
 
+
+
+class Diverged(Exception):
+    """Training stopped because a loss, gradient norm or weight became nan or inf. Its message is the one line
+    the user reads: what became non-finite, at which step, and which checkpoint is intact."""
 
 
 class Interrupted(Exception):
@@ -140,6 +146,7 @@ class Experiment:
         self.train_seconds = 0.0
         self.start_steps = 0  # where this attempt began: 0, or the checkpoint's step when resumed
         self.resumes = 0  # how many times this run has been resumed from a checkpoint
+        self.checkpoint_steps: int | None = None  # the step of the checkpoint on disk (None: none yet)
         self._next_eval = float(eval_every or "inf")
         self._next_checkpoint = float(checkpoint_every or "inf")
         self._test_env = None
@@ -150,8 +157,10 @@ class Experiment:
         start = time.perf_counter()
         next_status = start + STATUS_SECONDS
         self._rate_mark = (start, env.steps)
+        if self.checkpoint_steps is None:  # a fresh run: from now on there is always a checkpoint to go back to
+            self.save_checkpoint()
         state = env.reset(seed=self.reset_seed())
-        with stop_requests() as stop:
+        with stop_requests() as stop, self._stop_on_divergence():
             while env.steps < self.budget:
                 state = env.step(agent.act(state))
                 if env.completed:
@@ -178,6 +187,21 @@ class Experiment:
         self.logger.step = env.steps
         self.progress.stop()
         self.save_checkpoint()
+
+    @contextlib.contextmanager
+    def _stop_on_divergence(self) -> Iterator[None]:
+        """A network's loss or gradient norm became nan or inf (``approximation.NonFinite``, raised before the
+        step that would have used it): stop, keeping the last checkpoint as it is."""
+        try:
+            yield
+        except NonFinite as error:
+            self.progress.stop()
+            raise Diverged(f"{error} at step {self.env.steps:,}; {self._kept_checkpoint()}") from None
+
+    def _kept_checkpoint(self) -> str:
+        if self.checkpoint_steps is None:
+            return "no checkpoint had been written"
+        return f"the checkpoint of step {self.checkpoint_steps:,} is kept ({self.run_dir / 'checkpoint.pt'})"
 
     def _checkpoint_in_loop(self, start: float, replay: bool | None = None) -> None:
         """A checkpoint mid-training counts the seconds trained so far in this attempt."""
@@ -244,10 +268,15 @@ class Experiment:
     def save_checkpoint(self, replay: bool | None = None) -> None:
         """Everything ``restore`` needs, written to a temporary file and renamed into place. ``replay``: also
         the replay memory (default: as configured, ``checkpoint.replay``)."""
+        agent_state = self.agent.state_dict()
+        poisoned = first_non_finite(agent_state)
+        if poisoned is not None:  # never overwrite a good checkpoint with these
+            self.progress.stop()
+            raise Diverged(f"{poisoned} at step {self.env.steps:,}; {self._kept_checkpoint()}")
         self.logger.step = self.env.steps
         self.logger.flush()
         state: dict[str, Any] = {
-            "format": CHECKPOINT_FORMAT, "agent": self.agent.state_dict(), "steps": self.env.steps,
+            "format": CHECKPOINT_FORMAT, "agent": agent_state, "steps": self.env.steps,
             "episodes": self.episodes, "last_return": self.last_return, "best_return": self.best_return,
             "train_seconds": self.train_seconds,
             "next_eval": self._next_eval, "next_checkpoint": self._next_checkpoint, "resumes": self.resumes,
@@ -256,6 +285,7 @@ class Experiment:
         if self.save_replay if replay is None else replay:
             state["replay"] = self.agent.replay_state_dict()
         atomic_write(self.run_dir / "checkpoint.pt", lambda tmp: torch.save(state, tmp))
+        self.checkpoint_steps = self.env.steps
         self._status()
 
     def restore(self, state: dict[str, Any] | None) -> None:
@@ -270,7 +300,7 @@ class Experiment:
         self.agent.load_state_dict(state["agent"])
         if "replay" in state:
             self.agent.load_replay_state_dict(state["replay"])
-        self.env.steps = self.start_steps = state["steps"]
+        self.env.steps = self.start_steps = self.checkpoint_steps = state["steps"]
         self.episodes = state["episodes"]
         self.last_return = state["last_return"]
         self.best_return = state.get("best_return")
@@ -298,6 +328,27 @@ class Experiment:
         self.env.close()
         if self._test_env is not None:
             self._test_env.close()
+
+
+def first_non_finite(state: Any, path: str = "") -> str | None:
+    """``<path> holds nan`` (or inf) for the first floating-point tensor of a state dict that is not finite,
+    else None: the check before a checkpoint is written (once per checkpoint, so every weight is read)."""
+    if isinstance(state, torch.Tensor):
+        if state.is_floating_point() and not bool(torch.isfinite(state).all()):
+            kind = "nan" if bool(torch.isnan(state).any()) else "inf"
+            return f"{path or 'a tensor'} holds {kind}"
+        return None
+    if isinstance(state, dict):
+        items = state.items()
+    elif isinstance(state, (list, tuple)):
+        items = enumerate(state)
+    else:
+        return None
+    for key, value in items:
+        found = first_non_finite(value, f"{path}.{key}" if path else str(key))
+        if found is not None:
+            return found
+    return None
 
 
 def _named_schedules(agent) -> list[tuple[str, LinearScheduler]]:

@@ -22,11 +22,11 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlconf import registry
 from rlconf.agents import BuildContext, Multiagent, MultiagentBuildContext, ParallelAgent, SingleEnvAgent
-from rlconf.bodies import NormalizeObservations, RunningMeanStd, body_options
+from rlconf.bodies import NormalizeObservations, NormalizeRewards, RunningMeanStd, body_options
 from rlconf.config import ConfigError, Settings, first_line, redact, validate
 from rlconf.experiments import preemption, resume, rng
 from rlconf.experiments.bandit import BanditExperiment, regret_line
-from rlconf.experiments.experiment import Experiment, Interrupted, load_checkpoint
+from rlconf.experiments.experiment import Diverged, Experiment, Interrupted, load_checkpoint
 from rlconf.experiments.multiagent import MultiagentExperiment
 from rlconf.experiments.progress import ConsoleProgress
 from rlconf.experiments.rundir import make_run_dir, slurm_job_id, write_json, write_status
@@ -95,9 +95,9 @@ def check_device(device: str) -> None:
 
 
 def build_agent(settings: Settings, env, logger) -> ParallelAgent | Multiagent:
-    """The agent, built for what it will see through its body, wrapped in that body (and, outermost, in
-    observation normalisation when ``body.normalize_observations``). In a multi-agent environment, the
-    multi-agent agent, whose players' agents are each built and wrapped so."""
+    """The agent, built for what it will see through its body, wrapped in that body (and, outside it, in
+    reward and observation normalisation: ``body.normalize_rewards``, ``body.normalize_observations``). In a
+    multi-agent environment, the multi-agent agent, whose players' agents are each built and wrapped so."""
     if getattr(env, "multiagent", False):
         return build_multiagent(settings, env, logger)
     if getattr(settings.agent_class, "multiagent", False):
@@ -141,6 +141,9 @@ def embodied_agent(settings: Settings, agent_class, config, context: BuildContex
                               "allowed: 1")
         agent = SingleEnvAgent(agent)
     body = body_class(agent, **options)
+    if settings.body.normalize_rewards:
+        discount = getattr(config, "discount_factor", 0.99)  # the return whose scale matters is the agent's
+        body = NormalizeRewards(body, RunningMeanStd((), settings.hardware.device), discount)
     if settings.body.normalize_observations:
         body = NormalizeObservations(body, RunningMeanStd(env_space.shape, settings.hardware.device))
     return body
@@ -264,7 +267,7 @@ def run(cfg: DictConfig, parent_dir: str | Path | None = None, overrides: list[s
         raise
     except Exception as error:
         (run_dir / "error.txt").write_text(traceback.format_exc())
-        status("failed", error=first_line(error))
+        status("failed", error=str(error) if isinstance(error, Diverged) else first_line(error))
         raise
     finally:
         progress.stop()

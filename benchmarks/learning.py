@@ -1,0 +1,265 @@
+"""The learning benchmark: rlconf's presets trained at published budgets, against the published results.
+
+    python benchmarks/learning.py --list                      # the rows, their targets and what is on disk
+    python benchmarks/learning.py sac-half-cheetah            # train (or finish) one row, seed 0
+    python benchmarks/learning.py ppo-hopper td3-hopper --seeds 0 1 --jobs 2
+    python benchmarks/learning.py --report                    # rewrite the results from the runs on disk
+    nox -s learning -- dqn-pong
+
+Each row of benchmarks/learning.yaml is one ``rlconf run`` of a preset at a budget, with the greedy test it
+must reach and the published figure it reproduces. A row's runs live in RUNS/<env>/<row>/ (RUNS defaults to
+benchmarks/results/learning/runs, not committed). Running a row again skips the seeds that finished, and
+continues an interrupted one from its checkpoint (``rlconf run resume=DIR``), so a row that takes hours can
+be stopped with Ctrl-C and picked up later.
+
+After every row it writes, into benchmarks/results/learning/ (committed with the code that made them):
+
+- ``<row>.csv``: each seed's curve: env step, frames, the mean training return of the last 20 episodes, and
+  the periodic greedy evaluations (mean and std) where one was taken;
+- ``tests.csv``: each seed's final greedy test beside the row's target and reference;
+- ``<env>.png`` (and its ``_curves.csv``): the greedy-evaluation curves of every row on that env, drawn by
+  ``rlconf plot``.
+
+These runs take from tens of minutes to hours each on 2 CPU cores: they are never a CI step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+HERE = Path(__file__).resolve().parent
+ROWS_FILE = HERE / "learning.yaml"
+RESULTS = HERE / "results" / "learning"
+TRAIN_WINDOW = 20  # training episodes in the curve's running mean
+CURVE_POINTS = 100  # training-return points per seed in <row>.csv
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str
+    overrides: tuple[str, ...]
+    budget: str
+    target: float
+    figure: str
+    source: str
+
+    @property
+    def env(self) -> str:
+        """The env's name as a folder (atari-pong), from the row's env= override."""
+        return next(o.split("=", 1)[1] for o in self.overrides if o.startswith("env=")).replace("/", "-")
+
+    def folder(self, runs: Path) -> Path:
+        return runs / self.env / self.name
+
+
+def load_rows(path: Path = ROWS_FILE) -> dict[str, Row]:
+    entries = yaml.safe_load(path.read_text())["rows"]
+    return {name: Row(name, tuple(entry["overrides"]), entry["budget"], float(entry["target"]),
+                      entry["reference"]["figure"], entry["reference"]["source"])
+            for name, entry in entries.items()}
+
+
+# -- runs on disk -----------------------------------------------------------------------------------------
+def run_dir(row: Row, seed: int, runs: Path) -> Path | None:
+    """The seed's run directory below the row's folder (the newest, if an earlier attempt left two)."""
+    found = sorted(row.folder(runs).glob(f"*_s{seed}"), key=lambda p: p.stat().st_mtime)
+    return found[-1] if found else None
+
+
+def finished(path: Path | None) -> bool:
+    return path is not None and (path / "summary.json").is_file()
+
+
+def command(row: Row, seed: int, runs: Path) -> list[str]:
+    """``rlconf run`` for a seed: a fresh run, or the continuation of the one an earlier attempt left."""
+    rlconf = [sys.executable, "-m", "rlconf"]
+    existing = run_dir(row, seed, runs)
+    if existing is not None:
+        return [*rlconf, "run", f"resume={existing}", "quiet=true"]
+    return [*rlconf, "run", *row.overrides, f"seed={seed}", f"logdir={row.folder(runs)}", "quiet=true"]
+
+
+def train(row: Row, seed: int, runs: Path) -> tuple[str, int, int]:
+    """Train one seed to the end of its budget, the console going to RUNS/<env>/<row>/s<seed>.log."""
+    row.folder(runs).mkdir(parents=True, exist_ok=True)
+    log = row.folder(runs) / f"s{seed}.log"
+    argv = command(row, seed, runs)
+    with log.open("a") as out:
+        out.write(f"$ {' '.join(argv)}\n")
+        out.flush()
+        code = subprocess.call(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    return row.name, seed, code
+
+
+# -- results ----------------------------------------------------------------------------------------------
+def read_csv(path: Path) -> list[dict[str, str]]:
+    if not path.is_file():
+        return []
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def frames_per_step(path: Path) -> int:
+    """Emulator frames per agent step: Atari's frame skip, 1 elsewhere (read from the run's config, as data)."""
+    config = yaml.safe_load((path / "config.yaml").read_text())
+    if config.get("env", {}).get("family") != "atari":
+        return 1
+    return int(config["env"].get("kwargs", {}).get("frame_skip", 4))
+
+
+def curve(path: Path, seed: int) -> list[dict[str, object]]:
+    """One seed's rows of <row>.csv: training-return points (a running mean) and the periodic evaluations."""
+    episodes = read_csv(path / "episodes.csv")
+    skip = frames_per_step(path)
+    rows: list[dict[str, object]] = []
+    if episodes:
+        every = max(1, len(episodes) // CURVE_POINTS)
+        returns = [float(e["return"]) for e in episodes]
+        for i in range(every - 1, len(episodes), every):
+            recent = returns[max(0, i + 1 - TRAIN_WINDOW) : i + 1]
+            step = int(episodes[i]["step"])
+            rows.append({"seed": seed, "step": step, "frames": step * skip,
+                         "train_return": round(sum(recent) / len(recent), 2)})
+    for evaluation in read_csv(path / "evaluations.csv"):
+        if evaluation.get("kind", "eval") != "eval":
+            continue
+        step = int(evaluation["step"])
+        rows.append({"seed": seed, "step": step, "frames": step * skip,
+                     "eval_return": round(float(evaluation["return_mean"]), 2),
+                     "eval_std": round(float(evaluation["return_std"]), 2)})
+    return sorted(rows, key=lambda r: (r["step"], "eval_return" in r))
+
+
+def test_row(row: Row, seed: int, path: Path) -> dict[str, object]:
+    summary = json.loads((path / "summary.json").read_text())
+    skip = frames_per_step(path)
+    mean = summary["test_return_mean"]
+    return {"row": row.name, "seed": seed, "steps": summary["steps"], "frames": summary["steps"] * skip,
+            "test_return_mean": round(mean, 2), "test_return_std": round(summary["test_return_std"], 2),
+            "test_episodes": summary["test_episodes"], "target": row.target,
+            "met": bool(math.isfinite(mean) and mean >= row.target),
+            "wall_minutes": round(summary["wall_seconds"] / 60, 1),
+            "steps_per_second": round(summary["steps_per_second"], 1),
+            "reference": row.figure, "source": row.source}
+
+
+def write_table(path: Path, rows: list[dict[str, object]], fields: list[str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def report(rows: dict[str, Row], runs: Path, out: Path) -> list[dict[str, object]]:
+    """Rewrite every row's curve, the tests table and one figure per env from the runs on disk."""
+    tests = []
+    for row in rows.values():
+        seeds = sorted(int(p.name.rsplit("_s", 1)[1]) for p in row.folder(runs).glob("*_s*") if p.is_dir())
+        points = []
+        for seed in sorted(set(seeds)):
+            path = run_dir(row, seed, runs)
+            points += curve(path, seed)
+            if finished(path):
+                tests.append(test_row(row, seed, path))
+        if points:
+            write_table(out / f"{row.name}.csv", points,
+                        ["seed", "step", "frames", "train_return", "eval_return", "eval_std"])
+    old = {(t["row"], t["seed"]): t for t in read_csv(out / "tests.csv")}  # rows whose runs are elsewhere
+    for t in tests:
+        old.pop((t["row"], str(t["seed"])), None)
+    tests = sorted([*tests, *old.values()], key=lambda t: (t["row"], int(t["seed"])))
+    if tests:
+        write_table(out / "tests.csv", tests, list(tests[0]))
+    for env in sorted({row.env for row in rows.values()}):
+        if any(finished(run_dir(row, 0, runs)) or run_dir(row, 0, runs) for row in rows.values() if row.env == env):
+            figure(runs / env, out / f"{env}.png")
+    return tests
+
+
+def figure(folder: Path, png: Path) -> None:
+    """``rlconf plot`` of every run on one env: greedy evaluations, a band across seeds."""
+    argv = [sys.executable, "-m", "rlconf", "plot", str(folder), "--out", str(png), "--metric", "eval",
+            "--title", folder.name]
+    result = subprocess.run(argv, capture_output=True, text=True)
+    if result.returncode:
+        print(f"learning: no figure for {folder.name}: {result.stderr.strip()}", file=sys.stderr)
+
+
+# -- command line -----------------------------------------------------------------------------------------
+def show(rows: dict[str, Row], runs: Path) -> None:
+    for row in rows.values():
+        seeds = sorted(p.name.rsplit("_s", 1)[1] for p in row.folder(runs).glob("*_s*") if p.is_dir())
+        state = ", ".join(f"s{s} {'done' if finished(run_dir(row, int(s), runs)) else 'partial'}" for s in seeds)
+        print(f"{row.name:18} {' '.join(row.overrides)}")
+        print(f"{'':18} budget {row.budget}; target >= {row.target:g}; reference {row.figure} ({row.source})")
+        print(f"{'':18} on disk: {state or 'nothing yet'}")
+
+
+def parse(argv: list[str] | None, rows: dict[str, Row]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python benchmarks/learning.py", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=__doc__.split("\n\n", 1)[0],
+        epilog="rows: " + ", ".join(rows) + "\n\nTo re-run one row from scratch, delete RUNS/<env>/<row>/ "
+               "(or pass another --runs folder) and name the row; to finish an interrupted one, name it again.")
+    parser.add_argument("rows", nargs="*", metavar="ROW", help="rows of benchmarks/learning.yaml to train")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0], metavar="S", help="seeds (default: 0)")
+    parser.add_argument("--jobs", type=int, default=1, metavar="N", help="seeds and rows trained at once "
+                        "(default 1; 2 on a 2-core machine, each run then has one core)")
+    parser.add_argument("--runs", type=Path, default=RESULTS / "runs", metavar="DIR",
+                        help="where the run directories go (default: %(default)s)")
+    parser.add_argument("--out", type=Path, default=RESULTS, metavar="DIR",
+                        help="where the CSV files and figures go (default: %(default)s)")
+    parser.add_argument("--list", action="store_true", help="list the rows and what is on disk, then stop")
+    parser.add_argument("--report", action="store_true", help="only rewrite the results from the runs on disk")
+    parser.add_argument("--dry-run", action="store_true", help="print the commands instead of running them")
+    args = parser.parse_args(argv)
+    unknown = [name for name in args.rows if name not in rows]
+    if unknown:
+        parser.exit(2, f"learning: unknown row {unknown[0]!r}; rows: {', '.join(rows)}\n")
+    if args.jobs < 1:
+        parser.exit(2, f"learning: --jobs {args.jobs}: must be at least 1\n")
+    if not (args.rows or args.list or args.report):
+        parser.exit(2, "learning: name the rows to train, or --list, or --report; see --help\n")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    rows = load_rows()
+    args = parse(argv, rows)
+    if args.list:
+        show(rows, args.runs)
+        return 0
+    jobs = [(rows[name], seed) for name in args.rows for seed in args.seeds
+            if not finished(run_dir(rows[name], seed, args.runs))]
+    if args.dry_run:
+        for row, seed in jobs:
+            print(" ".join(command(row, seed, args.runs)))
+        return 0
+    failed = 0
+    if jobs:
+        # One core a run when several share the machine; torch would otherwise start a thread per core in each.
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
+        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            for name, seed, code in pool.map(lambda job: train(*job, args.runs), jobs):
+                print(f"learning: {name} seed {seed}: " + ("done" if code == 0 else f"exit status {code}"))
+                failed += code != 0
+    for t in report(rows, args.runs, args.out):
+        print(f"learning: {t['row']} seed {t['seed']}: test {t['test_return_mean']} ± {t['test_return_std']} "
+              f"(target {t['target']:g}: {'met' if str(t['met']) == 'True' else 'MISSED'})")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
