@@ -53,3 +53,11 @@ def bench(session: nox.Session) -> None:
     """rlconf against Stable-Baselines3 (benchmarks/bench.py); posargs go to it, e.g. ``-- --quick``."""
     install_rlconf(session)
     session.run("python", "benchmarks/bench.py", *session.posargs)
+
+
+@nox.session
+def learning(session: nox.Session) -> None:
+    """The learning benchmark (benchmarks/learning.py): presets trained at published budgets, hours each; posargs
+    go to it, e.g. ``-- sac-half-cheetah --seeds 0 1 --jobs 2`` or ``-- --list``."""
+    install_rlconf(session)
+    session.run("python", "benchmarks/learning.py", *(session.posargs or ["--list"]))

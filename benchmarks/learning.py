@@ -131,13 +131,14 @@ def curve(path: Path, seed: int) -> list[dict[str, object]]:
             step = int(episodes[i]["step"])
             rows.append({"seed": seed, "step": step, "frames": step * skip,
                          "train_return": round(sum(recent) / len(recent), 2)})
-    for evaluation in read_csv(path / "evaluations.csv"):
-        if evaluation.get("kind", "eval") != "eval":
-            continue
+    evaluations = read_csv(path / "evaluations.csv")
+    if finished(path):  # its last row is the final test (tests.csv), not a periodic evaluation
+        evaluations = evaluations[:-1]
+    for evaluation in evaluations:
         step = int(evaluation["step"])
         rows.append({"seed": seed, "step": step, "frames": step * skip,
-                     "eval_return": round(float(evaluation["return_mean"]), 2),
-                     "eval_std": round(float(evaluation["return_std"]), 2)})
+                     "eval_return": round(float(evaluation["mean"]), 2),
+                     "eval_std": round(float(evaluation["std"]), 2)})
     return sorted(rows, key=lambda r: (r["step"], "eval_return" in r))
 
 
@@ -182,9 +183,8 @@ def report(rows: dict[str, Row], runs: Path, out: Path) -> list[dict[str, object
     tests = sorted([*tests, *old.values()], key=lambda t: (t["row"], int(t["seed"])))
     if tests:
         write_table(out / "tests.csv", tests, list(tests[0]))
-    for env in sorted({row.env for row in rows.values()}):
-        if any(finished(run_dir(row, 0, runs)) or run_dir(row, 0, runs) for row in rows.values() if row.env == env):
-            figure(runs / env, out / f"{env}.png")
+    for env in sorted({row.env for row in rows.values() if row.folder(runs).is_dir()}):
+        figure(runs / env, out / f"{env}.png")
     return tests
 
 
@@ -207,12 +207,20 @@ def show(rows: dict[str, Row], runs: Path) -> None:
         print(f"{'':18} on disk: {state or 'nothing yet'}")
 
 
-def parse(argv: list[str] | None, rows: dict[str, Row]) -> argparse.Namespace:
+def parse(argv: list[str] | None) -> tuple[argparse.Namespace, dict[str, Row]]:
+    """The arguments, checked against the rows of the ``--rows`` file (read first)."""
+    first = argparse.ArgumentParser(add_help=False)
+    first.add_argument("--rows", type=Path, default=ROWS_FILE)
+    rows_file = first.parse_known_args(argv)[0].rows
+    if not rows_file.is_file():
+        first.exit(2, f"learning: --rows {rows_file}: no such file\n")
+    rows = load_rows(rows_file)
     parser = argparse.ArgumentParser(
         prog="python benchmarks/learning.py", formatter_class=argparse.RawDescriptionHelpFormatter,
         description=__doc__.split("\n\n", 1)[0],
-        epilog="rows: " + ", ".join(rows) + "\n\nTo re-run one row from scratch, delete RUNS/<env>/<row>/ "
-               "(or pass another --runs folder) and name the row; to finish an interrupted one, name it again.")
+        epilog="rows: " + ", ".join(rows) + "\n\nTo re-run one row: python benchmarks/learning.py ROW [--seeds S ...]. "
+               "A seed that finished is skipped\n(delete RUNS/<env>/<row>/ or pass another --runs folder to train "
+               "it again); one that was interrupted\ncontinues from its checkpoint. Then the results are written.")
     parser.add_argument("rows", nargs="*", metavar="ROW", help="rows of benchmarks/learning.yaml to train")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0], metavar="S", help="seeds (default: 0)")
     parser.add_argument("--jobs", type=int, default=1, metavar="N", help="seeds and rows trained at once "
@@ -224,6 +232,8 @@ def parse(argv: list[str] | None, rows: dict[str, Row]) -> argparse.Namespace:
     parser.add_argument("--list", action="store_true", help="list the rows and what is on disk, then stop")
     parser.add_argument("--report", action="store_true", help="only rewrite the results from the runs on disk")
     parser.add_argument("--dry-run", action="store_true", help="print the commands instead of running them")
+    parser.add_argument("--rows", dest="rows_file", type=Path, default=ROWS_FILE, metavar="FILE",
+                        help=f"the rows' YAML file (default: {ROWS_FILE.name} beside this script)")
     args = parser.parse_args(argv)
     unknown = [name for name in args.rows if name not in rows]
     if unknown:
@@ -232,12 +242,11 @@ def parse(argv: list[str] | None, rows: dict[str, Row]) -> argparse.Namespace:
         parser.exit(2, f"learning: --jobs {args.jobs}: must be at least 1\n")
     if not (args.rows or args.list or args.report):
         parser.exit(2, "learning: name the rows to train, or --list, or --report; see --help\n")
-    return args
+    return args, rows
 
 
 def main(argv: list[str] | None = None) -> int:
-    rows = load_rows()
-    args = parse(argv, rows)
+    args, rows = parse(argv)
     if args.list:
         show(rows, args.runs)
         return 0

@@ -1,0 +1,77 @@
+"""benchmarks/learning.py: trains a row's seeds through the real CLI, skips finished ones, continues
+interrupted ones, and writes the curves, the tests table and a figure per env."""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "learning.py"
+
+ROWS = """\
+rows:
+  tiny-cartpole:
+    overrides: [agent=dqn, env=classic/cartpole, steps=1500, eval_every=500, eval_episodes=2, test_episodes=3,
+                agent.replay_start_size=200]
+    budget: 1,500 steps
+    target: 5
+    reference: {figure: any return above 5, source: this test}
+"""
+
+
+def learning(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(SCRIPT), *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=600)
+
+
+@pytest.fixture
+def rows_file(tmp_path: Path) -> Path:
+    path = tmp_path / "rows.yaml"
+    path.write_text(ROWS)
+    return path
+
+
+def test_a_row_is_trained_reported_and_skipped_once_finished(rows_file, tmp_path):
+    runs, out = tmp_path / "runs", tmp_path / "out"
+    where = ["--rows", str(rows_file), "--runs", str(runs), "--out", str(out)]
+    first = learning("tiny-cartpole", *where, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert "tiny-cartpole seed 0: done" in first.stdout
+    run_dirs = list((runs / "classic-cartpole" / "tiny-cartpole").glob("dqn_*_s0"))
+    assert len(run_dirs) == 1 and (run_dirs[0] / "summary.json").is_file()
+
+    with (out / "tiny-cartpole.csv").open() as f:
+        curve = list(csv.DictReader(f))
+    assert {row["seed"] for row in curve} == {"0"}
+    evaluations = [row for row in curve if row["eval_return"]]
+    assert [int(row["step"]) for row in evaluations] == [500, 1000, 1500]
+    assert any(row["train_return"] for row in curve)
+    with (out / "tests.csv").open() as f:
+        (test,) = list(csv.DictReader(f))
+    assert test["row"] == "tiny-cartpole" and test["test_episodes"] == "3"
+    assert test["met"] == str(float(test["test_return_mean"]) >= 5)
+    assert (out / "classic-cartpole.png").stat().st_size > 1000
+
+    again = learning("tiny-cartpole", *where, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert "seed 0: done" not in again.stdout, "a finished seed is not trained again"
+    assert list((runs / "classic-cartpole" / "tiny-cartpole").glob("dqn_*_s0")) == run_dirs
+
+    # An interrupted seed is continued from its directory; a new seed starts a fresh run.
+    (run_dirs[0] / "summary.json").unlink()
+    planned = learning("tiny-cartpole", *where, "--seeds", "0", "1", "--dry-run", cwd=tmp_path).stdout.splitlines()
+    assert planned[0].endswith(f"run resume={run_dirs[0]} quiet=true")
+    assert "seed=1" in planned[1] and f"logdir={runs / 'classic-cartpole' / 'tiny-cartpole'}" in planned[1]
+
+
+def test_help_says_how_to_rerun_a_row_and_bad_rows_are_one_line(rows_file, tmp_path):
+    shown = learning("--help", cwd=tmp_path)
+    assert shown.returncode == 0 and "re-run one row" in shown.stdout
+    assert "sac-half-cheetah" in shown.stdout
+    unknown = learning("nope", "--rows", str(rows_file), cwd=tmp_path)
+    assert unknown.returncode == 2
+    assert unknown.stderr.strip() == "learning: unknown row 'nope'; rows: tiny-cartpole"
