@@ -12,7 +12,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-from conftest import FAST_RUN, one_error_line, only_run_dir
+from conftest import FAST_RUN, assert_run_refused, one_error_line, only_run_dir
 from omegaconf import OmegaConf
 from torch import nn
 
@@ -539,3 +539,29 @@ def test_mujoco_configs_name_real_v5_tasks():
     assert len(ids) == 11
     for name, env_id in ids.items():
         assert env_id.endswith("-v5") and gym.spec(env_id).entry_point.startswith("gymnasium.envs.mujoco"), name
+
+
+def test_sac_temperature_is_tuned_by_default_and_fixed_when_given():
+    overrides = ("agent=sac", "agent.replay_start_size=100", "agent.batch_size=32")
+    _, env, tuned = build(*overrides)
+    drive(env, tuned, 400)
+    assert float(innermost(tuned).temperature.model().detach()) != 0.0, "log alpha moved from log 1"
+    env.close()
+
+    _, env, fixed = build(*overrides, "agent.temperature=0.2")
+    sac = innermost(fixed)
+    policy_before = [p.clone() for p in sac.policy.model.parameters()]
+    drive(env, fixed, 400)
+    assert float(sac.temperature.model().exp()) == pytest.approx(0.2, rel=1e-6)
+    assert sac.temperature.updates == 0, "a fixed temperature takes no optimiser step"
+    assert any(not torch.equal(a, b) for a, b in zip(policy_before, sac.policy.model.parameters(), strict=True))
+    clone = build(*overrides, "agent.temperature=0.2")[2]
+    clone.load_state_dict(fixed.state_dict())
+    assert float(innermost(clone).temperature.model().exp()) == pytest.approx(0.2, rel=1e-6)
+    env.close()
+
+
+def test_a_fixed_temperature_must_be_positive(run_cli, workdir, tmp_path):
+
+    assert_run_refused(run_cli, ["agent=sac", "env=classic/pendulum", "agent.temperature=0"],
+                       ["agent.temperature=0", "null"], workdir, tmp_path / "runs")

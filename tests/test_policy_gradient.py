@@ -261,8 +261,8 @@ def test_truncated_episodes_bootstrap_from_the_last_state_and_terminal_ones_do_n
         monkeypatch.setattr(agent, "_update", lambda batch: (seen.append(batch.returns.clone()), original(batch)))
     else:
         original = agent._actor_critic_step
-        monkeypatch.setattr(agent, "_actor_critic_step", lambda features, actions, returns: (
-            seen.append(returns.clone()), original(features, actions, returns)))
+        monkeypatch.setattr(agent, "_actor_critic_step", lambda features, actions, returns, advantages=None: (
+            seen.append(returns.clone()), original(features, actions, returns, advantages)))
 
     agent.act(hand_made_states([0.5, 0.5], 0.0, [False, False], [1.0, 1.0]))
     agent.act(hand_made_states([5.0, 5.0], 1.0, [True, True], [1.0, 0.0]))
@@ -310,3 +310,32 @@ def test_bad_policy_gradient_settings_are_one_line(run_cli, workdir, override, w
     for word in words:
         assert word in line, line
     assert list(workdir.iterdir()) == []
+
+
+def _captured_advantages(*overrides: str) -> tuple[object, list[tuple[torch.Tensor, torch.Tensor]]]:
+    """A2C driven through two updates, with the (returns, advantages) each update trained on."""
+    _, env, agent = build("agent=a2c", "agent.n_steps=16", *overrides)
+    a2c, seen = agent.agent, []
+    step = a2c._actor_critic_step
+
+    def capture(features, actions, returns, advantages=None):
+        seen.append((returns.clone(), advantages.clone()))
+        step(features, actions, returns, advantages)
+
+    a2c._actor_critic_step = capture
+    drive(env, agent, 2 * 16 * 8 + 8)
+    env.close()
+    return a2c, seen
+
+
+def test_a2c_gae_lambda_and_advantage_normalisation_follow_sb3():
+    default, seen = _captured_advantages()
+    assert (default.config.lam, default.config.normalize_advantages) == (1.0, False)  # SB3's A2C defaults
+    assert default.buffer.lam == 1.0 and len(seen) == 2
+    assert seen[1][1].std() > 2, "raw n-step advantages keep the rewards' scale"
+
+    tuned, seen = _captured_advantages("agent.lam=0.9", "agent.normalize_advantages=true")
+    assert tuned.buffer.lam == 0.9
+    for returns, advantages in seen:
+        assert abs(float(advantages.mean())) < 1e-5 and float(advantages.std()) == pytest.approx(1.0, abs=1e-4)
+        assert not torch.allclose(returns, advantages), "the value head still regresses on the returns"

@@ -93,6 +93,14 @@ def build_networks(config: PolicyGradientConfig, context: BuildContext,
     return features, policy, v
 
 
+def normalized(advantages: torch.Tensor) -> torch.Tensor:
+    """Advantages shifted and scaled to mean 0 and std 1 over the batch (as Stable-Baselines3 and CleanRL do
+    when asked): the step size no longer follows the scale of the rewards. One sample is left as it is."""
+    if len(advantages) < 2:
+        return advantages
+    return (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+
+
 class PolicyGradient(Checkpointed, ParallelAgent, Buildable):
     """Base of the policy-gradient agents: ``features`` -> ``policy`` and ``v`` heads, a step counter, and a
     generator that makes sampling reproducible from the run's seed (checkpoints save it with every other
@@ -119,13 +127,16 @@ class PolicyGradient(Checkpointed, ParallelAgent, Buildable):
             actions = distribution.sample(self.generator)
             return actions, distribution.log_prob(actions)
 
-    def _actor_critic_step(self, features: torch.Tensor, actions: torch.Tensor, returns: torch.Tensor) -> None:
+    def _actor_critic_step(self, features: torch.Tensor, actions: torch.Tensor, returns: torch.Tensor,
+                           advantages: torch.Tensor | None = None) -> None:
         """One update of policy, value head and features on a batch of steps with their return estimates G:
-        the advantage is ``G - V(s)``, the policy ascends ``A * log pi(a|s)`` plus the entropy bonus, and V
-        regresses on G. ``features`` come from ``self.features(...)`` (with gradients) for these steps."""
+        the advantage is ``G - V(s)`` unless given, the policy ascends ``A * log pi(a|s)`` plus the entropy
+        bonus, and V regresses on G. ``features`` come from ``self.features(...)`` (with gradients) for these
+        steps."""
         values = self.v(features)
         distribution = self.policy(features)
-        advantages = returns - values.detach()
+        if advantages is None:
+            advantages = returns - values.detach()
         policy_loss = -(advantages * distribution.log_prob(actions)).mean()
         if self.config.entropy_loss_scaling:
             policy_loss = policy_loss - self.config.entropy_loss_scaling * distribution.entropy().mean()

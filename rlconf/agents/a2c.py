@@ -2,16 +2,18 @@
 Learning Library: parallel environments instead of replay decorrelate the samples.
 
 The agent collects ``n_steps`` steps from each of its ``n_envs`` environments, then takes one gradient step
-on all of them. The return of each step is n-step: the discounted rewards up to the end of the rollout plus
-the discounted value of the state the rollout ends in (up to ``n_steps`` rewards ahead, fewer for later
-steps), cut where an episode ends:
+on all of them. With ``lam`` 1 (the default, as the paper and Stable-Baselines3) the return of each step is
+n-step: the discounted rewards up to the end of the rollout plus the discounted value of the state the
+rollout ends in (up to ``n_steps`` rewards ahead, fewer for later steps), cut where an episode ends:
 
     G_t = r_{t+1} + gamma * r_{t+2} + ... + gamma^k * mask_{t+k} * V(s_{t+k})
 
 where ``s_{t+k}`` is the rollout's last state or the last state of the episode, whose value counts when a
-time limit truncated the episode (``mask`` 1) and not when it ended (``mask`` 0). That is generalised
-advantage estimation with lambda = 1, so the rollout buffer is PPO's. The policy ascends
-``(G - V(s)) * log pi(a | s)`` plus an entropy bonus; V regresses on G.
+time limit truncated the episode (``mask`` 1) and not when it ended (``mask`` 0). A ``lam`` below 1 makes
+the advantages generalised advantage estimates (Schulman et al. 2016) and G their lambda-return
+``A + V(s)``, as Stable-Baselines3's ``gae_lambda``; the rollout buffer is PPO's either way. The policy
+ascends ``A * log pi(a | s)`` plus an entropy bonus, A normalised over the rollout with
+``normalize_advantages`` (off by default, as SB3's A2C); V regresses on G.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from dataclasses import dataclass
 import torch
 
 from rlconf.agents._agent import BuildContext
-from rlconf.agents._policy_gradient import PolicyGradientConfig, RolloutPolicyGradient, build_networks
+from rlconf.agents._policy_gradient import PolicyGradientConfig, RolloutPolicyGradient, build_networks, normalized
 from rlconf.approximation import Approximation, VNetwork
 from rlconf.config import require
 from rlconf.memory import GeneralizedAdvantageBuffer
@@ -34,10 +36,13 @@ class A2CConfig(PolicyGradientConfig):
     lr: float = 7e-4
     n_steps: int = 5  # steps per environment in each rollout: one update per rollout
     entropy_loss_scaling: float = 0.01
+    lam: float = 1.0  # GAE lambda: 1 gives n-step returns
+    normalize_advantages: bool = False  # mean 0, std 1 over each rollout
 
     def __post_init__(self):
         super().__post_init__()
         require(self.n_steps >= 1, "agent.n_steps", self.n_steps, "must be at least 1")
+        require(0 <= self.lam <= 1, "agent.lam", self.lam, "must be in [0, 1]")
 
 
 class A2C(RolloutPolicyGradient):
@@ -54,10 +59,13 @@ class A2C(RolloutPolicyGradient):
     def from_config(cls, config: A2CConfig, context: BuildContext) -> A2C:
         clock = Clock()
         features, policy, v = build_networks(config, context, clock)
-        buffer = cls.rollout_buffer(config, context, lam=1.0)
+        buffer = cls.rollout_buffer(config, context, lam=config.lam)
         return cls(features, policy, v, buffer, clock, config, context.device, context.seed)
 
     def _train(self) -> None:
+        if not self.buffer.valid.any():  # every row is an episode's reset step (all environments ended at once)
+            self.buffer.rollout(torch.zeros_like(self.buffer.reward))  # nothing to learn: on to the next rollout
+            return
         # [n_steps + 1, n_envs, ...]: the last row bootstraps. A copy: starting the next rollout overwrites
         # the buffer's first row, which a shared trunk's backward pass still needs.
         observations = self.buffer.observation.clone()
@@ -68,5 +76,6 @@ class A2C(RolloutPolicyGradient):
         valid = self.buffer.valid  # the rows the rollout holds, read before it starts the next one
         rollout = self.buffer.rollout(values)
         steps = features.view(*observations.shape[:2], *features.shape[1:])[:-1][valid]
-        self._actor_critic_step(steps, rollout.action, rollout.returns)
+        advantages = normalized(rollout.advantage) if self.config.normalize_advantages else rollout.advantage
+        self._actor_critic_step(steps, rollout.action, rollout.returns, advantages)
 

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from rlconf.agents._agent import BuildContext
-from rlconf.agents._policy_gradient import PolicyGradientConfig, RolloutPolicyGradient, build_networks
+from rlconf.agents._policy_gradient import PolicyGradientConfig, RolloutPolicyGradient, build_networks, normalized
 from rlconf.approximation import Approximation, VNetwork
 from rlconf.config import require
 from rlconf.memory import GeneralizedAdvantageBuffer, Rollout
@@ -67,6 +67,8 @@ class PPO(RolloutPolicyGradient):
             values = self.v.no_grad(self.features.no_grad(flat)).view(observations.shape[:2])
         rollout = self.buffer.rollout(values)
         n, size = rollout.size, self.config.batch_size
+        if n == 0:  # every row was an episode's reset step (all environments ended together): nothing to learn
+            return
         if n <= size:
             # One minibatch holds the whole rollout: its gradient does not depend on the order of the
             # samples, so shuffling, slicing and normalising once serve every epoch.
@@ -81,10 +83,9 @@ class PPO(RolloutPolicyGradient):
                 self._update(self._normalized(Rollout(*(x[index] for x in rollout))))
 
     def _normalized(self, batch: Rollout) -> Rollout:
-        if not self.config.normalize_advantages or batch.size < 2:
+        if not self.config.normalize_advantages:
             return batch
-        advantages = batch.advantage
-        return batch._replace(advantage=(advantages - advantages.mean()) / (advantages.std() + 1e-8))
+        return batch._replace(advantage=normalized(batch.advantage))
 
     def _update(self, batch: Rollout) -> None:
         advantages = batch.advantage

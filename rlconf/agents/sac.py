@@ -9,7 +9,8 @@ steps it takes ``gradient_steps`` minibatch steps, each training in one backward
 - the policy on ``alpha log pi(a|s) - min_i Q_i(s, a)``, ``a ~ pi(s)`` reparameterised so the gradient flows
   through the sample into the policy (the critics' weights held as they are);
 - the temperature alpha (as log alpha) towards the entropy target: alpha grows while the policy's entropy
-  is below ``entropy_target`` (default -dim(A)) and shrinks while it is above.
+  is below ``entropy_target`` (default -dim(A)) and shrinks while it is above. A ``temperature`` given in
+  the config fixes alpha instead (the first SAC paper's fixed entropy weight): no temperature loss, no step.
 
 All three losses are taken from the networks as they are before the step (one backward pass, as in rlkit).
 Every critic update moves the critics' targets a ``polyak_rate`` step; the policy has no target network.
@@ -58,12 +59,15 @@ class SACConfig:
     update_frequency: int = 1  # environment steps between bursts of updates
     gradient_steps: int = 1  # minibatch updates per burst
     polyak_rate: float = 0.005  # targets move this fraction of the way to their networks after each update
-    temperature_initial: float = 1.0  # alpha, the weight of the entropy bonus, to start with
+    temperature_initial: float = 1.0  # alpha, the weight of the entropy bonus, to start with (tuned)
+    temperature: float | None = None  # a fixed alpha, never tuned; None: tuned from temperature_initial
     entropy_target: float | None = None  # the entropy alpha steers towards; None: -dim(A)
 
     def __post_init__(self):
         check_off_policy(self)
         require(self.lr_temperature > 0, "agent.lr_temperature", self.lr_temperature, "must be positive")
+        require(self.temperature is None or self.temperature > 0, "agent.temperature", self.temperature,
+                "must be positive (a fixed alpha) or null (tuned)")
         require(self.temperature_initial > 0, "agent.temperature_initial", self.temperature_initial,
                 "must be positive")
 
@@ -108,7 +112,9 @@ class SAC(ReplayLearner, ParallelAgent, Buildable):
         policy = SoftDeterministicPolicy(model, optimizer(model, config.lr_pi, config), bounds=bounds,
                                          generator=generator(context), logger=context.logger)
         q_1, q_2 = (critic(config, context, bounds, name) for name in ("q_1", "q_2"))
-        log_alpha = LogTemperature(config.temperature_initial).to(context.device)
+        fixed = config.temperature is not None
+        log_alpha = LogTemperature(config.temperature if fixed else config.temperature_initial).to(context.device)
+        log_alpha.requires_grad_(not fixed)
         temperature = Approximation(log_alpha, optimizer(log_alpha, config.lr_temperature, config),
                                     name="temperature", logger=context.logger)
         entropy_target = -bounds.dim if config.entropy_target is None else config.entropy_target
@@ -145,11 +151,12 @@ class SAC(ReplayLearner, ParallelAgent, Buildable):
         policy_loss = (alpha * log_probs - values).mean()
 
         # d/d(log alpha) = -(log pi + target): alpha rises while the entropy -log pi is below the target.
-        temperature_loss = -(log_alpha * (log_probs.detach() + self.entropy_target)).mean()
-        reinforce_together((self.q_1, q_1_loss), (self.q_2, q_2_loss), (self.policy, policy_loss),
-                           (self.temperature, temperature_loss))
-        logger = self.temperature.logger
-        if logger is not None and logger.wants_debug(self.temperature.updates):
+        losses = [(self.q_1, q_1_loss), (self.q_2, q_2_loss), (self.policy, policy_loss)]
+        if self.config.temperature is None:
+            losses.append((self.temperature, -(log_alpha * (log_probs.detach() + self.entropy_target)).mean()))
+        reinforce_together(*losses)
+        logger = self.policy.logger
+        if logger is not None and logger.wants_debug(self.policy.updates):
             logger.add_scalar("debug/temperature", alpha.item())
             logger.add_scalar("debug/entropy", -log_probs.detach().mean().item())
 

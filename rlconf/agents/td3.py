@@ -35,6 +35,7 @@ from rlconf.policies import DeterministicPolicy
 
 @dataclass
 class TD3Config(DDPGConfig):
+    replay_start_size: int = 10_000  # random steps first: Fujimoto et al. 2018 start with 10k (DDPG's 5k is ALL's)
     target_noise: float = 0.2  # smoothing: std of the noise on target actions, in half-widths of the Box ...
     target_noise_clip: float = 0.5  # ... clipped to +-this
     policy_delay: int = 2  # critic updates per policy (and target) update

@@ -61,13 +61,34 @@ class RunningMeanStd:
         self.count = state["count"]
 
 
-class NormalizeObservations(Body):
-    """Normalised observations for the agent; the statistics learn in training and are frozen in tests."""
+class _LearnedStatistics(Body):
+    """A body whose running statistics learn in training, are read only in tests, and are part of what the
+    agent has learned: they travel in its checkpoints under ``key``."""
+
+    key = "statistics"
 
     def __init__(self, agent, statistics: RunningMeanStd, training: bool = True):
         super().__init__(agent)
         self.statistics = statistics
         self.training = training
+
+    def test_agent(self) -> TestAgent:
+        body = super().test_agent()
+        body.training = False  # the same statistics, read only
+        return body
+
+    def state_dict(self) -> dict:
+        return {**self.agent.state_dict(), self.key: self.statistics.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.statistics.load_state_dict(state[self.key])
+        self.agent.load_state_dict({key: value for key, value in state.items() if key != self.key})
+
+
+class NormalizeObservations(_LearnedStatistics):
+    """Normalised observations for the agent; the statistics learn in training and are frozen in tests."""
+
+    key = "observation_statistics"
 
     @classmethod
     def transform_space(cls, space: gym.Space, **settings) -> gym.Space:
@@ -81,21 +102,8 @@ class NormalizeObservations(Body):
             self.statistics.update(observation)
         return states.update("observation", self.statistics.normalize(observation.float()))
 
-    def test_agent(self) -> TestAgent:
-        body = super().test_agent()
-        body.training = False  # the same statistics, read only
-        return body
 
-    # The statistics are part of what the agent has learned: they travel in its checkpoints.
-    def state_dict(self) -> dict:
-        return {**self.agent.state_dict(), "observation_statistics": self.statistics.state_dict()}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.statistics.load_state_dict(state["observation_statistics"])
-        self.agent.load_state_dict({key: value for key, value in state.items() if key != "observation_statistics"})
-
-
-class NormalizeRewards(Body):
+class NormalizeRewards(_LearnedStatistics):
     """Rewards divided by the running standard deviation of the discounted return, clipped to +-CLIP, as
     Stable-Baselines3's ``VecNormalize(norm_reward=True)`` and CleanRL's ``NormalizeReward`` scale them (the
     reward scaling of Engstrom et al. 2020, "Implementation matters in deep policy gradients").
@@ -107,11 +115,11 @@ class NormalizeRewards(Body):
     so the test body neither scales nor updates anything.
     """
 
+    key = "reward_statistics"
+
     def __init__(self, agent, statistics: RunningMeanStd, discount_factor: float, training: bool = True):
-        super().__init__(agent)
-        self.statistics = statistics
+        super().__init__(agent, statistics, training)
         self.discount_factor = discount_factor
-        self.training = training
         self._returns: torch.Tensor | None = None  # each environment's discounted return so far
         self._reset: torch.Tensor | None = None  # which states are an episode's first (no reward of the env's)
 
@@ -133,13 +141,5 @@ class NormalizeRewards(Body):
 
     def test_agent(self) -> TestAgent:
         body = super().test_agent()
-        body.training = False
         body._returns = body._reset = None
         return body
-
-    def state_dict(self) -> dict:
-        return {**self.agent.state_dict(), "reward_statistics": self.statistics.state_dict()}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.statistics.load_state_dict(state["reward_statistics"])
-        self.agent.load_state_dict({key: value for key, value in state.items() if key != "reward_statistics"})
