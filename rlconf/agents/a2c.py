@@ -76,6 +76,7 @@ class A2C(RolloutPolicyGradient):
         valid = self.buffer.valid  # the rows the rollout holds, read before it starts the next one
         rollout = self.buffer.rollout(values)
         steps = features.view(*observations.shape[:2], *features.shape[1:])[:-1][valid]
-        advantages = normalized(rollout.advantage) if self.config.normalize_advantages else rollout.advantage
+        # Without normalisation the step takes A = G - V(s) itself, from the values it computes with gradients.
+        advantages = normalized(rollout.advantage) if self.config.normalize_advantages else None
         self._actor_critic_step(steps, rollout.action, rollout.returns, advantages)
 
