@@ -18,7 +18,8 @@ After every row it writes, into benchmarks/results/learning/ (committed with the
   the periodic greedy evaluations (mean and std) where one was taken;
 - ``tests.csv``: each seed's final greedy test beside the row's target and reference;
 - ``<env>.png`` (and its ``_curves.csv``): the greedy-evaluation curves of every row on that env, drawn by
-  ``rlconf plot``.
+  ``rlconf plot``;
+- ``table.md``: the README's table of every row, its final tests, target and reference.
 
 These runs take from tens of minutes to hours each on 2 CPU cores: they are never a CI step.
 """
@@ -185,13 +186,27 @@ def report(rows: dict[str, Row], runs: Path, out: Path) -> list[dict[str, object
         write_table(out / "tests.csv", tests, list(tests[0]))
     for env in sorted({row.env for row in rows.values() if row.folder(runs).is_dir()}):
         figure(runs / env, out / f"{env}.png")
+    (out / "table.md").write_text(table(rows, tests))
     return tests
+
+
+def table(rows: dict[str, Row], tests: list[dict[str, object]]) -> str:
+    """The README's table: every row with its budget, each seed's final test, target, reference and figure."""
+    lines = ["| row | budget | rlconf final test (seed: mean ± std) | target | reference | source | figure |",
+             "|---|---|---|--:|---|---|---|"]
+    for row in rows.values():
+        mine = [t for t in tests if t["row"] == row.name]
+        result = "; ".join(f"s{t['seed']}: {float(t['test_return_mean']):,.0f} ± {float(t['test_return_std']):,.0f}"
+                           + ("" if str(t["met"]) == "True" else " (missed)") for t in mine) or "not run yet"
+        figure = f"[{row.env}.png](benchmarks/results/learning/{row.env}.png)" if mine else "–"
+        lines.append(f"| `{' '.join(row.overrides)}` | {row.budget} | {result} | {row.target:,.0f} | {row.figure} | "
+                     f"{row.source} | {figure} |")
+    return "\n".join(lines) + "\n"
 
 
 def figure(folder: Path, png: Path) -> None:
     """``rlconf plot`` of every run on one env: greedy evaluations, a band across seeds."""
-    argv = [sys.executable, "-m", "rlconf", "plot", str(folder), "--out", str(png), "--metric", "eval",
-            "--title", folder.name]
+    argv = [sys.executable, "-m", "rlconf", "plot", str(folder), "--out", str(png), "--metric", "eval"]
     result = subprocess.run(argv, capture_output=True, text=True)
     if result.returncode:
         print(f"learning: no figure for {folder.name}: {result.stderr.strip()}", file=sys.stderr)

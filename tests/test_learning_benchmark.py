@@ -55,6 +55,9 @@ def test_a_row_is_trained_reported_and_skipped_once_finished(rows_file, tmp_path
     assert test["row"] == "tiny-cartpole" and test["test_episodes"] == "3"
     assert test["met"] == str(float(test["test_return_mean"]) >= 5)
     assert (out / "classic-cartpole.png").stat().st_size > 1000
+    table = (out / "table.md").read_text().splitlines()
+    assert table[2].startswith("| `agent=dqn env=classic/cartpole")
+    assert f"s0: {float(test['test_return_mean']):,.0f}" in table[2]
 
     again = learning("tiny-cartpole", *where, cwd=tmp_path)
     assert again.returncode == 0, again.stderr

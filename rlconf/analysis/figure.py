@@ -79,6 +79,14 @@ def draw(bands: list[Band], aggregate: Aggregate | None, title: str, y_label: st
     return figure
 
 
+def _short_count(value: float, _position=None) -> str:
+    """A tick label for a count of steps: 0, 500, 20k, 250k, 1M, 2.5M."""
+    for size, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= size:
+            return f"{value / size:g}{suffix}"
+    return f"{value:g}"
+
+
 def draw_curves(part, envs: list[str], bands: list[Band], y_label: str, colors: dict[str, tuple]) -> None:
     rows, columns = curve_grid(len(envs))
     axes = part.subplots(rows, columns, squeeze=False).ravel()
@@ -89,6 +97,7 @@ def draw_curves(part, envs: list[str], bands: list[Band], y_label: str, colors: 
                     f"{'s' if seeds != 1 else ''})")
             ax.fill_between(band.steps, band.lower, band.upper, color=colors[band.agent], alpha=0.25, linewidth=0)
         ax.set_title(env)
+        ax.xaxis.set_major_formatter(_short_count)  # 250k, 1.5M: seven-digit ticks run into each other
         ax.set_xlabel("env steps")
         ax.set_ylabel(y_label)
         ax.grid(alpha=0.3)
