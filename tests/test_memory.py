@@ -115,6 +115,21 @@ def test_replay_state_dict_round_trip_reproduces_samples():
     assert torch.equal(sa.observation, sb.observation) and torch.equal(sa.reward, sb.reward)
 
 
+def test_replay_state_dict_holds_only_the_rows_written_so_far(tmp_path):
+    """A checkpoint early in a run with a large replay holds what was stored, not the preallocated capacity."""
+    data = Recorded(rows=12, n_envs=2, seed=5)
+    a = ReplayBuffer(2_000, 2, (1,), torch.float32, generator=torch.Generator().manual_seed(6))
+    data.fill(a)
+    state = a.state_dict()
+    assert state["filled"] == 12 and len(state["observation"]) == 12 and len(state["done"]) == 12
+    torch.save(state, tmp_path / "replay.pt")
+    assert (tmp_path / "replay.pt").stat().st_size < 20_000, "no view of the 1,000-row storage is written"
+    b = ReplayBuffer(2_000, 2, (1,), torch.float32, generator=torch.Generator().manual_seed(6))
+    b.load_state_dict(torch.load(tmp_path / "replay.pt", weights_only=True))
+    sa, sb = a.sample(64), b.sample(64)
+    assert torch.equal(sa.observation, sb.observation) and torch.equal(sa.next_observation, sb.next_observation)
+
+
 # -- GAE --------------------------------------------------------------------------------------------------
 def reference_gae(reward, mask, done, values, gamma, lam):
     """The textbook forward sum A_t = sum_k (gamma lam)^k delta_{t+k}, stopped after the step into a done
