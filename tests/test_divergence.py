@@ -13,7 +13,7 @@ import torch
 from conftest import assert_run_refused, only_run_dir
 
 from rlconf.approximation import Approximation, NonFinite, reinforce_together
-from rlconf.experiments.experiment import first_non_finite, load_checkpoint
+from rlconf.experiments.experiment import first_non_finite, first_non_finite_weight, load_checkpoint
 
 
 @pytest.mark.parametrize("override, word", [
@@ -58,7 +58,7 @@ def test_a_diverging_run_stops_in_one_line_and_keeps_its_last_good_checkpoint(ag
     assert not (run_dir / "summary.json").exists()
     checkpoint = load_checkpoint(run_dir / "checkpoint.pt")
     assert checkpoint["steps"] == kept
-    assert first_non_finite(checkpoint["agent"]) is None, "the kept checkpoint holds only finite numbers"
+    assert first_non_finite_weight(checkpoint["agent"]) is None, "the kept checkpoint holds only finite weights"
 
     evaluated = run_cli("eval", str(run_dir), "--episodes", "2", cwd=workdir)
     assert evaluated.returncode == 0, evaluated.stderr
@@ -101,3 +101,11 @@ def test_first_non_finite_names_the_tensor():
              "counts": torch.tensor([1, 2])}
     assert first_non_finite(state) == "q.model.0.bias holds inf"
     assert first_non_finite({"q": {"model": {"w": torch.zeros(3)}}}) is None
+
+
+def test_only_weights_are_judged_before_a_checkpoint():
+    """A bandit's quantiles may be nan until computed; a network's weights never may."""
+    state = {"quantiles": torch.tensor([float("nan")]),
+             "q": {"model": {"0.weight": torch.tensor([float("nan")])}, "updates": 3}}
+    assert first_non_finite_weight(state) == "q.model.0.weight holds nan"
+    assert first_non_finite_weight({"quantiles": torch.tensor([float("nan")]), "q": {"model": {}}}) is None

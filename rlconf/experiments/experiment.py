@@ -269,7 +269,7 @@ class Experiment:
         """Everything ``restore`` needs, written to a temporary file and renamed into place. ``replay``: also
         the replay memory (default: as configured, ``checkpoint.replay``)."""
         agent_state = self.agent.state_dict()
-        poisoned = first_non_finite(agent_state)
+        poisoned = first_non_finite_weight(agent_state)
         if poisoned is not None:  # never overwrite a good checkpoint with these
             self.progress.stop()
             raise Diverged(f"{poisoned} at step {self.env.steps:,}; {self._kept_checkpoint()}")
@@ -346,6 +346,23 @@ def first_non_finite(state: Any, path: str = "") -> str | None:
         return None
     for key, value in items:
         found = first_non_finite(value, f"{path}.{key}" if path else str(key))
+        if found is not None:
+            return found
+    return None
+
+
+WEIGHTS = ("model", "target")  # where an Approximation's state_dict keeps its network's and target's weights
+
+
+def first_non_finite_weight(state: Any, path: str = "") -> str | None:
+    """``first_non_finite`` over the networks' weights in an agent's state dict (every ``model`` and
+    ``target`` an Approximation saves). Other state may hold nan on purpose (a bandit's not yet computed
+    quantiles), so it is not judged here."""
+    if not isinstance(state, dict):
+        return None
+    for key, value in state.items():
+        where = f"{path}.{key}" if path else str(key)
+        found = first_non_finite(value, where) if key in WEIGHTS else first_non_finite_weight(value, where)
         if found is not None:
             return found
     return None
