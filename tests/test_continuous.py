@@ -12,11 +12,14 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 from conftest import FAST_RUN, assert_run_refused, one_error_line, only_run_dir
 from omegaconf import OmegaConf
 from torch import nn
 
 from rlconf.agents import TestAgent
+from rlconf.agents import sac as sac_module
+from rlconf.agents.ddpg import minibatches
 from rlconf.approximation import PolyakTarget, QContinuous
 from rlconf.bodies import NormalizeObservations, NormalizeRewards, RunningMeanStd, TimeFeature
 from rlconf.cli import compose
@@ -24,7 +27,7 @@ from rlconf.config import ConfigError, validate
 from rlconf.core import StateArray
 from rlconf.experiments.run import build_agent, make_env
 from rlconf.logging import LoggerGroup
-from rlconf.memory import ReplayBuffer, replay_buffer
+from rlconf.memory import ReplayBuffer, Transitions, replay_buffer
 from rlconf.policies import ActionBounds, DeterministicPolicy, SoftDeterministicPolicy, TanhActionBound
 from rlconf.policies.soft_deterministic import squashed_log_prob
 
@@ -545,6 +548,7 @@ def test_sac_temperature_is_tuned_by_default_and_fixed_when_given():
     overrides = ("agent=sac", "agent.replay_start_size=100", "agent.batch_size=32")
     _, env, tuned = build(*overrides)
     drive(env, tuned, 400)
+    assert innermost(tuned).temperature.updates > 0
     assert float(innermost(tuned).temperature.model().detach()) != 0.0, "log alpha moved from log 1"
     env.close()
 
@@ -552,16 +556,59 @@ def test_sac_temperature_is_tuned_by_default_and_fixed_when_given():
     sac = innermost(fixed)
     policy_before = [p.clone() for p in sac.policy.model.parameters()]
     drive(env, fixed, 400)
+    env.close()
+    log_alpha = torch.tensor(math.log(0.2))
+    assert torch.equal(sac.temperature.model().detach(), log_alpha), "log alpha never moves"
     assert float(sac.temperature.model().exp()) == pytest.approx(0.2, rel=1e-6)
     assert sac.temperature.updates == 0, "a fixed temperature takes no optimiser step"
     assert any(not torch.equal(a, b) for a, b in zip(policy_before, sac.policy.model.parameters(), strict=True))
-    clone = build(*overrides, "agent.temperature=0.2")[2]
+    # The checkpoint holds the fixed log alpha, and a fresh agent restored from it keeps it fixed.
+    assert torch.equal(fixed.state_dict()["temperature"]["model"]["log_alpha"], log_alpha)
+    _, env, clone = build(*overrides, "agent.temperature=0.2")
     clone.load_state_dict(fixed.state_dict())
-    assert float(innermost(clone).temperature.model().exp()) == pytest.approx(0.2, rel=1e-6)
+    drive(env, clone, 200)
     env.close()
+    assert torch.equal(innermost(clone).temperature.model().detach(), log_alpha)
+    assert innermost(clone).temperature.updates == 0
+
+
+def _sac_losses_by_hand(sac, batch: Transitions, alpha: float) -> list[torch.Tensor]:
+    """The critics' and the policy's losses of one SAC update at temperature ``alpha``, from the policy's
+    generator seeded with 0 (the update's draws: a' ~ pi(s') for the targets, then a ~ pi(s))."""
+    sac.policy.generator.manual_seed(0)
+    targets = sac._td_targets(batch, torch.tensor(alpha))
+    observation = batch.observation
+    actions, log_probs = sac.policy(observation)
+    values = torch.min(sac.q_1.frozen(observation, actions), sac.q_2.frozen(observation, actions))
+    return [F.mse_loss(sac.q_1(observation, batch.action), targets),
+            F.mse_loss(sac.q_2(observation, batch.action), targets), (alpha * log_probs - values).mean()]
+
+
+def test_a_fixed_temperature_weighs_the_critic_targets_and_the_policy_loss(monkeypatch):
+    _, env, agent = build("agent=sac", "agent.replay_start_size=100", "agent.batch_size=32", "agent.temperature=0.2")
+    sac = innermost(agent)
+    drive(env, agent, 300)
+    env.close()
+    batch = next(minibatches(sac.replay, 1, 32))
+    seen: list[tuple[object, torch.Tensor]] = []
+    with monkeypatch.context() as patch:  # the losses the update trains on, without the step
+        patch.setattr(sac_module, "reinforce_together", lambda *losses: seen.extend(losses))
+        sac.policy.generator.manual_seed(0)
+        sac._update(batch)
+    trained = [approximation for approximation, _ in seen]
+    assert len(trained) == 3 and all(a is b for a, b in zip(trained, (sac.q_1, sac.q_2, sac.policy), strict=True)), \
+        "no temperature loss"
+    for (_, loss), expected in zip(seen, _sac_losses_by_hand(sac, batch, 0.2), strict=True):
+        assert torch.allclose(loss, expected), (loss, expected)
+    assert not torch.allclose(seen[2][1], _sac_losses_by_hand(sac, batch, 1.0)[2]), "alpha weighs the policy loss"
 
 
 def test_a_fixed_temperature_must_be_positive(run_cli, workdir, tmp_path):
-
     assert_run_refused(run_cli, ["agent=sac", "env=classic/pendulum", "agent.temperature=0"],
                        ["agent.temperature=0", "null"], workdir, tmp_path / "runs")
+
+
+@pytest.mark.parametrize("value", ["-0.5", "inf", "nan"])
+def test_a_fixed_temperature_must_be_a_positive_finite_number(value):
+    with pytest.raises(ConfigError, match=f"agent.temperature={value}: must be a positive finite number"):
+        validate(compose(["agent=sac", "env=classic/pendulum", f"agent.temperature={value}"], []))

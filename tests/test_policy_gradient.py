@@ -17,6 +17,7 @@ from conftest import one_error_line, only_run_dir
 from test_agents import build, drive, parameters
 
 from rlconf.agents import PolicyGradient
+from rlconf.agents.a2c import A2CConfig
 from rlconf.approximation import adam
 from rlconf.config import ConfigError
 from rlconf.core import StateArray
@@ -340,3 +341,65 @@ def test_a2c_gae_lambda_and_advantage_normalisation_follow_sb3():
     for returns, advantages in seen:
         assert abs(float(advantages.mean())) < 1e-5 and float(advantages.std()) == pytest.approx(1.0, abs=1e-4)
         assert not torch.allclose(returns, advantages), "the value head still regresses on the returns"
+
+
+def _a2c_update_on_a_hand_made_rollout(*overrides: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """A2C (2 envs, rollouts of 2 steps, V(s) = s[0]) fed one rollout of hand-made states: the returns its
+    update regresses V on and the advantages its policy loss weighs log pi(a|s) with, in the rollout's order
+    (step 0 of both envs, then step 1)."""
+    _, env, body = build("agent=a2c", "hardware.n_envs=2", "approximation.hidden=[]", "agent.n_steps=2",
+                         f"agent.discount_factor={GAMMA}", *overrides)
+    env.close()
+    agent = policy_gradient(body)
+    weight, bias = agent.v.model.parameters()  # hidden=[]: V is one linear layer; make it V(s) = s[0]
+    with torch.no_grad():
+        weight.zero_()
+        weight[0, 0] = 1.0
+        bias.zero_()
+    seen: list[tuple[torch.Tensor, torch.Tensor]] = []
+    step = agent._actor_critic_step
+
+    def capture(features, actions, returns, advantages=None):
+        used = returns - agent.v.no_grad(features) if advantages is None else advantages  # as the step takes A
+        seen.append((returns.clone(), used.clone()))
+        step(features, actions, returns, advantages)
+
+    agent._actor_critic_step = capture
+    agent.act(hand_made_states([1.0, 3.0], 0.0, [False, False], [1.0, 1.0]))
+    agent.act(hand_made_states([2.0, 0.0], 1.0, [False, False], [1.0, 1.0]))
+    agent.act(hand_made_states([4.0, 1.0], 2.0, [False, False], [1.0, 1.0]))  # the rollout is full: one update
+    assert len(seen) == 1
+    return seen[0]
+
+
+def _gae_by_hand(lam: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """GAE(lambda) advantages and lambda-returns (A + V(s)) of the hand-made rollout above."""
+    values = torch.tensor([[1.0, 3.0], [2.0, 0.0], [4.0, 1.0]])  # V(s_t) = s_t[0]: rows t = 0, 1, 2; columns envs
+    delta_0 = 1.0 + GAMMA * values[1] - values[0]  # r_1 = 1
+    delta_1 = 2.0 + GAMMA * values[2] - values[1]  # r_2 = 2; the last state bootstraps
+    advantages = torch.cat([delta_0 + GAMMA * lam * delta_1, delta_1])
+    return advantages, advantages + values[:2].flatten()
+
+
+@pytest.mark.parametrize("lam", [1.0, 0.9])
+def test_a2c_advantages_and_returns_are_gae_at_agent_lam(lam):
+    returns, advantages = _a2c_update_on_a_hand_made_rollout(f"agent.lam={lam}")
+    expected_advantages, expected_returns = _gae_by_hand(lam)
+    assert torch.allclose(advantages, expected_advantages, atol=1e-5), (advantages, expected_advantages)
+    assert torch.allclose(returns, expected_returns, atol=1e-5), (returns, expected_returns)
+    if lam < 1:  # step 0's advantage discounts step 1's TD error by gamma * lam, not gamma alone
+        assert not torch.allclose(advantages, _gae_by_hand(1.0)[0], atol=1e-3)
+
+
+def test_a2c_normalize_advantages_scales_the_policy_loss_advantages_only():
+    returns, advantages = _a2c_update_on_a_hand_made_rollout("agent.lam=0.9", "agent.normalize_advantages=true")
+    raw, expected_returns = _gae_by_hand(0.9)
+    assert abs(float(advantages.mean())) < 1e-6 and float(advantages.std()) == pytest.approx(1.0, abs=1e-6)
+    assert torch.allclose(advantages, (raw - raw.mean()) / (raw.std() + 1e-8), atol=1e-5)
+    assert torch.allclose(returns, expected_returns, atol=1e-5), "V still regresses on the unnormalised returns"
+
+
+@pytest.mark.parametrize("lam", [-0.1, 1.5])
+def test_a2c_lam_outside_zero_one_is_refused(lam):
+    with pytest.raises(ConfigError, match=rf"agent.lam={lam}: must be in \[0, 1\]"):
+        A2CConfig(lam=lam)

@@ -66,8 +66,9 @@ class SACConfig:
     def __post_init__(self):
         check_off_policy(self)
         require(self.lr_temperature > 0, "agent.lr_temperature", self.lr_temperature, "must be positive")
-        require(self.temperature is None or self.temperature > 0, "agent.temperature", self.temperature,
-                "must be positive (a fixed alpha) or null (tuned)")
+        fixed = self.temperature
+        require(fixed is None or (math.isfinite(fixed) and fixed > 0), "agent.temperature", fixed,
+                "must be a positive finite number (a fixed alpha) or null (tuned)")
         require(self.temperature_initial > 0, "agent.temperature_initial", self.temperature_initial,
                 "must be positive")
 
