@@ -240,6 +240,20 @@ def hand_made_states(obs_first: list[float], reward: float, done: list[bool], ma
                        "done": torch.tensor(done), "mask": torch.tensor(mask)}, (2,))
 
 
+def agent_valuing_states_by_their_first_number(name: str, *overrides: str):
+    """The policy-gradient agent ``name`` on 2 envs whose value head is V(s) = s[0] (one linear layer)."""
+    _, env, body = build(f"agent={name}", "hardware.n_envs=2", "approximation.hidden=[]",
+                         f"agent.discount_factor={GAMMA}", *overrides)
+    env.close()
+    agent = policy_gradient(body)
+    weight, bias = agent.v.model.parameters()
+    with torch.no_grad():
+        weight.zero_()
+        weight[0, 0] = 1.0
+        bias.zero_()
+    return agent
+
+
 @pytest.mark.parametrize("name", AGENTS)
 def test_truncated_episodes_bootstrap_from_the_last_state_and_terminal_ones_do_not(name, monkeypatch):
     """Env 0 is truncated by a time limit in s_1 (done, mask 1), env 1 terminates there (done, mask 0). With
@@ -247,15 +261,7 @@ def test_truncated_episodes_bootstrap_from_the_last_state_and_terminal_ones_do_n
     env 1; the reset states after them (s[0] = -3) must not count."""
     extra = {"vpg": ["agent.min_batch_size=1"], "vac": [], "a2c": ["agent.n_steps=1"],
              "ppo": ["agent.n_steps=1", "agent.normalize_advantages=false"]}[name]
-    _, env, body = build(f"agent={name}", "hardware.n_envs=2", "approximation.hidden=[]",
-                         f"agent.discount_factor={GAMMA}", *extra)
-    env.close()
-    agent = policy_gradient(body)
-    weight, bias = agent.v.model.parameters()  # hidden=[]: V is one linear layer; make it V(s) = s[0]
-    with torch.no_grad():
-        weight.zero_()
-        weight[0, 0] = 1.0
-        bias.zero_()
+    agent = agent_valuing_states_by_their_first_number(name, *extra)
     seen: list[torch.Tensor] = []
     if name == "ppo":
         original = agent._update
@@ -347,15 +353,7 @@ def _a2c_update_on_a_hand_made_rollout(*overrides: str) -> tuple[torch.Tensor, t
     """A2C (2 envs, rollouts of 2 steps, V(s) = s[0]) fed one rollout of hand-made states: the returns its
     update regresses V on and the advantages its policy loss weighs log pi(a|s) with, in the rollout's order
     (step 0 of both envs, then step 1)."""
-    _, env, body = build("agent=a2c", "hardware.n_envs=2", "approximation.hidden=[]", "agent.n_steps=2",
-                         f"agent.discount_factor={GAMMA}", *overrides)
-    env.close()
-    agent = policy_gradient(body)
-    weight, bias = agent.v.model.parameters()  # hidden=[]: V is one linear layer; make it V(s) = s[0]
-    with torch.no_grad():
-        weight.zero_()
-        weight[0, 0] = 1.0
-        bias.zero_()
+    agent = agent_valuing_states_by_their_first_number("a2c", "agent.n_steps=2", *overrides)
     seen: list[tuple[torch.Tensor, torch.Tensor]] = []
     step = agent._actor_critic_step
 
