@@ -43,6 +43,26 @@ def same(yaml_value: Any, code_value: Any) -> bool:
     return isinstance(yaml_value, bool) == isinstance(code_value, bool) and yaml_value == code_value
 
 
+class Absent:
+    """Stands for a key that one side of a nested mapping lacks (None is a value a YAML may hold)."""
+
+    def __repr__(self) -> str:
+        return "<absent>"
+
+
+ABSENT = Absent()
+
+
+def value_differences(key: str, yaml_value: Any, code_value: Any) -> list[str]:
+    """``key: YAML x, dataclass y`` for the value, or for each key inside it that differs when both are
+    mappings, so that a nested difference names its own key rather than printing both mappings whole."""
+    if isinstance(yaml_value, dict) and isinstance(code_value, dict):
+        return [line for inner in sorted(yaml_value.keys() | code_value.keys())
+                for line in value_differences(f"{key}.{inner}", yaml_value.get(inner, ABSENT),
+                                              code_value.get(inner, ABSENT))]
+    return [] if same(yaml_value, code_value) else [f"{key}: YAML {yaml_value!r}, dataclass {code_value!r}"]
+
+
 def disagreements(name: str) -> list[str]:
     """One line per key on which configs/agent/<name>.yaml and the agent's Config differ."""
     config = registry.get("agent", name).Config
@@ -59,8 +79,8 @@ def disagreements(name: str) -> list[str]:
             # A multi-agent's section for another agent (independent's agent.dqn): in the dataclass empty
             # (that agent's own defaults), in the YAML that agent's file, composed in through the defaults list.
             code_value = agent_yaml(key)
-        if code_value is not dataclasses.MISSING and not same(yaml_value, code_value):
-            lines.append(f"{where}: {key}: YAML {yaml_value!r}, dataclass {code_value!r}")
+        if code_value is not dataclasses.MISSING:
+            lines += [f"{where}: {line}" for line in value_differences(key, yaml_value, code_value)]
     return sorted(lines)
 
 
