@@ -195,13 +195,14 @@ class Experiment:
         try:
             yield
         except NonFinite as error:
-            self.progress.stop()
-            raise Diverged(f"{error} at step {self.env.steps:,}; {self._kept_checkpoint()}") from None
+            raise self._diverged(str(error)) from None
 
-    def _kept_checkpoint(self) -> str:
-        if self.checkpoint_steps is None:
-            return "no checkpoint had been written"
-        return f"the checkpoint of step {self.checkpoint_steps:,} is kept ({self.run_dir / 'checkpoint.pt'})"
+    def _diverged(self, what: str) -> Diverged:
+        """The one line of a divergence: what became non-finite, when, and which checkpoint is intact."""
+        self.progress.stop()
+        kept = ("no checkpoint had been written" if self.checkpoint_steps is None else
+                f"the checkpoint of step {self.checkpoint_steps:,} is kept ({self.run_dir / 'checkpoint.pt'})")
+        return Diverged(f"{what} at step {self.env.steps:,}; {kept}")
 
     def _checkpoint_in_loop(self, start: float, replay: bool | None = None) -> None:
         """A checkpoint mid-training counts the seconds trained so far in this attempt."""
@@ -271,8 +272,7 @@ class Experiment:
         agent_state = self.agent.state_dict()
         poisoned = first_non_finite_weight(agent_state)
         if poisoned is not None:  # never overwrite a good checkpoint with these
-            self.progress.stop()
-            raise Diverged(f"{poisoned} at step {self.env.steps:,}; {self._kept_checkpoint()}")
+            raise self._diverged(poisoned)
         self.logger.step = self.env.steps
         self.logger.flush()
         state: dict[str, Any] = {
