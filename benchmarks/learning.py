@@ -82,20 +82,24 @@ def finished(path: Path | None) -> bool:
     return path is not None and (path / "summary.json").is_file()
 
 
-def command(row: Row, seed: int, runs: Path) -> list[str]:
-    """``rlconf run`` for a seed: a fresh run, or the continuation of the one an earlier attempt left."""
+def command(row: Row, seed: int, runs: Path, threads: int = 1) -> list[str]:
+    """``rlconf run`` for a seed: a fresh run, or the continuation of the one an earlier attempt left.
+
+    ``threads`` is the run's share of the machine's cores for torch (all of them for a row trained alone).
+    """
     rlconf = [sys.executable, "-m", "rlconf"]
+    common = [f"hardware.torch_threads={threads}", "quiet=true"]
     existing = run_dir(row, seed, runs)
     if existing is not None:
-        return [*rlconf, "run", f"resume={existing}", "quiet=true"]
-    return [*rlconf, "run", *row.overrides, f"seed={seed}", f"logdir={row.folder(runs)}", "quiet=true"]
+        return [*rlconf, "run", f"resume={existing}", *common]
+    return [*rlconf, "run", *row.overrides, f"seed={seed}", f"logdir={row.folder(runs)}", *common]
 
 
-def train(row: Row, seed: int, runs: Path) -> tuple[str, int, int]:
+def train(row: Row, seed: int, runs: Path, threads: int) -> tuple[str, int, int]:
     """Train one seed to the end of its budget, the console going to RUNS/<env>/<row>/s<seed>.log."""
     row.folder(runs).mkdir(parents=True, exist_ok=True)
     log = row.folder(runs) / f"s{seed}.log"
-    argv = command(row, seed, runs)
+    argv = command(row, seed, runs, threads)
     with log.open("a") as out:
         out.write(f"$ {' '.join(argv)}\n")
         out.flush()
@@ -239,7 +243,7 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, dict[str, Row]]:
     parser.add_argument("rows", nargs="*", metavar="ROW", help="rows of benchmarks/learning.yaml to train")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0], metavar="S", help="seeds (default: 0)")
     parser.add_argument("--jobs", type=int, default=1, metavar="N", help="seeds and rows trained at once "
-                        "(default 1; 2 on a 2-core machine, each run then has one core)")
+                        "(default 1); the machine's cores are divided among them")
     parser.add_argument("--runs", type=Path, default=RESULTS / "runs", metavar="DIR",
                         help="where the run directories go (default: %(default)s)")
     parser.add_argument("--out", type=Path, default=RESULTS, metavar="DIR",
@@ -267,16 +271,16 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     jobs = [(rows[name], seed) for name in args.rows for seed in args.seeds
             if not finished(run_dir(rows[name], seed, args.runs))]
+    # The cores divided among the runs trained at once: a row trained alone gets the whole machine.
+    threads = max(1, (os.cpu_count() or 1) // min(args.jobs, max(1, len(jobs))))
     if args.dry_run:
         for row, seed in jobs:
-            print(" ".join(command(row, seed, args.runs)))
+            print(" ".join(command(row, seed, args.runs, threads)))
         return 0
     failed = 0
     if jobs:
-        # One core a run when several share the machine; torch would otherwise start a thread per core in each.
-        os.environ.setdefault("OMP_NUM_THREADS", "1")
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-            for name, seed, code in pool.map(lambda job: train(*job, args.runs), jobs):
+            for name, seed, code in pool.map(lambda job: train(*job, args.runs, threads), jobs):
                 print(f"learning: {name} seed {seed}: " + ("done" if code == 0 else f"exit status {code}"))
                 failed += code != 0
     for t in report(rows, args.runs, args.out):

@@ -16,8 +16,8 @@ from rlconf.paths import config_dir, launchers_dir
 USAGE = """usage: rlconf run [-m] [--cfg {job,hydra,all}] [--config-dir DIR] key=value ...
        rlconf list [GROUP | components]
        rlconf status SWEEP_DIR [--lines N]
-       rlconf eval RUN_DIR [--episodes N] [--seed S] [--device D]
-       rlconf watch RUN_DIR [--episodes N] [--video OUT.mp4] [--fps F] [--seed S] [--device D]
+       rlconf eval RUN_DIR [--episodes N] [--seed S] [--device D] [--plugins M,...]
+       rlconf watch RUN_DIR [--episodes N] [--video OUT.mp4] [--fps F] [--seed S] [--device D] [--plugins M,...]
        rlconf plot RUNS_DIR [--out FILE.png] [--aggregate] [--metric M] ... (rlconf plot --help)
 
 Compose a run from config groups and train it:
@@ -171,24 +171,25 @@ def _key(override: str) -> str:
 def with_resume(overrides: list[str], multirun: bool) -> list[str]:
     """``resume=DIR``: the overrides DIR was launched with, then those given beside ``resume`` (which replace
     any of the same key). A sweep directory (with -m) becomes the sweep's directory (``hydra.sweep.dir``),
-    where each run resumes or, finished, is skipped."""
-    from omegaconf import OmegaConf
+    where each run resumes or, finished, is skipped.
 
+    DIR's files are data (rlconf.experiments.saved): no Hydra setting but a sweep's launcher and sweeper
+    parameters, no interpolation, no ``_target_``, and its plugins only when they are given here too."""
     from rlconf.config import ConfigError
-    from rlconf.experiments.resume import check_resume_dir, check_resume_sweep_dir
 
     resume = [o for o in overrides if _key(o) == "resume"]
     value = resume[-1].split("=", 1)[1] if resume else ""
     if not value or value == "null":
         return overrides
     try:
-        if multirun:  # the sweep's own overrides and its hydra.* ones (launcher settings, n_trials, ...)
-            saved_overrides = OmegaConf.load(check_resume_sweep_dir(value) / "multirun.yaml").hydra.overrides
-            saved = list(saved_overrides.task) + [o for o in saved_overrides.hydra if _key(o) not in (
-                "hydra.sweep.dir", "hydra.searchpath", "hydra.mode")]
-        else:  # a run of a sweep resumed alone: without the sweep's named grid and launcher
-            saved = [o for o in OmegaConf.load(check_resume_dir(value) / "overrides.yaml") or []
-                     if _key(o) not in ("sweep", "launcher")]
+        saved = _saved_overrides(value, multirun)
+        given_plugins = [_list_value(o) for o in overrides if _key(o) == "plugins"]
+        for line in saved:
+            if _key(line) == "plugins":
+                from rlconf.experiments.saved import check_plugins
+
+                check_plugins(_list_value(line), given_plugins[-1] if given_plugins else None, f"resume={value}",
+                              "plugins=[{}]")
     except ConfigError as error:
         raise UsageError(str(error)) from None
     given = {_key(o) for o in overrides}
@@ -196,6 +197,32 @@ def with_resume(overrides: list[str], multirun: bool) -> list[str]:
     if multirun:  # the jobs resume by their directories in the sweep directory, not by a resume key
         merged = [o for o in merged if _key(o) != "resume"] + [f"hydra.sweep.dir={Path(value).resolve()}"]
     return merged
+
+
+def _saved_overrides(value: str, multirun: bool) -> list[str]:
+    """The overrides a run (or, with -m, a sweep) directory was launched with, checked as untrusted data."""
+    from rlconf.experiments.resume import check_resume_dir, check_resume_sweep_dir
+    from rlconf.experiments.saved import SWEEP_HYDRA_KEYS, check_overrides, load_yaml, read_overrides
+
+    if not multirun:  # a run of a sweep resumed alone: without the sweep's named grid and launcher
+        lines = read_overrides(check_resume_dir(value) / "overrides.yaml")
+        return [o for o in lines if _key(o) not in ("sweep", "launcher")]
+    # The sweep's own overrides and its hydra.* ones (launcher settings, n_trials, ...).
+    path = check_resume_sweep_dir(value) / "multirun.yaml"
+    saved = load_yaml(path)
+    overrides = (((saved or {}).get("hydra") or {}).get("overrides") or {}) if isinstance(saved, dict) else {}
+    task, hydra = overrides.get("task") or [], overrides.get("hydra") or []
+    if not isinstance(task, list) or not isinstance(hydra, list) or not all(
+            isinstance(o, str) for o in (*task, *hydra)):
+        raise UsageError(f"{path}: not a sweep's multirun.yaml (no list of overrides under hydra.overrides)")
+    hydra = [o for o in hydra if _key(o) not in ("hydra.sweep.dir", "hydra.searchpath", "hydra.mode")]
+    return check_overrides(task, path) + check_overrides(hydra, path, SWEEP_HYDRA_KEYS)
+
+
+def _list_value(override: str) -> list[str]:
+    """The items of a list override's value: ``plugins=[a,b]`` -> ["a", "b"]."""
+    value = override.split("=", 1)[1].strip() if "=" in override else ""
+    return [v.strip().strip("'\"") for v in value.strip("[]").split(",") if v.strip()]
 
 
 def _take_all(args: list[str], name: str) -> list[str]:
@@ -492,8 +519,11 @@ def cmd_plot(args: list[str]) -> int:
 
 
 # -- rlconf eval, rlconf watch ---------------------------------------------------------------------------
-EVAL_USAGE = "usage: rlconf eval RUN_DIR [--episodes N] [--seed S] [--device D]"
-WATCH_USAGE = "usage: rlconf watch RUN_DIR [--episodes N] [--video OUT.mp4] [--fps F] [--seed S] [--device D]"
+EVAL_USAGE = "usage: rlconf eval RUN_DIR [--episodes N] [--seed S] [--device D] [--plugins M,...]"
+WATCH_USAGE = ("usage: rlconf watch RUN_DIR [--episodes N] [--video OUT.mp4] [--fps F] [--seed S] [--device D] "
+               "[--plugins M,...]")
+PLUGINS_HELP = """  --plugins M,... import these modules first: a run that was launched with plugins=[...] (or an agent
+                given by import path) needs them named again; nothing from RUN_DIR is imported otherwise"""
 EVAL_HELP = f"""{EVAL_USAGE}
 
 Play a trained run's test agent again: the env, agent and body built from RUN_DIR/config.yaml, the weights
@@ -501,7 +531,8 @@ from RUN_DIR/checkpoint.pt. Prints mean ± std and writes RUN_DIR/eval.json. Wit
 run's final test, and reproduces summary.json's test return exactly.
   --episodes N  episodes to play (default: the run's test_episodes)
   --seed S      the episodes' seed (default: the final test's, the run's seed + 1000003)
-  --device D    compute on D (cpu, cuda:0, ...) rather than on the run's hardware.device"""
+  --device D    compute on D (cpu, cuda:0, ...) rather than on the run's hardware.device
+{PLUGINS_HELP}"""
 WATCH_HELP = f"""{WATCH_USAGE}
 
 Watch a trained run's test agent play: in a window (needs a display), or into a video file.
@@ -509,7 +540,8 @@ Watch a trained run's test agent play: in a window (needs a display), or into a 
   --video OUT.mp4  write one video of every episode (needs moviepy: pip install 'rlconf[video]')
   --fps F          frames per second (default: real time)
   --seed S         the episodes' seed (default: the run's final test's)
-  --device D       compute on D rather than on the run's hardware.device"""
+  --device D       compute on D rather than on the run's hardware.device
+{PLUGINS_HELP}"""
 
 
 def cmd_eval(args: list[str]) -> int:
@@ -517,14 +549,15 @@ def cmd_eval(args: list[str]) -> int:
     if "-h" in args or "--help" in args:
         print(EVAL_HELP)
         return 0
-    episodes, seed, device = (_take_option(args, name) for name in ("--episodes", "--seed", "--device"))
+    episodes, seed, device, plugins = (_take_option(args, name) for name in (
+        "--episodes", "--seed", "--device", "--plugins"))
     run_dir = _run_dir_argument(args, EVAL_USAGE)
     episodes, seed = _count(episodes, "--episodes"), _count(seed, "--seed", minimum=0)
     from rlconf.config import ConfigError
     from rlconf.experiments.playback import PlaybackError, eval_line, evaluate_run
 
     try:
-        result = evaluate_run(run_dir, episodes, seed, device)
+        result = evaluate_run(run_dir, episodes, seed, device, _modules(plugins))
     except (ConfigError, PlaybackError) as error:
         raise UsageError(str(error)) from None
     print(eval_line(result))
@@ -536,15 +569,15 @@ def cmd_watch(args: list[str]) -> int:
     if "-h" in args or "--help" in args:
         print(WATCH_HELP)
         return 0
-    episodes, video, fps, seed, device = (_take_option(args, name) for name in (
-        "--episodes", "--video", "--fps", "--seed", "--device"))
+    episodes, video, fps, seed, device, plugins = (_take_option(args, name) for name in (
+        "--episodes", "--video", "--fps", "--seed", "--device", "--plugins"))
     run_dir = _run_dir_argument(args, WATCH_USAGE)
     episodes, seed = _count(episodes, "--episodes") or 1, _count(seed, "--seed", minimum=0)
     from rlconf.config import ConfigError
     from rlconf.experiments.playback import PlaybackError, watch_line, watch_run
 
     try:
-        result = watch_run(run_dir, episodes, video, _fps(fps), seed, device)
+        result = watch_run(run_dir, episodes, video, _fps(fps), seed, device, _modules(plugins))
     except (ConfigError, PlaybackError) as error:
         raise UsageError(str(error)) from None
     print(watch_line(result, episodes))
@@ -564,6 +597,15 @@ def _run_dir_argument(args: list[str], usage: str) -> str:
     except ValueError as error:
         raise UsageError(str(error)) from None
     return args[0]
+
+
+def _modules(value: str | None) -> list[str]:
+    """``--plugins a,b``: module names, each a dotted Python identifier."""
+    modules = [m.strip() for m in (value or "").split(",") if m.strip()]
+    for module in modules:
+        if not all(part.isidentifier() for part in module.split(".")):
+            raise UsageError(f"--plugins {value}: {module!r} is not a module name (e.g. my_agents or pkg.agents)")
+    return modules
 
 
 def _fps(value: str | None) -> float | None:

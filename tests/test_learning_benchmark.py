@@ -4,6 +4,7 @@ interrupted ones, and writes the curves, the tests table and a figure per env.""
 from __future__ import annotations
 
 import csv
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -66,9 +67,13 @@ def test_a_row_is_trained_reported_and_skipped_once_finished(rows_file, tmp_path
 
     # An interrupted seed is continued from its directory; a new seed starts a fresh run.
     (run_dirs[0] / "summary.json").unlink()
-    planned = learning("tiny-cartpole", *where, "--seeds", "0", "1", "--dry-run", cwd=tmp_path).stdout.splitlines()
-    assert planned[0].endswith(f"run resume={run_dirs[0]} quiet=true")
+    # The machine's cores are divided among the runs trained at once.
+    planned = learning("tiny-cartpole", *where, "--seeds", "0", "1", "--jobs", "2", "--dry-run",
+                       cwd=tmp_path).stdout.splitlines()
+    threads = f"hardware.torch_threads={max(1, (os.cpu_count() or 1) // 2)}"
+    assert planned[0].endswith(f"run resume={run_dirs[0]} {threads} quiet=true")
     assert "seed=1" in planned[1] and f"logdir={runs / 'classic-cartpole' / 'tiny-cartpole'}" in planned[1]
+    assert threads in planned[1]
 
 
 def test_help_says_how_to_rerun_a_row_and_bad_rows_are_one_line(rows_file, tmp_path):

@@ -95,11 +95,14 @@ def read_table(path: Path) -> dict[str, np.ndarray]:
 
 def read_identity(run_dir: Path) -> tuple[str, str, int]:
     """(agent, env, seed) from the run's resolved config.yaml."""
-    from omegaconf import OmegaConf
+    from rlconf.config import ConfigError
+    from rlconf.experiments.saved import read_config
 
     try:
-        config = OmegaConf.load(run_dir / "config.yaml")
-        return str(config.agent.name), str(config.env.name), int(config.seed)
+        config = read_config(run_dir / "config.yaml")  # data only: nothing resolved or imported
+        return str(config["agent"]["name"]), str(config["env"]["name"]), int(config["seed"])
+    except ConfigError as error:
+        raise AnalysisError(str(error)) from None
     except Exception as error:  # a config.yaml that is not rlconf's
         raise AnalysisError(f"{run_dir / 'config.yaml'}: no agent.name, env.name and seed ({error})") from None
 

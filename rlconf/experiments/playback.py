@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import OmegaConf
 
 from rlconf.config import Settings, first_line
 from rlconf.environments.gym import has_display
@@ -32,8 +32,10 @@ from rlconf.experiments.experiment import TEST_SEED_OFFSET, load_checkpoint
 from rlconf.experiments.multiagent import play_test
 from rlconf.experiments.run import build_agent, eval_env_count, is_bandit, make_env, prepare
 from rlconf.experiments.rundir import CHECKPOINT, CONFIG, check_trained_run, write_json
+from rlconf.experiments.saved import check_plugins, read_config
 from rlconf.logging import LoggerGroup
 
+PLUGINS_HINT = "--plugins {}"  # how eval and watch are told which of a run's modules they may import
 MOVIEPY_MISSING = "rlconf watch --video needs moviepy: pip install 'rlconf[video]'"
 
 
@@ -80,20 +82,18 @@ class Playback:
         return self.agent(env).test_agent()
 
 
-def load_run(run_dir: str | Path, device: str | None = None) -> Playback:
+def load_run(run_dir: str | Path, device: str | None = None, plugins: list[str] | None = None) -> Playback:
     """The run in ``run_dir``: its config checked (a ConfigError for a missing extra, an unknown device), this
     process set up for it (``prepare``: threads, seeds), and its checkpoint loaded as plain data.
-    ``device``: compute there rather than on the run's ``hardware.device``."""
+    ``device``: compute there rather than on the run's ``hardware.device``. ``plugins``: the modules the user
+    named (``--plugins``); the run's own list is never imported unless each is named there."""
     try:
         folder = check_trained_run(run_dir)
     except ValueError as error:
         raise PlaybackError(str(error)) from None
-    try:
-        cfg = OmegaConf.load(folder / CONFIG)
-    except Exception as error:  # YAML's errors span lines
-        raise PlaybackError(f"{folder / CONFIG}: unreadable: {first_line(error)}") from None
-    if not isinstance(cfg, DictConfig):
-        raise PlaybackError(f"{folder / CONFIG}: not a run's config (rlconf writes a mapping of its keys there)")
+    data = read_config(folder / CONFIG, importable=list(plugins or []), how=PLUGINS_HINT)
+    check_plugins(data.get("plugins"), plugins, str(folder), PLUGINS_HINT)
+    cfg = OmegaConf.create({**data, "plugins": list(plugins or [])})
     if device is not None:
         OmegaConf.update(cfg, "hardware.device", device, force_add=True)
     settings = prepare(cfg)
@@ -106,10 +106,10 @@ def load_run(run_dir: str | Path, device: str | None = None) -> Playback:
 
 # -- rlconf eval --------------------------------------------------------------------------------------------
 def evaluate_run(run_dir: str | Path, episodes: int | None = None, seed: int | None = None,
-                 device: str | None = None) -> dict[str, Any]:
+                 device: str | None = None, plugins: list[str] | None = None) -> dict[str, Any]:
     """Play the run's test agent for ``episodes`` episodes (default: the run's ``test_episodes``) with ``seed``
     (default: the seed of the run's final test); the result is also written to ``RUN_DIR/eval.json``."""
-    playback = load_run(run_dir, device)
+    playback = load_run(run_dir, device, plugins)
     settings = playback.settings
     if episodes is None:  # a run without a final test: as many as its periodic evaluations
         episodes = settings.run.test_episodes or settings.run.eval_episodes or 10
@@ -196,7 +196,7 @@ def _check_render(env, settings: Settings):
 
 
 def watch_run(run_dir: str | Path, episodes: int = 1, video: str | Path | None = None, fps: float | None = None,
-              seed: int | None = None, device: str | None = None) -> dict[str, Any]:
+              seed: int | None = None, device: str | None = None, plugins: list[str] | None = None) -> dict[str, Any]:
     """Play the run's test agent for ``episodes`` episodes in a window, or into the mp4 file ``video``."""
     out = Path(video) if video is not None else None
     if out is None and not has_display():
@@ -211,7 +211,7 @@ def watch_run(run_dir: str | Path, episodes: int = 1, video: str | Path | None =
             import moviepy  # noqa: F401  # RecordVideo writes through it
         except ImportError:
             raise PlaybackError(MOVIEPY_MISSING) from None
-    playback = load_run(run_dir, device)
+    playback = load_run(run_dir, device, plugins)
     if is_bandit(playback.settings):
         raise PlaybackError(f"env={playback.settings.env.name} is a bandit: it has no frames to watch; "
                             f"rlconf eval {run_dir} replays its greedy pulls")

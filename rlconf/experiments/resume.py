@@ -18,10 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from omegaconf import OmegaConf
-
 from rlconf.config import ConfigError
 from rlconf.experiments.rundir import read_json, sweep_run_name
+from rlconf.experiments.saved import read_config
 
 RESUME_MAY_CHANGE = ("steps", "quiet", "verbose", "logdir", "resume", "plugins", "eval_every", "eval_episodes",
                      "test_episodes", "checkpoint_every", "checkpoint", "logger", "hardware.device",
@@ -64,7 +63,7 @@ def _check_dir(path: str | Path, kind: str, marker: str, other_marker: str, othe
 def check_resumable(run_dir: Path, config: dict[str, Any]) -> None:
     """Raise a ConfigError naming the first key of ``config`` (resolved) that differs from the run's saved
     config.yaml and may not change on resume."""
-    saved = OmegaConf.to_container(OmegaConf.load(run_dir / "config.yaml"), resolve=True)
+    saved = read_config(run_dir / "config.yaml")  # data only: no interpolation is resolved, nothing imported
     old, new = _flatten(saved), _flatten(config)
     for key in sorted(old.keys() | new.keys()):
         if any(key == k or key.startswith(k + ".") for k in RESUME_MAY_CHANGE):

@@ -15,9 +15,9 @@ import io
 from collections.abc import Iterator
 from pathlib import Path
 
-from omegaconf import OmegaConf
-
+from rlconf.config import ConfigError
 from rlconf.experiments.rundir import atomic_write, is_placement, read_json
+from rlconf.experiments.saved import load_yaml
 
 SUMMARY_COLUMNS = ["steps", "episodes", "test_return_mean", "test_return_std", "test_episodes", "wall_seconds",
                    "steps_per_second", "resumes"]
@@ -36,8 +36,10 @@ def overrides_of(run_dir: Path) -> dict[str, str]:
     those that only place it (launcher, logdir, quiet, ...) and those a summary column reports as reached
     (``steps``: a vectorised run may take a few more)."""
     try:
-        lines = OmegaConf.to_container(OmegaConf.load(run_dir / "overrides.yaml")) or []
-    except (OSError, ValueError):
+        lines = load_yaml(run_dir / "overrides.yaml") or []
+    except ConfigError:
+        return {}
+    if not isinstance(lines, list):
         return {}
     pairs = [str(line).lstrip("+~").split("=", 1) for line in lines]
     return {p[0]: p[1] if len(p) > 1 else "" for p in pairs
