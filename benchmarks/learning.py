@@ -244,6 +244,8 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, dict[str, Row]]:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0], metavar="S", help="seeds (default: 0)")
     parser.add_argument("--jobs", type=int, default=1, metavar="N", help="seeds and rows trained at once "
                         "(default 1); the machine's cores are divided among them")
+    parser.add_argument("--threads", type=int, metavar="N", help="torch threads a run (default: the machine's "
+                        "cores divided among the runs trained at once)")
     parser.add_argument("--runs", type=Path, default=RESULTS / "runs", metavar="DIR",
                         help="where the run directories go (default: %(default)s)")
     parser.add_argument("--out", type=Path, default=RESULTS, metavar="DIR",
@@ -257,8 +259,9 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, dict[str, Row]]:
     unknown = [name for name in args.rows if name not in rows]
     if unknown:
         parser.exit(2, f"learning: unknown row {unknown[0]!r}; rows: {', '.join(rows)}\n")
-    if args.jobs < 1:
-        parser.exit(2, f"learning: --jobs {args.jobs}: must be at least 1\n")
+    for option in ("jobs", "threads"):
+        if getattr(args, option) is not None and getattr(args, option) < 1:
+            parser.exit(2, f"learning: --{option} {getattr(args, option)}: must be at least 1\n")
     if not (args.rows or args.list or args.report):
         parser.exit(2, "learning: name the rows to train, or --list, or --report; see --help\n")
     return args, rows
@@ -272,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     jobs = [(rows[name], seed) for name in args.rows for seed in args.seeds
             if not finished(run_dir(rows[name], seed, args.runs))]
     # The cores divided among the runs trained at once: a row trained alone gets the whole machine.
-    threads = max(1, (os.cpu_count() or 1) // min(args.jobs, max(1, len(jobs))))
+    threads = args.threads or max(1, (os.cpu_count() or 1) // min(args.jobs, max(1, len(jobs))))
     if args.dry_run:
         for row, seed in jobs:
             print(" ".join(command(row, seed, args.runs, threads)))

@@ -468,7 +468,7 @@ def launch(overrides: list[str], config_dirs: list[str], multirun: bool, cfg_mod
         from hydra.types import RunMode
 
         from rlconf.config import ConfigError
-        from rlconf.experiments.experiment import Diverged
+        from rlconf.experiments.experiment import RunFailed
         from rlconf.experiments.run import run
 
         hydra_cfg = HydraConfig.get()
@@ -477,9 +477,9 @@ def launch(overrides: list[str], config_dirs: list[str], multirun: bool, cfg_mod
             summary = run(cfg, parent_dir=parent, overrides=list(hydra_cfg.overrides.task))
         except ConfigError as error:
             fail(str(error))
-        except Diverged as error:  # the run failed (status.json, error.txt); its last good checkpoint is kept
+        except RunFailed as error:  # a divergence, a full disk (status.json, error.txt): the last checkpoint kept
             print(f"rlconf: error: {error}", file=sys.stderr)
-            raise SystemExit(1) from None
+            raise SystemExit(error.exit_status) from None
         return summary.get("test_return_mean")  # a sweeper's objective (Optuna): the final test return
 
     saved = sys.argv
@@ -554,13 +554,19 @@ def cmd_eval(args: list[str]) -> int:
     run_dir = _run_dir_argument(args, EVAL_USAGE)
     episodes, seed = _count(episodes, "--episodes"), _count(seed, "--seed", minimum=0)
     from rlconf.config import ConfigError
-    from rlconf.experiments.playback import PlaybackError, eval_line, evaluate_run
+    from rlconf.experiments.playback import PlaybackError, eval_line, evaluate_run, write_eval
+    from rlconf.experiments.rundir import write_failure
 
     try:
         result = evaluate_run(run_dir, episodes, seed, device, _modules(plugins))
     except (ConfigError, PlaybackError) as error:
         raise UsageError(str(error)) from None
-    print(eval_line(result))
+    print(eval_line(result), flush=True)  # first: the episodes were played whether or not eval.json can be kept
+    try:
+        write_eval(result)
+    except OSError as error:
+        print(f"rlconf: error: {write_failure(error)}; the result above was not kept", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -54,7 +54,7 @@ def test_a_diverging_run_stops_in_one_line_and_keeps_its_last_good_checkpoint(ag
     run_dir = only_run_dir(logdir)
     status = json.loads((run_dir / "status.json").read_text())
     assert status["state"] == "failed" and status["error"] == lines[0].removeprefix("rlconf: error: ")
-    assert "Diverged" in (run_dir / "error.txt").read_text()
+    assert (run_dir / "error.txt").read_text() == lines[0].removeprefix("rlconf: error: ") + "\n"
     assert not (run_dir / "summary.json").exists()
     checkpoint = load_checkpoint(run_dir / "checkpoint.pt")
     assert checkpoint["steps"] == kept

@@ -38,7 +38,7 @@ from rlconf.config import first_line
 from rlconf.experiments import rng
 from rlconf.experiments.evaluate import evaluate
 from rlconf.experiments.progress import ConsoleProgress
-from rlconf.experiments.rundir import atomic_write
+from rlconf.experiments.rundir import atomic_write, write_failure
 from rlconf.logging import Logger
 from rlconf.logging.base import STEPS_PER_SECOND
 from rlconf.optim import LinearScheduler
@@ -72,9 +72,48 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device | None = 
 
 
 
-class Diverged(Exception):
-    """Training stopped because a loss, gradient norm or weight became nan or inf. Its message is the one line
-    the user reads: what became non-finite, at which step, and which checkpoint is intact."""
+def _save(state: dict[str, Any], path: str) -> None:
+    """torch.save through a file that remembers the OSError of a failed write (a full disk): torch reports it
+    as a RuntimeError of its zip writer, or not at all until the end, and the OSError says what happened."""
+    with open(path, "wb") as file:
+        writer = _RememberingWriter(file)
+        try:
+            torch.save(state, writer)
+        except RuntimeError:
+            if writer.error is not None:
+                raise writer.error from None
+            raise
+        if writer.error is not None:
+            raise writer.error
+
+
+class _RememberingWriter:
+    def __init__(self, file):
+        self.file = file
+        self.error: OSError | None = None
+
+    def write(self, data) -> int:
+        try:
+            return self.file.write(data)
+        except OSError as error:
+            self.error = self.error or error
+            raise
+
+    def flush(self) -> None:
+        self.file.flush()
+
+
+class RunFailed(Exception):
+    """Training stopped on a fault, keeping the last good checkpoint. Its message is the one line the user
+    reads: what went wrong, at which step, and which checkpoint is intact. ``exit_status``: the process's."""
+
+    def __init__(self, message: str, exit_status: int = 1):
+        super().__init__(message)
+        self.exit_status = exit_status
+
+
+class Diverged(RunFailed):
+    """Training stopped because a loss, gradient norm or weight became nan or inf."""
 
 
 class Interrupted(Exception):
@@ -181,7 +220,10 @@ class Experiment:
                     self._status()
                 if stop.signum is not None:
                     self.progress.stop()
-                    self._checkpoint_in_loop(start, replay=True)  # the memory too: the run goes on elsewhere
+                    try:
+                        self._checkpoint_in_loop(start, replay=True)  # the memory too: the run goes on elsewhere
+                    except OSError as error:  # a full disk: stopped all the same, as the signal asked
+                        raise self.failed(write_failure(error), 128 + stop.signum) from None
                     raise Interrupted(stop.signum, env.steps)
         self.train_seconds += time.perf_counter() - start
         self.logger.step = env.steps
@@ -195,14 +237,15 @@ class Experiment:
         try:
             yield
         except NonFinite as error:
-            raise self._diverged(str(error)) from None
+            raise self.failed(str(error), kind=Diverged) from None
 
-    def _diverged(self, what: str) -> Diverged:
-        """The one line of a divergence: what became non-finite, when, and which checkpoint is intact."""
+    def failed(self, what: str, exit_status: int = 1, kind: type[RunFailed] = RunFailed) -> RunFailed:
+        """The one line of a fault (a divergence, a full disk): what went wrong, when, and which checkpoint is
+        intact."""
         self.progress.stop()
         kept = ("no checkpoint had been written" if self.checkpoint_steps is None else
                 f"the checkpoint of step {self.checkpoint_steps:,} is kept ({self.run_dir / 'checkpoint.pt'})")
-        return Diverged(f"{what} at step {self.env.steps:,}; {kept}")
+        return kind(f"{what} at step {self.env.steps:,}; {kept}", exit_status)
 
     def _checkpoint_in_loop(self, start: float, replay: bool | None = None) -> None:
         """A checkpoint mid-training counts the seconds trained so far in this attempt."""
@@ -272,7 +315,7 @@ class Experiment:
         agent_state = self.agent.state_dict()
         poisoned = first_non_finite_weight(agent_state)
         if poisoned is not None:  # never overwrite a good checkpoint with these
-            raise self._diverged(poisoned)
+            raise self.failed(poisoned, kind=Diverged)
         self.logger.step = self.env.steps
         self.logger.flush()
         state: dict[str, Any] = {
@@ -284,9 +327,21 @@ class Experiment:
             **self.checkpoint_extra}
         if self.save_replay if replay is None else replay:
             state["replay"] = self.agent.replay_state_dict()
-        atomic_write(self.run_dir / "checkpoint.pt", lambda tmp: torch.save(state, tmp))
+        atomic_write(self.run_dir / "checkpoint.pt", lambda tmp: _save(state, tmp))
         self.checkpoint_steps = self.env.steps
         self._status()
+
+    @staticmethod
+    def check_restorable(agent, state: dict[str, Any]) -> None:
+        """Raise (ValueError, KeyError, RuntimeError) unless ``restore`` could continue from ``state`` with
+        ``agent``: the checks that need no run directory, made before one is touched. Loads the agent's state,
+        which ``restore`` loads again."""
+        if state.get("format", 1) < CHECKPOINT_FORMAT:
+            raise ValueError("the checkpoint was written by an older rlconf and cannot be resumed")
+        missing = [key for key in ("steps", "episodes", "train_seconds", "rng", "logger") if key not in state]
+        if missing:
+            raise KeyError(f"not an rlconf checkpoint: it has no {missing[0]!r}")
+        agent.load_state_dict(state["agent"])
 
     def restore(self, state: dict[str, Any] | None) -> None:
         """Continue from a checkpoint written by ``save_checkpoint`` (``None``: start over in a directory that

@@ -108,7 +108,7 @@ def load_run(run_dir: str | Path, device: str | None = None, plugins: list[str] 
 def evaluate_run(run_dir: str | Path, episodes: int | None = None, seed: int | None = None,
                  device: str | None = None, plugins: list[str] | None = None) -> dict[str, Any]:
     """Play the run's test agent for ``episodes`` episodes (default: the run's ``test_episodes``) with ``seed``
-    (default: the seed of the run's final test); the result is also written to ``RUN_DIR/eval.json``."""
+    (default: the seed of the run's final test). ``write_eval`` keeps the result in ``RUN_DIR/eval.json``."""
     playback = load_run(run_dir, device, plugins)
     settings = playback.settings
     if episodes is None:  # a run without a final test: as many as its periodic evaluations
@@ -135,8 +135,15 @@ def evaluate_run(run_dir: str | Path, episodes: int | None = None, seed: int | N
         "returns": [float(x) for x in returns], "device": settings.hardware.device,
         "seconds": round(seconds, 3), "time": time.time(), "bandit": is_bandit(settings), **details,
     }
-    write_json(playback.run_dir / "eval.json", result)
     return result
+
+
+def write_eval(result: dict[str, Any]) -> Path:
+    """``RUN_DIR/eval.json``: the result of ``evaluate_run``. An OSError (a read-only directory) is the caller's
+    to report, after the result has been shown."""
+    path = Path(result["run_dir"]) / "eval.json"
+    write_json(path, result)
+    return path
 
 
 def eval_line(result: dict[str, Any]) -> str:

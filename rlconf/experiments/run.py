@@ -7,7 +7,9 @@ A run may continue an earlier attempt from its checkpoint, or find itself finish
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import signal
 import sys
 import time
@@ -26,10 +28,20 @@ from rlconf.bodies import NormalizeObservations, NormalizeRewards, RunningMeanSt
 from rlconf.config import ConfigError, Settings, first_line, redact, validate
 from rlconf.experiments import preemption, resume, rng
 from rlconf.experiments.bandit import BanditExperiment, regret_line
-from rlconf.experiments.experiment import Diverged, Experiment, Interrupted, load_checkpoint
+from rlconf.experiments.experiment import Experiment, Interrupted, RunFailed, load_checkpoint
 from rlconf.experiments.multiagent import MultiagentExperiment
 from rlconf.experiments.progress import ConsoleProgress
-from rlconf.experiments.rundir import make_run_dir, slurm_job_id, write_json, write_status
+from rlconf.experiments.rundir import (
+    RunDirBusy,
+    check_logdir,
+    claim,
+    make_run_dir,
+    slurm_job_id,
+    write_failure,
+    write_json,
+    write_status,
+    write_text,
+)
 from rlconf.experiments.sweep import write_sweep_table
 from rlconf.logging import LoggerContext, LoggerGroup, ScopedLogger
 
@@ -198,25 +210,55 @@ def run(cfg: DictConfig, parent_dir: str | Path | None = None, overrides: list[s
     summary of a run that has already finished."""
     started_at = time.time()
     settings = prepare(cfg)
-    hardware = settings.hardware
     overrides = list(overrides or [])
     resolved = redact(OmegaConf.to_container(cfg, resolve=True))  # what is saved and logged: no secrets
     where = resume.plan(settings.run.steps, settings.run.resume, parent_dir,
                         (settings.agent_name, settings.env.name, settings.run.seed), overrides, resolved)
     if where.summary is not None:
         return _already_finished(settings, where.summary, where.run_dir, parent_dir)
+    if where.run_dir is None:  # a fresh run: its directory can be made, said before anything is built
+        try:
+            check_logdir(settings.run.logdir)
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+    with contextlib.ExitStack() as held:
+        # One writer a run directory: a second resume of it is refused before anything is built or touched.
+        claimed = where.run_dir is not None and where.run_dir.exists()
+        if claimed:
+            _hold(held, where.run_dir)
+        return _run(settings, where, None if claimed else lambda run_dir: _hold(held, run_dir), parent_dir,
+                    overrides, resolved, started_at)
+
+
+def _run(settings: Settings, where: resume.Plan, hold, parent_dir, overrides: list[str], resolved: dict,
+         started_at: float) -> dict:
+    """``run`` once the run's place is known; ``hold(run_dir)`` claims a directory not yet claimed."""
+    hardware = settings.hardware
     logger = LoggerGroup([], verbose=settings.run.verbose, debug_every=settings.logger.debug_every)
     env = make_env(settings, hardware.n_envs)
     agent = build_agent(settings, env, logger)
     checkpoint = _load_checkpoint(where.checkpoint) if where.checkpoint else None
+    if checkpoint is not None:  # a checkpoint of another agent is refused before the directory is touched
+        try:
+            Experiment.check_restorable(agent, checkpoint)
+        except (ValueError, KeyError, RuntimeError, TypeError) as error:
+            raise ConfigError(f"cannot resume {where.checkpoint}: {first_line(error)}") from None
 
-    run_dir = where.run_dir or make_run_dir(settings.run.logdir, settings.agent_name, settings.env.name,
-                                            settings.run.seed)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(resolved))
-    if not (run_dir / "overrides.yaml").exists():  # a resumed run keeps those it was launched with
-        (run_dir / "overrides.yaml").write_text(OmegaConf.to_yaml(redact(overrides)))
-    (run_dir / "summary.json").unlink(missing_ok=True)  # resumed with a longer budget: not finished any more
+    try:
+        run_dir = where.run_dir or make_run_dir(settings.run.logdir, settings.agent_name, settings.env.name,
+                                                settings.run.seed)
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as error:  # a disk that filled since check_logdir
+        raise RunFailed(f"{write_failure(error)}; nothing was kept") from None
+    if hold is not None:
+        hold(run_dir)
+    try:
+        write_text(run_dir / "config.yaml", OmegaConf.to_yaml(resolved))
+        if not (run_dir / "overrides.yaml").exists():  # a resumed run keeps those it was launched with
+            write_text(run_dir / "overrides.yaml", OmegaConf.to_yaml(redact(overrides)))
+        (run_dir / "summary.json").unlink(missing_ok=True)  # resumed with a longer budget: not finished any more
+    except OSError as error:  # a full disk before the run began: a fresh run leaves nothing behind
+        raise RunFailed(f"{write_failure(error)}; {_nothing_kept(run_dir, where)}") from None
     sweep_dir = parent_dir or (run_dir.parent if (run_dir.parent / "multirun.yaml").exists() else None)
     context = LoggerContext(run_dir, config=resolved, name=run_dir.name,
                             sweep=Path(sweep_dir).name if sweep_dir else None,
@@ -225,7 +267,6 @@ def run(cfg: DictConfig, parent_dir: str | Path | None = None, overrides: list[s
                             arms=getattr(env, "arms", 0))  # only bandit environments have arms
     logger.loggers = [registry.get("logger", name).from_config(options, context)
                       for name, options in settings.logger.backends.items()]
-
     title = f"{settings.agent_name} {settings.env.name}"
     progress = ConsoleProgress(title, settings.run.steps, quiet=settings.run.quiet)
 
@@ -265,18 +306,53 @@ def run(cfg: DictConfig, parent_dir: str | Path | None = None, overrides: list[s
     except KeyboardInterrupt:  # a second Ctrl-C: stopped without a new checkpoint
         status("stopped")
         raise
+    except (RunFailed, OSError) as error:  # a divergence, a full disk: one line, the last checkpoint kept
+        failure = error if isinstance(error, RunFailed) else experiment.failed(write_failure(error))
+        if experiment.checkpoint_steps is None and not where.existing:
+            failure = RunFailed(f"{failure}; {_nothing_kept(run_dir, where)}", failure.exit_status)
+        else:
+            _record_failure(run_dir, str(failure), status)
+        raise failure from None
     except Exception as error:
         (run_dir / "error.txt").write_text(traceback.format_exc())
-        status("failed", error=str(error) if isinstance(error, Diverged) else first_line(error))
+        status("failed", error=first_line(error))
         raise
     finally:
         progress.stop()
-        logger.close()
-        experiment.close()
+        # After a fault (a full disk) closing may fail too; that must not hide the line saying what happened.
+        with contextlib.suppress(OSError) if sys.exc_info()[0] is not None else contextlib.nullcontext():
+            logger.close()
+            experiment.close()
     if sweep_dir is not None:  # a sweep's run, or one of them resumed on its own
         write_sweep_table(sweep_dir)
     progress.print(_summary_line(title, summary))
     return summary
+
+
+def _hold(held: contextlib.ExitStack, run_dir: Path) -> None:
+    """Claim ``run_dir`` (its one writer) until ``held`` closes."""
+    try:
+        lock = claim(run_dir)
+    except RunDirBusy as error:
+        raise ConfigError(str(error)) from None
+    held.callback(os.close, lock)
+
+
+def _nothing_kept(run_dir: Path, where: resume.Plan) -> str:
+    """A fresh run that failed before its first checkpoint leaves no directory: it holds nothing of value."""
+    if where.existing:
+        return "the run directory is as it was"
+    shutil.rmtree(run_dir, ignore_errors=True)
+    return f"nothing was kept ({run_dir} removed)"
+
+
+def _record_failure(run_dir: Path, line: str, status) -> None:
+    """error.txt and status.json say why the run failed, where the disk still takes them."""
+    try:
+        write_text(run_dir / "error.txt", line + "\n")
+        status("failed", error=line)
+    except OSError:
+        pass
 
 
 def _load_checkpoint(path: Path) -> dict:

@@ -7,6 +7,9 @@ finds its own directory, its checkpoint and its summary.
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
 import hashlib
 import json
 import os
@@ -48,6 +51,27 @@ def _read_umask() -> int:
 _UMASK = _read_umask()
 
 
+def check_logdir(logdir: str | Path) -> None:
+    """A ValueError in one line unless run directories can be made under ``logdir``: checked before anything
+    is built, by creating (and removing) a file in the nearest folder that exists. Nothing is left behind."""
+    path = Path(logdir).expanduser().absolute()
+    too_long = next((part for part in path.parts if len(part.encode()) > 255), None)
+    if too_long is not None:
+        raise ValueError(f"logdir={logdir}: the name {too_long[:40]}... is longer than 255 bytes")
+    existing = path
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        where = "" if existing == path else f" (its part {existing} is a file)"
+        raise ValueError(f"logdir={logdir}: not a directory{where}; allowed: a folder, or a path to make one at")
+    try:
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as error:
+        reason = (error.strerror or str(error)).lower()
+        raise ValueError(f"logdir={logdir}: cannot write in {existing} ({reason})") from None
+
+
 def make_run_dir(parent: str | Path, agent: str, env: str, seed: int) -> Path:
     """Create a fresh run directory. ``mkdir`` is atomic, so runs started in the same second (even by
     concurrent processes) each get their own directory: the later ones add ``-1``, ``-2``, ..."""
@@ -64,23 +88,73 @@ def make_run_dir(parent: str | Path, agent: str, env: str, seed: int) -> Path:
     raise RuntimeError(f"could not create a run directory under {parent}")
 
 
+TEMPORARY = ".tmp-"  # in the names of atomic_write's temporary files: ``.<name>.tmp-XXXXXXXX``
+
+
 def atomic_write(path: str | Path, write) -> None:
     """Write through ``write(file_path)`` to a temporary file beside ``path``, then rename it over ``path``:
-    a reader (or a crash) never sees half a file."""
+    a reader (or a crash) never sees half a file. A failed write (a full disk) leaves ``path`` as it was,
+    removes the temporary file, and raises an OSError whose ``filename`` is ``path``."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp's 0600 would make results unreadable to the user's group
-    os.close(fd)
+    tmp = None
     try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}{TEMPORARY}")
+        os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp's 0600 would make results unreadable to the user's group
+        os.close(fd)
         write(tmp)
         os.replace(tmp, path)
+    except OSError as error:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        raise OSError(error.errno, error.strerror or str(error), str(path)) from None
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
         raise
 
 
+def write_text(path: str | Path, text: str) -> None:
+    """A small text file written atomically: whole, or not at all."""
+    atomic_write(path, lambda tmp: Path(tmp).write_text(text))
+
+
+def write_failure(error: OSError) -> str:
+    """A failed write as the start of one line: ``no space left on device writing DIR/checkpoint.pt``."""
+    reason = (error.strerror or os.strerror(error.errno or errno.EIO)).lower()
+    return f"{reason} writing {error.filename}" if error.filename else reason
+
+
+LOCK = ".lock"  # held (flock) by the one process writing a run directory
+
+
+class RunDirBusy(Exception):
+    """Another process is writing the run directory: one line, exit status 2."""
+
+
+def claim(run_dir: Path) -> int:
+    """Become the one writer of ``run_dir``: an exclusive ``flock`` on its lock file, held until the
+    returned descriptor is closed or the process ends (the kernel releases it even after ``kill -9``, so a
+    lock is never stale). Temporary files an earlier, killed writer left are then removed."""
+    fd = os.open(run_dir / LOCK, os.O_RDWR | os.O_CREAT, 0o666 & ~_UMASK)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.read(fd, 200).decode(errors="replace").strip() or "another process"
+        os.close(fd)
+        raise RunDirBusy(f"{run_dir} is being written by {holder}; a run directory has one writer at a "
+                         "time: wait for that run to end, or stop it") from None
+    with contextlib.suppress(OSError):  # who holds it, for the refusal's message; a full disk may not take it
+        os.ftruncate(fd, 0)
+        os.write(fd, f"rlconf pid {os.getpid()} on {socket.gethostname()}".encode())
+    for orphan in run_dir.glob(f".*{TEMPORARY}*"):
+        orphan.unlink(missing_ok=True)
+    for orphan in run_dir.glob(".checkpoint.pt.*"):  # as earlier versions named them
+        orphan.unlink(missing_ok=True)
+    return fd
+
+
 def write_json(path: str | Path, data: dict[str, Any]) -> None:
-    atomic_write(path, lambda tmp: Path(tmp).write_text(json.dumps(data, indent=2) + "\n"))
+    write_text(path, json.dumps(data, indent=2) + "\n")
 
 
 def sweep_run_name(agent: str, env: str, seed: int, overrides: list[str]) -> str:
