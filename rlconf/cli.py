@@ -159,9 +159,41 @@ def cmd_run(args: list[str]) -> int:
     for arg in overrides:
         if arg.startswith("-"):
             raise UsageError(f"unknown option {arg!r}; allowed: -m/--multirun, --cfg, --config-dir, --help")
+    if multirun and cfg_mode:  # Hydra refuses the pair with a traceback
+        raise UsageError(f"--cfg {cfg_mode} prints one run's config: leave out -m and give each swept key one value")
+    check_typed(overrides)
     overrides = with_resume(overrides, multirun)
     precheck(overrides, config_dirs, multirun)
     return launch(overrides, config_dirs, multirun, cfg_mode)
+
+
+# Hydra settings that rlconf's own keys and groups replace: typed, they would be ignored or break a sweep.
+REPLACED_HYDRA = {
+    "hydra.run.dir": "rlconf puts each run in a folder of its own under logdir: give logdir=DIR",
+    "hydra.sweep.dir": "rlconf puts each sweep under logdir: give logdir=DIR (-m resume=SWEEP_DIR continues one)",
+    "hydra/launcher": "rlconf chooses Hydra's launcher with its launcher group: launcher=NAME (rlconf list launcher)",
+}
+
+
+def check_typed(overrides: list[str]) -> None:
+    """What Hydra's parser would refuse with a traceback, or accept and ignore, said in one line first."""
+    for override in overrides:
+        key = _key(override)
+        if override.startswith("~"):
+            raise UsageError(f"{override}: rlconf does not delete config keys (a run's config.yaml must be complete); "
+                             "set a value instead (key=value), or choose another option of a group")
+        if key in REPLACED_HYDRA:
+            raise UsageError(f"{override}: {REPLACED_HYDRA[key]}")
+        odd = next((c for c in override if not c.isascii() or not c.isprintable()), None)
+        if odd is not None and not _quoted_value(override):
+            key_part, _, value = override.partition("=")
+            raise UsageError(f"{override}: {odd!r} is not allowed unquoted in an override; quote the value: "
+                             f"{key_part}='{value}'")
+
+
+def _quoted_value(override: str) -> bool:
+    key, eq, value = override.partition("=")
+    return bool(eq) and key.isascii() and len(value) >= 2 and value[0] == value[-1] and value[0] in "'\""
 
 
 def _key(override: str) -> str:
@@ -183,6 +215,12 @@ def with_resume(overrides: list[str], multirun: bool) -> list[str]:
         return overrides
     try:
         saved = _saved_overrides(value, multirun)
+        for group in ("agent", "env"):  # say so at once, not as the first of its keys that differs
+            was = [o.split("=", 1)[1] for o in saved if _key(o) == group and "=" in o]
+            now = [o.split("=", 1)[1] for o in overrides if _key(o) == group and "=" in o]
+            if was and now and was[-1] != now[-1] and not multirun:
+                raise UsageError(f"resume={value}: the run trained {group}={was[-1]}; a resumed run keeps its "
+                                 f"{group} ({group}={now[-1]} given): start a new run for another")
         given_plugins = [_list_value(o) for o in overrides if _key(o) == "plugins"]
         for line in saved:
             if _key(line) == "plugins":
@@ -268,12 +306,17 @@ def precheck(overrides: list[str], config_dirs: list[str], multirun: bool) -> No
     choices: dict[str, list[str]] = {}
     fixed: list[str] = []  # overrides that are not sweeps, exactly as typed (with any +, ++ or ~)
     sweeps: dict[str, tuple[str, list[str]]] = {}  # key -> (prefix, values)
+    sampled: list[str] = []  # interval sweeps: drawn by a sweeper as it goes (Optuna), checked at their start
     for override in parsed:
         key = override.get_key_element()
-        values = list(override.sweep_string_iterator()) if override.is_sweep_override() else [
-            override.get_value_element_as_str()]
+        if _is_interval(override):
+            sampled.append(override.input_line)
+            values = [str(override.value().start)]
+        else:
+            values = list(override.sweep_string_iterator()) if override.is_sweep_override() else [
+                override.get_value_element_as_str()]
         if override.is_sweep_override() and not multirun:
-            raise UsageError(f"{key}={','.join(values)} is a sweep: add -m to run one job per value")
+            raise UsageError(f"{override.input_line} is a sweep: add -m to run one job per value")
         if override.is_sweep_override() and key.startswith("hydra."):
             raise UsageError(f"{override.input_line}: Hydra's own settings cannot be swept; to give a sweep as "
                              f"a value, quote it: {key}='{override.input_line.split('=', 1)[1]}'")
@@ -302,6 +345,10 @@ def precheck(overrides: list[str], config_dirs: list[str], multirun: bool) -> No
     hydra_cfg = check_composition([*fixed, *base.values()], config_dirs)
     if multirun:
         check_launcher(hydra_cfg)
+        sweeper = str(hydra_cfg.hydra.sweeper.get("_target_", ""))
+        if sampled and "optuna" not in sweeper.lower():
+            raise UsageError(f"{sampled[0]}: an interval is sampled by Optuna's sweeper, not enumerated: add "
+                             "hydra/sweeper=optuna (pip install 'rlconf[optuna]'), or list values with choice(...)")
         # A named sweep's grid (hydra.sweeper.params) is checked like one typed on the command line.
         extra = {k: v for k, v in config_sweeps(hydra_cfg).items() if k not in sweeps}
         if extra:
@@ -311,6 +358,13 @@ def precheck(overrides: list[str], config_dirs: list[str], multirun: bool) -> No
     for key, (prefix, values) in sweeps.items():
         for value in values[1:]:
             check_composition([*fixed, *{**base, key: f"{prefix}{key}={value}"}.values()], config_dirs)
+
+
+def _is_interval(override) -> bool:
+    """``interval(a, b)`` (or ``tag(log, interval(a, b))``): a range to sample, which cannot be enumerated."""
+    from hydra.core.override_parser.types import IntervalSweep
+
+    return override.is_sweep_override() and isinstance(override.value(), IntervalSweep)
 
 
 def _group_choices(value: str) -> list[str]:

@@ -47,6 +47,13 @@ class CheckpointSettings:
     replay: bool = False  # also save the replay buffer, so a resumed run does not start from an empty one
 
 
+# A budget no machine finishes (a trillion steps is weeks at a million steps a second) is a typo.
+MAX_STEPS = 10**12
+# Seeds reach numpy's legacy generator and the simulators, which take 32-bit seeds.
+MAX_SEED = 2**32 - 1
+INT64 = 2**63  # integers the tensors, generators and simulators can hold lie within +-INT64
+
+
 @dataclass
 class RunSettings:
     seed: int = 0
@@ -63,8 +70,9 @@ class RunSettings:
     resume: str | None = None  # a run directory to continue from its checkpoint (with -m: a sweep directory)
 
     def __post_init__(self):
-        require(self.steps > 0, "steps", self.steps, "must be a positive integer (environment steps)")
-        require(self.seed >= 0, "seed", self.seed, "must be a non-negative integer")
+        require(0 < self.steps <= MAX_STEPS, "steps", self.steps,
+                f"must be a positive integer of at most {MAX_STEPS:,} (environment steps)")
+        require(0 <= self.seed <= MAX_SEED, "seed", self.seed, f"must be an integer from 0 to {MAX_SEED:,}")
         for key in ("test_episodes", "eval_every", "eval_episodes", "checkpoint_every"):
             require(getattr(self, key) >= 0, key, getattr(self, key), "must be a non-negative integer")
 
@@ -246,6 +254,7 @@ def check(schema: type, node: Any, prefix: str = "") -> Any:
 def check_finite_numbers(settings: Any, prefix: str = "") -> None:
     """Refuse nan and inf in a settings dataclass (nested settings and lists included): YAML and the command
     line accept ``inf`` and ``nan`` as floats, and a learning rate of inf trains nothing but NaN weights.
+    Integers beyond 64 bits are refused too: no tensor, generator or simulator takes them.
     Free-form mappings (an env's kwargs) are the simulator's business and are not looked into."""
     for f in dataclasses.fields(settings):
         value = getattr(settings, f.name)
@@ -255,6 +264,8 @@ def check_finite_numbers(settings: Any, prefix: str = "") -> None:
         for item in values:
             if isinstance(item, float) and not math.isfinite(item):
                 raise ConfigError(f"{prefix}{f.name}={value}: must be a finite number")
+            if isinstance(item, int) and not -INT64 <= item < INT64:
+                raise ConfigError(f"{prefix}{f.name}={value}: out of range; integers must lie within +-2^63")
 
 
 def _expected_type(schema: type, key: str) -> str:
@@ -269,8 +280,45 @@ def _expected_type(schema: type, key: str) -> str:
     return f"expected {kind}"
 
 
+def check_pairing(env: EnvSettings, body: BodySettings, model_schema: type, model: str) -> None:
+    """The env's observations fit the network chosen for them, and its games have the lives the body counts
+    (said before anything is built, instead of a shape error or a KeyError mid-run)."""
+    from rlconf.bodies import body_options
+
+    env_class = registry.get("environment", env.family)
+    if getattr(model_schema, "images_only", False) and not getattr(env_class, "image_observations", False):
+        allowed = [n for n in registry.names("model") if not getattr(registry.get("model", n), "images_only", False)]
+        raise ConfigError(f"approximation.model={model}: a network for image observations (frames); env={env.name} "
+                          f"has vector observations; allowed: {', '.join(allowed)}")
+    if body_options(registry.get("body", body.name), body).get("episodic_lives") and not getattr(
+            env_class, "lives", False):
+        raise ConfigError(f"body={body.name}: its episodic lives need a game with lives (Atari); env={env.name} has "
+                          "none: add body.episodic_lives=false, or choose body=none")
+
+
+def check_interpolations(cfg: DictConfig) -> None:
+    """Every interpolation of ``cfg`` resolves (``${oc.env:VAR}``, ``${key}``), or a ConfigError naming the key,
+    what was written and why it does not resolve."""
+    try:
+        OmegaConf.to_container(cfg, resolve=True)
+    except OmegaConfBaseException as error:
+        key = str(getattr(error, "full_key", "") or "")
+        written = _written(cfg, key)
+        reason = " ".join(str(error).splitlines()[0].split())
+        raise ConfigError(f"{key}={written}: does not resolve ({reason})") from None
+
+
+def _written(cfg: DictConfig, key: str) -> str:
+    """The value of ``key`` as written (an interpolation unresolved), for messages."""
+    node: Any = OmegaConf.to_container(cfg, resolve=False)
+    for part in key.split(".") if key else []:
+        node = node.get(part) if isinstance(node, dict) else None
+    return str(node)
+
+
 def validate(cfg: DictConfig) -> Settings:
     """Check a composed config from top to bottom; the first problem raises ConfigError."""
+    check_interpolations(cfg)
     top = {k: v for k, v in cfg.items() if k not in TOP_LEVEL_GROUPS}
     run = check(RunSettings, OmegaConf.create(top))
     try:
@@ -294,6 +342,10 @@ def validate(cfg: DictConfig) -> Settings:
             agent_class = registry.get("agent", agent_name)
         except registry.UnknownComponent as error:
             raise ConfigError(f"agent.name: {error}") from None
+    if not (isinstance(agent_class, type) and dataclasses.is_dataclass(getattr(agent_class, "Config", None))
+            and hasattr(agent_class, "from_config")):
+        raise ConfigError(f"agent._target_={target}: not an agent class (one with a Config dataclass and "
+                          "from_config; see rlconf list components)")
     agent = check(agent_class.Config, agent_node, "agent.")
 
     approximation = OmegaConf.to_container(cfg.get("approximation") or {}, resolve=True)
@@ -302,6 +354,7 @@ def validate(cfg: DictConfig) -> Settings:
         model_schema = registry.get("model", model)
     except registry.UnknownComponent as error:
         raise ConfigError(f"approximation.model: {error}") from None
+    check_pairing(groups["env"], groups["body"], model_schema, model)
     approximation = dataclasses.asdict(check(model_schema, approximation, "approximation."))
     return Settings(run=run, agent_name=agent_name or agent_class.__name__.lower(), agent_class=agent_class,
                     agent=agent, approximation=approximation, **groups)

@@ -113,6 +113,9 @@ class AtariEnvironment(GymVectorEnvironment):
     GymVectorEnvironment's.
     """
 
+    image_observations = True
+    lives = True  # states carry life_lost, which the atari body's episodic lives read
+
     def __init__(self, env_id: str, n_envs: int = 1, *, kwargs: dict | None = None,
                  vectorization: str = "auto", max_episode_steps: int | None = None,
                  device: str | torch.device = "cpu", name: str | None = None, render_mode: str | None = None,

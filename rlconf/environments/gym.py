@@ -31,10 +31,21 @@ class Episode:
     length: int
 
 
+# The ALE (and other C++ simulators) take seeds as 32-bit signed ints, copy i of a vector env seed + i.
+SIMULATOR_SEEDS = 2**31 - 2**16
+
+
+def simulator_seed(seed: int) -> int:
+    """``seed`` within what every simulator takes, with room for 65,536 copies: a run's seed (up to 2^32 - 1)
+    plus an offset (its tests') is folded in; seeds below ``SIMULATOR_SEEDS`` are unchanged."""
+    return seed % SIMULATOR_SEEDS
+
+
 class GymVectorEnvironment:
     """``n_envs`` copies of a gymnasium environment behind one ``reset`` / ``step`` of StateArrays."""
 
     frames_per_step = 1  # simulator frames per agent step (Atari's frame skip makes it 4)
+    image_observations = False  # observations are frames (the image networks' input), not vectors
 
     def __init__(self, env_id: str, n_envs: int = 1, *, kwargs: dict | None = None,
                  vectorization: str = "auto", max_episode_steps: int | None = None,
@@ -57,7 +68,7 @@ class GymVectorEnvironment:
         self.completed: list[Episode] = []  # episodes that ended on the last step
 
     def reset(self, seed: int | None = None) -> StateArray:
-        observation, info = self.env.reset(seed=seed)
+        observation, info = self.env.reset(seed=None if seed is None else simulator_seed(seed))
         self._returns[:] = 0
         self._lengths[:] = 0
         self._resetting[:] = False

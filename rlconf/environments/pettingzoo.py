@@ -70,6 +70,7 @@ class MultiagentEnvironment:
     n_envs = 1
     frames_per_step: float = 1  # simulator frames per turn (Atari: the frame skip shared by the players)
     frames = False  # image observations become one grey 84x84 frame (the butterfly family)
+    image_observations = False  # observations are frames (the image networks' input), not vectors
 
     def __init__(self, env_id: str, n_envs: int = 1, *, kwargs: dict | None = None, vectorization: str = "auto",
                  max_episode_steps: int | None = None, device: str | torch.device = "cpu", name: str | None = None,
@@ -275,6 +276,7 @@ class MultiagentFrameEnvironment(MultiagentEnvironment):
     becomes one grey 84x84 uint8 frame, so the ``atari`` body's frame stack and the Nature CNN apply."""
 
     frames = True
+    image_observations = True
 
     def _make_env(self, env_id: str, kwargs: dict, render_mode: str | None):
         # Butterfly games draw their screen, which the observations are cut from, only when they render:
@@ -290,6 +292,9 @@ class MultiagentAtariEnvironment(MultiagentEnvironment):
     body stacks frames per agent. States carry ``life_lost`` (the agent's lives went down), which the body's
     episodic lives read. PettingZoo's ``max_cycles`` counts emulator frames. The ROMs are ale-py's.
     """
+
+    image_observations = True
+    lives = True  # states carry life_lost, which the atari body's episodic lives read
 
     def __init__(self, env_id: str, n_envs: int = 1, *, kwargs: dict | None = None, vectorization: str = "auto",
                  max_episode_steps: int | None = None, device: str | torch.device = "cpu", name: str | None = None,

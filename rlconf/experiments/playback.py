@@ -25,12 +25,12 @@ from typing import Any
 import numpy as np
 from omegaconf import OmegaConf
 
-from rlconf.config import Settings, first_line
+from rlconf.config import ConfigError, Settings, first_line
 from rlconf.environments.gym import has_display
 from rlconf.experiments.evaluate import evaluate
 from rlconf.experiments.experiment import TEST_SEED_OFFSET, load_checkpoint
 from rlconf.experiments.multiagent import play_test
-from rlconf.experiments.run import build_agent, eval_env_count, is_bandit, make_env, prepare
+from rlconf.experiments.run import build_agent, check_device, eval_env_count, is_bandit, make_env, prepare
 from rlconf.experiments.rundir import CHECKPOINT, CONFIG, check_trained_run, write_json
 from rlconf.experiments.saved import check_plugins, read_config
 from rlconf.logging import LoggerGroup
@@ -95,7 +95,14 @@ def load_run(run_dir: str | Path, device: str | None = None, plugins: list[str] 
     check_plugins(data.get("plugins"), plugins, str(folder), PLUGINS_HINT)
     cfg = OmegaConf.create({**data, "plugins": list(plugins or [])})
     if device is not None:
+        try:
+            check_device(device)
+        except ConfigError as error:  # named as eval and watch take it
+            raise PlaybackError(str(error).replace(f"hardware.device={device}", f"--device {device}", 1)) from None
         OmegaConf.update(cfg, "hardware.device", device, force_add=True)
+        if device.startswith("cuda"):  # a run trained on the CPU asked for no GPU of its own
+            OmegaConf.update(cfg, "hardware.gpus_per_run", max(1, cfg.hardware.get("gpus_per_run") or 0),
+                             force_add=True)
     settings = prepare(cfg)
     try:
         checkpoint = load_checkpoint(folder / CHECKPOINT, map_location="cpu")  # the models move to the device

@@ -65,6 +65,10 @@ def check_resumable(run_dir: Path, config: dict[str, Any]) -> None:
     config.yaml and may not change on resume."""
     saved = read_config(run_dir / "config.yaml")  # data only: no interpolation is resolved, nothing imported
     old, new = _flatten(saved), _flatten(config)
+    for key, group in (("agent.name", "agent"), ("env.name", "env")):  # say so, not the first key that differs
+        if old.get(key) != new.get(key):
+            raise ConfigError(f"resume={run_dir}: the run trained {group}={old.get(key)}; a resumed run keeps its "
+                              f"{group} ({group}={new.get(key)} given): start a new run for another")
     for key in sorted(old.keys() | new.keys()):
         if any(key == k or key.startswith(k + ".") for k in RESUME_MAY_CHANGE):
             continue

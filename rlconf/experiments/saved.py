@@ -45,8 +45,9 @@ def load_yaml(path: Path) -> Any:
         mark = getattr(error, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         problem = getattr(error, "problem", None) or type(error).__name__
-        raise ConfigError(f"{path}: not valid YAML{where} ({' '.join(str(problem).split())}); rlconf reads a "
-                          "run's files as plain data (no tags)") from None
+        tags = "; rlconf reads a run's files as plain data (no tags)" if isinstance(
+            error, yaml.constructor.ConstructorError) else ""
+        raise ConfigError(f"{path}: not valid YAML{where} ({' '.join(str(problem).split())}){tags}") from None
 
 
 def read_config(path: Path, importable: list[str] | None = None, how: str = "") -> dict[str, Any]:

@@ -18,11 +18,13 @@ first such state: a buffer whose environment has no masks keeps its layout and s
 from __future__ import annotations
 
 import math
+import os
 from typing import NamedTuple
 
 import gymnasium as gym
 import torch
 
+from rlconf.config import ConfigError
 from rlconf.core import State
 
 
@@ -271,6 +273,40 @@ class NStepReplayBuffer:
         self.buffer.load_state_dict(state)
 
 
+def replay_bytes(capacity: int, space, dtype: torch.dtype, frame_stack: int, action_space) -> int:
+    """What a replay of ``capacity`` transitions takes in memory once full (frames stored once, as above)."""
+    stored = space.shape[1:] if frame_stack > 1 else space.shape
+    observation = math.prod(stored) * torch.empty((), dtype=dtype).element_size()
+    action = 4 * math.prod(action_space.shape) if isinstance(action_space, gym.spaces.Box) else 8
+    return capacity * (observation + action + 4 + 4 + 1 + 1)  # reward, mask, done, stack start
+
+
+def memory_of(device) -> int:
+    """The memory a buffer on ``device`` can use at most: the GPU's, or the machine's physical memory."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).total_memory
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def check_fits(capacity: int, space, dtype: torch.dtype, frame_stack: int, action_space, device) -> None:
+    """A replay larger than the memory it would live in is bad input, said before allocating it (torch's
+    allocator would fail with a traceback, or the kernel kill the run hours later)."""
+    need, have = replay_bytes(capacity, space, dtype, frame_stack, action_space), memory_of(device)
+    if need > have:
+        raise ConfigError(f"agent.replay_buffer_size={capacity}: a replay of {capacity:,} transitions of "
+                          f"{tuple(space.shape)} {str(dtype).removeprefix('torch.')} needs {_size(need)}, and "
+                          f"{'this machine' if torch.device(device).type == 'cpu' else device} has {_size(have)}")
+
+
+def _size(n: float) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:,.0f} {unit}" if unit == "bytes" else f"{n:,.1f} {unit}"
+        n /= 1024
+    return f"{n:,.1f} TiB"
+
+
 def replay_buffer(capacity: int, n_envs: int, space, dtype: torch.dtype, *, device, seed: int,
                   prioritized: bool = False, alpha: float = 0.5, beta=0.5, epsilon: float = 1e-5,
                   n_steps: int = 1, discount_factor: float = 0.99, action_space: gym.Space | None = None):
@@ -281,6 +317,7 @@ def replay_buffer(capacity: int, n_envs: int, space, dtype: torch.dtype, *, devi
 
     frame_stack = space.shape[0] if dtype == torch.uint8 and len(space.shape) == 3 else 1
     continuous = isinstance(action_space, gym.spaces.Box)
+    check_fits(capacity, space, dtype, frame_stack, action_space, device)
     common = dict(device=device, generator=torch.Generator().manual_seed(seed), frame_stack=frame_stack,
                   action_shape=tuple(action_space.shape) if continuous else (),
                   action_dtype=torch.float32 if continuous else torch.int64)

@@ -52,6 +52,7 @@ class ModelSettings:
     noisy_sigma: float
     # Output layers start at zero (Linear0) unless ortho_init; a model tuned on torch's default says False.
     zero_output: ClassVar[bool] = True
+    images_only: ClassVar[bool] = False  # a network for frames (convolutions), not for vector observations
 
     # -- what agents call ---------------------------------------------------------------------------------
     def q(self, space: gym.Space, n_actions: int) -> nn.Module:
@@ -202,6 +203,8 @@ NATURE_CONVS = ((32, 8, 4), (64, 4, 2), (64, 3, 1))
 @dataclass
 class NatureCNNSettings(ModelSettings):
     """The Nature DQN convolutions on channels-first frames, then a fully connected layer per head."""
+
+    images_only: ClassVar[bool] = True
 
     model: str = "nature_cnn"
     hidden: int = 512  # width of the fully connected layer after the convolutions
