@@ -179,6 +179,8 @@ def check_typed(overrides: list[str]) -> None:
     """What Hydra's parser would refuse with a traceback, or accept and ignore, said in one line first."""
     for override in overrides:
         key = _key(override)
+        if not key:
+            raise UsageError(f"{override}: an override needs a key: key=value (e.g. seed=3)")
         if override.startswith("~"):
             raise UsageError(f"{override}: rlconf does not delete config keys (a run's config.yaml must be complete); "
                              "set a value instead (key=value), or choose another option of a group")

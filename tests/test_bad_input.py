@@ -1,0 +1,303 @@
+"""Every kind of bad input gets one line naming what is wrong (and what is allowed), exit status 2, no
+traceback, and leaves nothing behind: the whole table of malformed command lines, run in-process through
+``rlconf.cli.main`` (the same code the ``rlconf`` command runs) so that the table stays fast.
+
+Each case is a command line and words its one line must hold. ``{RUN}`` in a case stands for a finished run
+directory, ``{BROKEN}`` for a folder of damaged copies of it, ``{FILE}`` for a plain file, ``{TMP}`` for the
+folder the command runs in (which must stay empty)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import FAST_RUN, only_run_dir, run_cli_in
+
+from rlconf.cli import main
+from rlconf.paths import config_dir
+
+CARTPOLE = ["agent=dqn", "env=classic/cartpole"]
+AGENTS = sorted(p.stem for p in (config_dir() / "agent").glob("*.yaml"))
+
+
+def case(*args: str, words: tuple[str, ...] | str = ()) -> tuple[list[str], tuple[str, ...]]:
+    return list(args), (words,) if isinstance(words, str) else tuple(words)
+
+
+def run(*args: str, words: tuple[str, ...] | str = ()):
+    return case("run", *args, words=words)
+
+
+CASES = [
+    # -- the command line itself ---------------------------------------------------------------------------
+    case("nope", words=("unknown command 'nope'", "run")),
+    case("runn", *CARTPOLE, words="did you mean 'run'"),
+    run("agent=dqn", words=("missing env", "classic/cartpole")),
+    run("env=classic/cartpole", words=("missing agent", "dqn")),
+    run(words="missing agent"),
+    run(*CARTPOLE, "--bogus", words=("unknown option '--bogus'", "--multirun")),
+    run(*CARTPOLE, "-x", words="unknown option '-x'"),
+    run(*CARTPOLE, "--cfg", "nope", words=("--cfg nope", "job, hydra, all")),
+    run(*CARTPOLE, "--cfg", words="--cfg needs a value"),
+    run(*CARTPOLE, "--config-dir", "{TMP}/missing", words="no such directory"),
+    run(*CARTPOLE, "--config-dir", words="--config-dir needs a value"),
+    run(*CARTPOLE, "seed=0,1", words=("seed=0,1 is a sweep", "-m")),
+    run(*CARTPOLE, "seed=range(3)", words="is a sweep"),
+    run("agent=dqn,ppo", "env=classic/cartpole", words="is a sweep"),
+    run(*CARTPOLE, "sweep=seeds", words="sweep=seeds is a sweep"),
+    run("-m", *CARTPOLE, "--cfg", "job", words=("--cfg job", "leave out -m")),
+    run("-m", *CARTPOLE, "hydra.job.name=a,b", words="cannot be swept"),
+    run(*CARTPOLE, "agent.lr=", words="agent.lr"),
+    run(*CARTPOLE, "agent.lr=[1,", words="cannot parse overrides"),
+    run(*CARTPOLE, "=3", words=("=3", "needs a key")),
+    run(*CARTPOLE, "agent.lr=choice(", words="cannot parse overrides"),
+    case("list", "nope", words=("unknown group 'nope'", "agent")),
+    case("status", words="usage: rlconf status"),
+    case("status", "{TMP}/missing", words="{TMP}/missing"),
+    case("status", "{TMP}", words="not a sweep directory"),
+    case("status", "{TMP}", "--lines", "0", words="--lines 0"),
+    case("status", "{TMP}", "--lines", "x", words="--lines x"),
+    case("eval", words="usage: rlconf eval"),
+    case("eval", "{TMP}/missing", words="no such run directory"),
+    case("eval", "{TMP}", words="not a run directory"),
+    case("eval", "{FILE}", words="no such run directory"),
+    case("eval", "{RUN}", "--episodes", "0", words="--episodes 0"),
+    case("eval", "{RUN}", "--episodes", "x", words="--episodes x"),
+    case("eval", "{RUN}", "--seed", "-1", words="--seed -1"),
+    case("eval", "{RUN}", "--bogus", words="unknown option '--bogus'"),
+    case("eval", "{RUN}", "{RUN}", words="usage: rlconf eval"),
+    case("eval", "{RUN}", "--device", "cuda", words=("--device cuda", "allowed: cpu")),
+    case("eval", "{RUN}", "--device", "tpu", words="tpu"),
+    case("eval", "{RUN}", "--plugins", "not a module", words="not a module name"),
+    case("eval", "{RUN}", "--episodes", words="--episodes needs a value"),
+    case("watch", "{RUN}", "--video", "{TMP}/out.avi", words=".mp4"),
+    case("watch", "{RUN}", "--video", "{TMP}/missing/out.mp4", words="no such directory"),
+    case("watch", "{RUN}", "--fps", "0", "--video", "{TMP}/out.mp4", words="--fps 0"),
+    case("watch", "{RUN}", "--fps", "fast", "--video", "{TMP}/out.mp4", words="--fps fast"),
+    case("watch", "{TMP}/missing", words="no such run directory"),
+    case("plot", "{TMP}/missing", words="{TMP}/missing"),
+    # -- config groups --------------------------------------------------------------------------------------
+    run("agent=nope", "env=classic/cartpole", words=("agent", "nope", "dqn")),
+    run("agent=dq", "env=classic/cartpole", words="did you mean 'dqn'"),
+    run("agent=dqn", "env=nope", words=("env", "nope")),
+    run("agent=dqn", "env=classic/nope", words="classic/nope"),
+    run("agent=dqn", "env=atari/pongg", words="did you mean 'atari/pong'"),
+    run(*CARTPOLE, "body=nope", words=("body", "nope")),
+    run(*CARTPOLE, "approximation=nope", words=("approximation", "mlp")),
+    run(*CARTPOLE, "hardware=nope", words=("hardware", "cpu")),
+    run(*CARTPOLE, "logger=nope", words=("logger", "csv")),
+    run(*CARTPOLE, "logger=[csv,nope]", words="nope"),
+    run(*CARTPOLE, "preset=nope", words="preset"),
+    run(*CARTPOLE, "family=nope", words="family"),
+    run("-m", *CARTPOLE, "launcher=nope", words=("launcher", "local")),
+    run("-m", *CARTPOLE, "sweep=nope", words=("sweep", "seeds")),
+    run("-m", "agent=dqn,nope", "env=classic/cartpole", words="nope"),
+    # -- keys -------------------------------------------------------------------------------------------------
+    run(*CARTPOLE, "nope=1", words="nope"),
+    run(*CARTPOLE, "stepss=1", words="did you mean 'steps'"),
+    run(*CARTPOLE, "env.nope=1", words="env.nope"),
+    run(*CARTPOLE, "hardware.nope=1", words="hardware.nope"),
+    run(*CARTPOLE, "body.nope=1", words="body.nope"),
+    run(*CARTPOLE, "logger.nope=1", words="logger.nope"),
+    run(*CARTPOLE, "logger.csv.nope=1", words="logger.csv.nope"),
+    run(*CARTPOLE, "approximation.nope=1", words="approximation.nope"),
+    run(*CARTPOLE, "+agent.nope=1", words="agent.nope"),
+    run(*CARTPOLE, "++agent.nope=1", words="agent.nope"),
+    run(*CARTPOLE, "checkpoint.nope=1", words="checkpoint.nope"),
+    run(*CARTPOLE, "agent.lr.x=1", words="agent.lr"),
+    # -- types and values -----------------------------------------------------------------------------------
+    run(*CARTPOLE, "steps=abc", words="steps"),
+    run(*CARTPOLE, "steps=1.5", words="steps"),
+    run(*CARTPOLE, "steps=0", words=("steps=0", "positive")),
+    run(*CARTPOLE, "steps=-5", words="steps=-5"),
+    run(*CARTPOLE, "steps=true", words="steps"),
+    run(*CARTPOLE, "steps=[1,2]", words="steps"),
+    run(*CARTPOLE, "seed=-1", words=("seed=-1", "0 to")),
+    run(*CARTPOLE, "seed=abc", words="seed"),
+    run(*CARTPOLE, "seed=4294967296", words=("seed=4294967296", "4,294,967,295")),
+    run(*CARTPOLE, "seed=999999999999999999999999999999", words="seed="),
+    run(*CARTPOLE, "steps=1000000000000000000000000000000", words=("steps=", "1,000,000,000,000")),
+    run(*CARTPOLE, "steps=10000000000000", words="at most"),
+    run(*CARTPOLE, "agent.batch_size=99999999999999999999999", words=("agent.batch_size", "2^63")),
+    run(*CARTPOLE, "agent.replay_buffer_size=-99999999999999999999999", words="agent.replay_buffer_size"),
+    run(*CARTPOLE, "test_episodes=-1", words="test_episodes=-1"),
+    run(*CARTPOLE, "eval_every=-1", words="eval_every=-1"),
+    run(*CARTPOLE, "eval_episodes=-2", words="eval_episodes=-2"),
+    run(*CARTPOLE, "checkpoint_every=-1", words="checkpoint_every=-1"),
+    run(*CARTPOLE, "checkpoint.replay=maybe", words="checkpoint.replay"),
+    run(*CARTPOLE, "quiet=maybe", words="quiet"),
+    run(*CARTPOLE, "verbose=loud", words="verbose"),
+    run(*CARTPOLE, "plugins=3", words="plugins"),
+    run(*CARTPOLE, "plugins=[no_such_module_xyz]", words="no_such_module_xyz"),
+    run(*CARTPOLE, "hardware.n_envs=0", words="hardware.n_envs=0"),
+    run(*CARTPOLE, "hardware.n_envs=abc", words="hardware.n_envs"),
+    run(*CARTPOLE, "hardware.torch_threads=0", words="hardware.torch_threads=0"),
+    run(*CARTPOLE, "hardware.eval_envs=0", words="hardware.eval_envs=0"),
+    run(*CARTPOLE, "hardware.device=tpu", words=("hardware.device=tpu", "cpu")),
+    run(*CARTPOLE, "hardware.device=cuda", "hardware.gpus_per_run=1", words=("hardware.device=cuda", "cpu")),
+    run(*CARTPOLE, "hardware.device=cuda", words="hardware.gpus_per_run"),
+    run(*CARTPOLE, "hardware.vectorization=threads", words=("hardware.vectorization", "sync")),
+    run(*CARTPOLE, "hardware.gpus_per_run=-1", words="hardware.gpus_per_run"),
+    run(*CARTPOLE, "hardware.runs_per_gpu=0", words="hardware.runs_per_gpu"),
+    run(*CARTPOLE, "hardware.runs_per_gpu=2", words="hardware.gpus_per_run=1"),
+    run(*CARTPOLE, "hardware.cpus_per_run=0", words="hardware.cpus_per_run"),
+    run(*CARTPOLE, "env.max_episode_steps=0", words="env.max_episode_steps"),
+    run(*CARTPOLE, "env.family=nope", words="env.family"),
+    run(*CARTPOLE, "env.id=NoSuchEnv-v0", words="env.id=NoSuchEnv-v0"),
+    run(*CARTPOLE, "+env.kwargs.bogus=1", words="env.kwargs"),
+    run(*CARTPOLE, "body.frame_stack=0", words="body.frame_stack"),
+    run(*CARTPOLE, "body.time_feature_scale=0", words="body.time_feature_scale"),
+    run(*CARTPOLE, "body.normalize_rewards=sometimes", words="body.normalize_rewards"),
+    run(*CARTPOLE, "logger.scalars_every=0", words="logger.scalars_every"),
+    run(*CARTPOLE, "logger.debug_every=x", words="logger.debug_every"),
+    run(*CARTPOLE, "approximation.hidden=[0]", words="approximation.hidden"),
+    run(*CARTPOLE, "approximation.hidden=wide", words="approximation.hidden"),
+    run(*CARTPOLE, "approximation.activation=swish", words=("approximation.activation", "relu")),
+    run(*CARTPOLE, "approximation.model=nope", words="approximation.model"),
+    run(*CARTPOLE, "agent.lr=abc", words="agent.lr"),
+    run(*CARTPOLE, "agent.loss=l3", words=("agent.loss", "huber")),
+    run(*CARTPOLE, "agent.target=moving", words="agent.target"),
+    run(*CARTPOLE, "agent.replay=ordered", words="agent.replay"),
+    run(*CARTPOLE, "agent.name=nope", words="nope"),
+    # -- numbers that are not finite --------------------------------------------------------------------------
+    run(*CARTPOLE, "agent.lr=inf", words=("agent.lr=inf", "finite")),
+    run(*CARTPOLE, "agent.lr=nan", words="agent.lr=nan"),
+    run(*CARTPOLE, "agent.lr=-inf", words="agent.lr=-inf"),
+    run(*CARTPOLE, "agent.discount_factor=nan", words="agent.discount_factor"),
+    run("agent=ppo", "env=classic/cartpole", "agent.clip=inf", words="agent.clip"),
+    run("agent=sac", "env=classic/pendulum", "agent.lr_q=inf", words="agent.lr_q"),
+    run("agent=sac", "env=classic/pendulum", "agent.temperature=nan", words="agent.temperature"),
+    run(*CARTPOLE, "body.time_feature_scale=inf", words="body.time_feature_scale"),
+    # -- interpolations ----------------------------------------------------------------------------------------
+    run(*CARTPOLE, "agent.lr=${oc.env:RLCONF_NO_SUCH_VAR}", words=("agent.lr=${oc.env:RLCONF_NO_SUCH_VAR}",
+                                                                   "does not resolve")),
+    run(*CARTPOLE, "steps=${nope}", words=("steps=${nope}", "does not resolve")),
+    run(*CARTPOLE, "agent.lr=${foo:bar}", words=("agent.lr=${foo:bar}", "foo")),
+    run(*CARTPOLE, "seed=${agent.nope}", words="seed=${agent.nope}"),
+    run(*CARTPOLE, "agent.lr=${", words="agent.lr"),
+    run(*CARTPOLE, "agent.batch_size=${agent.lr}", words="agent.batch_size"),
+    # -- characters --------------------------------------------------------------------------------------------
+    run(*CARTPOLE, "agent.loss=hübér", words=("'ü'", "agent.loss='hübér'")),
+    run(*CARTPOLE, "agent.loss='hübér'", words=("agent.loss=hübér", "huber")),
+    run(*CARTPOLE, "logdir=rüns", words="logdir='rüns'"),
+    run(*CARTPOLE, "ägent.lr=1", words="'ä'"),
+    run(*CARTPOLE, "agent.loss=hu\tber", words="'\\t'"),
+    # -- code by import path ----------------------------------------------------------------------------------
+    run(*CARTPOLE, "+agent._target_=os.system", words=("agent._target_=os.system", "not an agent class")),
+    run(*CARTPOLE, "+agent._target_=no_such_module_xyz.Agent", words="cannot import"),
+    # -- choices that do not go together ----------------------------------------------------------------------
+    run(*CARTPOLE, "body=atari", words=("body=atari", "lives", "body.episodic_lives=false")),
+    run(*CARTPOLE, "approximation=nature_cnn", words=("approximation.model=nature_cnn", "image", "mlp")),
+    run("agent=sac", "env=mujoco/hopper", "approximation=nature_cnn", words="approximation.model=nature_cnn"),
+    run("agent=sac", "env=classic/cartpole", words="agent=sac"),
+    run("agent=dqn", "env=classic/pendulum", words="agent=dqn"),
+    run("agent=ucb", "env=classic/cartpole", words=("agent=ucb", "bandit")),
+    run("agent=dqn", "env=bandit/bernoulli", words="bandit"),
+    run("agent=independent", "env=classic/cartpole", words="agent=independent"),
+    run("agent=dqn", "env=pettingzoo/tictactoe", words="agent=independent"),
+    run(*CARTPOLE, "agent.replay_buffer_size=10000000000000", words=("agent.replay_buffer_size", "needs",
+                                                                      "this machine has")),
+    # -- where runs go -----------------------------------------------------------------------------------------
+    run(*CARTPOLE, "logdir={FILE}", words=("logdir=", "not a directory")),
+    run(*CARTPOLE, "logdir={FILE}/inside", words=("not a directory", "is a file")),
+    run(*CARTPOLE, "logdir=/dev/null", words="logdir=/dev/null"),
+    run(*CARTPOLE, "logdir=/proc/rlconf", words=("logdir=/proc/rlconf", "cannot write")),
+    run(*CARTPOLE, "logdir=/sys/rlconf", words="logdir=/sys/rlconf"),
+    run(*CARTPOLE, "logdir={TMP}/" + "x" * 300, words="longer than 255 bytes"),
+    # -- Hydra's own settings -----------------------------------------------------------------------------------
+    run(*CARTPOLE, "hydra.run.dir={TMP}/out", words=("hydra.run.dir", "logdir=DIR")),
+    run("-m", *CARTPOLE, "hydra.sweep.dir={TMP}/out", words=("hydra.sweep.dir", "logdir=DIR")),
+    run("-m", *CARTPOLE, "hydra/launcher=basic", words=("hydra/launcher=basic", "launcher=NAME")),
+    run("-m", *CARTPOLE, "agent.lr=interval(0.001,0.01)", words=("interval", "hydra/sweeper=optuna")),
+    run(*CARTPOLE, "agent.lr=interval(0.001,0.01)", words="is a sweep"),
+    run("-m", *CARTPOLE, "hydra/sweeper=nope", words="nope"),
+    run("-m", *CARTPOLE, "launcher=local", "hydra.launcher.nope=1", words="nope"),
+    run("-m", *CARTPOLE, "launcher=local_gpus", words=("launcher=local_gpus", "hardware.gpus_per_run")),
+    run("~agent", "env=classic/cartpole", words=("~agent", "does not delete")),
+    run(*CARTPOLE, "~steps", words="~steps"),
+    run(*CARTPOLE, "~hardware", words="~hardware"),
+    run(*CARTPOLE, "~agent.lr", words="~agent.lr"),
+    # -- resume ---------------------------------------------------------------------------------------------
+    run("resume={TMP}/missing", words="no such directory"),
+    run("resume={FILE}", words="no such directory"),
+    run("resume={TMP}", words=("not a run directory", "config.yaml")),
+    run("-m", "resume={RUN}", words="not a sweep directory"),
+    run("-m", "resume={TMP}", words="multirun.yaml"),
+    run("resume={RUN}", "agent=ppo", words=("the run trained agent=dqn", "keeps its agent")),
+    run("resume={RUN}", "env=classic/acrobot", words=("the run trained env=classic/cartpole", "keeps its env")),
+    run("resume={RUN}", "agent.lr=0.5", words=("agent.lr=0.5", "may change only")),
+    run("resume={RUN}", "seed=7", words="seed=7"),
+    run("resume={BROKEN}/truncated", words="not valid YAML"),
+    run("resume={BROKEN}/empty", words="not a run's config"),
+    run("resume={BROKEN}/no_overrides", words=("overrides.yaml", "no such file")),
+    run("resume={BROKEN}/list_config", words="not a run's config"),
+    run("resume={BROKEN}/bad_overrides", words="not a list of overrides"),
+]
+
+# Every agent's own schema: a key it does not have is named, with the keys it does.
+CASES += [run(f"agent={agent}", "env=classic/cartpole", "agent.no_such_key=1", words=("agent.no_such_key",
+                                                                                       "agent.name"))
+          for agent in AGENTS]
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("finished")
+    result = run_cli_in("run", *CARTPOLE, "steps=300", "agent.replay_start_size=100", *FAST_RUN,
+                        f"logdir={root / 'runs'}", cwd=root)
+    assert result.returncode == 0, result.stderr
+    return only_run_dir(root / "runs")
+
+
+@pytest.fixture(scope="module")
+def broken_runs(finished_run, tmp_path_factory) -> Path:
+    """Copies of the finished run with a damaged config.yaml or overrides.yaml."""
+    root = tmp_path_factory.mktemp("broken")
+    damage = {"truncated": ("config.yaml", "seed: 0\nsteps: [300,\n"), "empty": ("config.yaml", ""),
+              "list_config": ("config.yaml", yaml.safe_dump([1, 2])), "no_overrides": ("overrides.yaml", None),
+              "bad_overrides": ("overrides.yaml", yaml.safe_dump({"agent": "dqn"}))}
+    for name, (file, text) in damage.items():
+        shutil.copytree(finished_run, root / name)
+        if text is None:
+            (root / name / file).unlink()
+        else:
+            (root / name / file).write_text(text)
+    return root
+
+
+def test_the_table_holds_at_least_150_cases():
+    assert len(CASES) >= 150
+
+
+@pytest.mark.parametrize(("args", "words"), CASES, ids=[" ".join(a)[:80] for a, _ in CASES])
+def test_bad_input_is_one_line_exit_2_and_nothing_left_behind(args, words, tmp_path, finished_run, broken_runs,
+                                                              capsys, monkeypatch):
+    workdir = tmp_path / "cwd"
+    workdir.mkdir()
+    (tmp_path / "file").write_text("a plain file\n")
+    places = {"RUN": str(finished_run), "BROKEN": str(broken_runs), "FILE": str(tmp_path / "file"),
+              "TMP": str(workdir)}
+    args = [_place(a, places) for a in args]
+    words = [_place(w, places) for w in words]
+    before = {p: p.stat().st_mtime_ns for d in (finished_run, broken_runs) for p in d.rglob("*")}
+    monkeypatch.chdir(workdir)
+    monkeypatch.delenv("RLCONF_NO_SUCH_VAR", raising=False)
+    with pytest.raises(SystemExit) as stopped:
+        main(args)
+    out, err = capsys.readouterr()
+    assert stopped.value.code == 2, (args, out, err)
+    assert "Traceback" not in err and out == "", (out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("rlconf: error: "), err
+    for word in words:
+        assert word in lines[0], (word, lines[0])
+    assert list(workdir.iterdir()) == [], "nothing is written where the command ran"
+    assert {p: p.stat().st_mtime_ns for d in (finished_run, broken_runs) for p in d.rglob("*")} == before
+
+
+def _place(text: str, places: dict[str, str]) -> str:
+    for name, path in places.items():
+        text = text.replace("{" + name + "}", path)
+    return text
