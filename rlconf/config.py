@@ -185,13 +185,22 @@ def check_logger(node: Any) -> LoggerSettings:
 
 # Config keys whose values are secrets: never written to the run directory or sent to a logger.
 SECRET_KEY = re.compile(r"(api[_-]?key|token|secret|password|passwd|credential)", re.IGNORECASE)
+# Values shaped like a token, under any key (a key pasted into logger.wandb.notes): the well-known prefixes of
+# service tokens, and long runs of letters and digits that mix both (a wandb key is 40 hex digits). Run names
+# and paths break into short pieces at their '_', '-', '/' and '.', so they are never mistaken for one.
+TOKEN = re.compile(r"\b(?:(?:sk|ghp|gho|ghs|ghu|github_pat|hf|xox[abpr]|glpat|AKIA)[-_]?[A-Za-z0-9_\-]{16,}"
+                   r"|(?=[A-Za-z0-9]*[0-9])(?=[A-Za-z0-9]*[A-Za-z])[A-Za-z0-9]{32,})\b")
+# ``api_key=VALUE`` (and its kin) inside a longer string: the VALUE goes.
+SECRET_ASSIGNMENT = re.compile(r"((?:api[_-]?key|token|secret|password|passwd|credential)\w*\s*[=:]\s*)"
+                               r"[^\s,;&'\"\])}]+", re.IGNORECASE)
 REDACTED = "***"
 
 
 def redact(value: Any) -> Any:
     """A copy of a plain config (dicts, lists, ``key=value`` override strings) with the value of every key
     named like a secret replaced by ``***``; also any value equal to a secret from the environment
-    (WANDB_API_KEY and its kin), wherever it was interpolated."""
+    (WANDB_API_KEY and its kin), wherever it was interpolated, anything shaped like a token (``TOKEN``), and
+    the value of an ``api_key=...`` written inside a longer string."""
     secrets = {v for k, v in os.environ.items() if SECRET_KEY.search(k) and len(v) >= 8}
     return _redact(value, secrets)
 
@@ -208,6 +217,8 @@ def _redact(value: Any, secrets: set[str]) -> Any:
             return f"{key}={REDACTED}"
         for secret in secrets:
             value = value.replace(secret, REDACTED)
+        value = SECRET_ASSIGNMENT.sub(lambda m: m.group(1) + REDACTED, value)
+        value = TOKEN.sub(REDACTED, value)
     return value
 
 

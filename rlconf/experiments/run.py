@@ -42,7 +42,7 @@ from rlconf.experiments.rundir import (
     write_status,
     write_text,
 )
-from rlconf.experiments.sweep import write_sweep_table
+from rlconf.experiments.sweep import redact_multirun, write_sweep_table
 from rlconf.logging import LoggerContext, LoggerGroup, ScopedLogger
 
 # Optional extras: the package an env family needs, and the extra that installs it.
@@ -211,6 +211,8 @@ def run(cfg: DictConfig, parent_dir: str | Path | None = None, overrides: list[s
     started_at = time.time()
     settings = prepare(cfg)
     overrides = list(overrides or [])
+    if parent_dir is not None:  # Hydra wrote the sweep's command line there, secrets included
+        redact_multirun(parent_dir)
     resolved = redact(OmegaConf.to_container(cfg, resolve=True))  # what is saved and logged: no secrets
     where = resume.plan(settings.run.steps, settings.run.resume, parent_dir,
                         (settings.agent_name, settings.env.name, settings.run.seed), overrides, resolved)

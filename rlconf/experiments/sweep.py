@@ -15,8 +15,10 @@ import io
 from collections.abc import Iterator
 from pathlib import Path
 
-from rlconf.config import ConfigError
-from rlconf.experiments.rundir import atomic_write, is_placement, read_json
+import yaml
+
+from rlconf.config import ConfigError, redact
+from rlconf.experiments.rundir import atomic_write, is_placement, read_json, write_text
 from rlconf.experiments.saved import load_yaml
 
 SUMMARY_COLUMNS = ["steps", "episodes", "test_return_mean", "test_return_std", "test_episodes", "wall_seconds",
@@ -44,6 +46,19 @@ def overrides_of(run_dir: Path) -> dict[str, str]:
     pairs = [str(line).lstrip("+~").split("=", 1) for line in lines]
     return {p[0]: p[1] if len(p) > 1 else "" for p in pairs
             if not is_placement(p[0]) and p[0] not in SUMMARY_COLUMNS}
+
+
+def redact_multirun(sweep_dir: str | Path) -> None:
+    """Hydra writes the sweep's command line, secrets and all, into ``multirun.yaml`` before the first job
+    starts; each job rewrites it redacted (``rlconf.config.redact``) when it finds a secret there."""
+    path = Path(sweep_dir) / "multirun.yaml"
+    try:
+        data = load_yaml(path)
+    except ConfigError:
+        return
+    redacted = redact(data)
+    if redacted != data:
+        write_text(path, yaml.safe_dump(redacted, sort_keys=False))
 
 
 def write_sweep_table(sweep_dir: str | Path) -> Path:

@@ -63,6 +63,8 @@ class WandbLogger(Logger):
                               name=context.name, id=run_id, resume="allow", dir=str(context.run_dir)))
         options["config"] = context.config  # redacted by the run
         settings = dict(init_timeout=config.init_timeout, console="off", silent=True)
+        # wandb keeps the command line in the run's metadata (uploaded by wandb sync): the redacted one.
+        argv, sys.argv = sys.argv, redact(list(sys.argv))
         try:
             run = wandb.init(mode=config.mode, settings=wandb.Settings(**settings), **options)
         except Exception as error:  # no API key, no network, a server that refuses: log offline instead
@@ -73,6 +75,8 @@ class WandbLogger(Logger):
                 run = wandb.init(mode="offline", settings=wandb.Settings(**settings), **options)
             except Exception as offline_error:
                 return self._give_up(offline_error)
+        finally:
+            sys.argv = argv
         run.define_metric(STEP)
         run.define_metric(FRAMES)
         run.define_metric("*", step_metric=STEP)
