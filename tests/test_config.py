@@ -58,7 +58,7 @@ def test_the_env_family_picks_the_agents_preset():
     (["agent.batch_size=1.5"], ["agent.batch_size", "int"]),
     (["agent.lr_final=abc"], ["agent.lr_final", "float"]),
     (["steps=-5"], ["steps=-5", "positive"]),
-    (["seed=-1"], ["seed=-1", "non-negative"]),
+    (["seed=-1"], ["seed=-1", "from 0 to"]),
     (["eval_every=-1"], ["eval_every"]),
     (["quiet=maybe"], ["quiet=maybe", "bool"]),
     (["hardware.n_envs=0"], ["hardware.n_envs=0", "at least 1"]),

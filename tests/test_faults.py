@@ -72,13 +72,6 @@ def fill(disk: Path, leave: int = 0) -> None:
         f.write(b"\0" * max(free, 0))
 
 
-@pytest.fixture
-def workdir(tmp_path) -> Path:
-    path = tmp_path / "cwd"
-    path.mkdir()
-    return path
-
-
 # -- a full disk ------------------------------------------------------------------------------------------
 def test_a_full_disk_stops_the_run_in_one_line_and_keeps_the_last_checkpoint(tmpfs, workdir):
     disk = tmpfs("4m")

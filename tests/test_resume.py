@@ -138,7 +138,7 @@ def test_resume_with_a_longer_budget_extends_a_finished_run(run_cli, workdir, tm
 
 @pytest.mark.parametrize(("extra", "words"), [
     (["agent.lr=0.5"], ["agent.lr=0.5", "may change only"]),
-    (["env=classic/acrobot"], ["env.", "may change only"]),
+    (["env=classic/acrobot"], ["the run trained env=classic/cartpole", "keeps its env"]),
 ])
 def test_resume_refuses_a_run_that_would_compute_something_else(run_cli, workdir, tmp_path, extra, words):
     logdir = tmp_path / "runs"

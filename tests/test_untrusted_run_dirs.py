@@ -72,13 +72,6 @@ def refused(run_dir: Path, command: str, workdir: Path, *words: str) -> str:
     return line
 
 
-@pytest.fixture
-def workdir(tmp_path) -> Path:
-    path = tmp_path / "cwd"
-    path.mkdir()
-    return path
-
-
 def test_a_hydra_callback_in_overrides_is_never_instantiated(crafted, workdir):
     add_overrides(crafted, "+hydra.callbacks.x._target_=builtins.open", f"+hydra.callbacks.x.file={MARKER}",
                   "+hydra.callbacks.x.mode=w")
