@@ -8,6 +8,7 @@ folder the command runs in (which must stay empty)."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -301,3 +302,27 @@ def _place(text: str, places: dict[str, str]) -> str:
     for name, path in places.items():
         text = text.replace("{" + name + "}", path)
     return text
+
+
+README_EXAMPLE = re.compile(r"^\$ rlconf (run [^\n]+)\n(rlconf: error: [^\n]+)$", re.MULTILINE)
+
+
+def readme_refusals() -> list[tuple[str, str]]:
+    """The README's examples of refused input: ``$ rlconf run ...`` followed by the line it prints (the
+    divergence example, which trains first, is tested in test_divergence.py)."""
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    return [(m.group(1), m.group(2)) for m in README_EXAMPLE.finditer(text) if "checkpoint" not in m.group(2)]
+
+
+def test_the_readme_shows_several_refusals():
+    assert len(readme_refusals()) >= 4
+
+
+@pytest.mark.parametrize(("command", "line"), readme_refusals(), ids=[c for c, _ in readme_refusals()])
+def test_the_readme_refusals_print_what_it_shows(command, line, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as stopped:
+        main(command.split())
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err.strip() == line
+    assert list(tmp_path.iterdir()) == []
