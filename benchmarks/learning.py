@@ -171,6 +171,7 @@ def write_table(path: Path, rows: list[dict[str, object]], fields: list[str]) ->
 def report(rows: dict[str, Row], runs: Path, out: Path) -> list[dict[str, object]]:
     """Rewrite every row's curve, the tests table and one figure per env from the runs on disk."""
     tests = []
+    unfinished: dict[str, list[str]] = {}  # row -> "s0: stopped at 841,858 steps" for the table
     for row in rows.values():
         seeds = sorted(int(p.name.rsplit("_s", 1)[1]) for p in row.folder(runs).glob("*_s*") if p.is_dir())
         points = []
@@ -179,6 +180,10 @@ def report(rows: dict[str, Row], runs: Path, out: Path) -> list[dict[str, object
             points += curve(path, seed)
             if finished(path):
                 tests.append(test_row(row, seed, path))
+            else:
+                status = json.loads((path / "status.json").read_text()) if (path / "status.json").is_file() else {}
+                unfinished.setdefault(row.name, []).append(
+                    f"s{seed}: unfinished, stopped at {int(status.get('steps') or 0):,} steps")
         if points:
             write_table(out / f"{row.name}.csv", points,
                         ["seed", "step", "frames", "train_return", "eval_return", "eval_std"])
@@ -190,19 +195,21 @@ def report(rows: dict[str, Row], runs: Path, out: Path) -> list[dict[str, object
         write_table(out / "tests.csv", tests, list(tests[0]))
     for env in sorted({row.env for row in rows.values() if row.folder(runs).is_dir()}):
         figure(runs / env, out / f"{env}.png")
-    (out / "table.md").write_text(table(rows, tests))
+    (out / "table.md").write_text(table(rows, tests, unfinished))
     return tests
 
 
-def table(rows: dict[str, Row], tests: list[dict[str, object]]) -> str:
+def table(rows: dict[str, Row], tests: list[dict[str, object]], unfinished: dict[str, list[str]]) -> str:
     """The README's table: every row with its budget, each seed's final test, target, reference and figure."""
     lines = ["| row | budget | rlconf final test (seed: mean ± std) | target | reference | source | figure |",
              "|---|---|---|--:|---|---|---|"]
     for row in rows.values():
         mine = [t for t in tests if t["row"] == row.name]
         result = "; ".join(f"s{t['seed']}: {float(t['test_return_mean']):,.0f} ± {float(t['test_return_std']):,.0f}"
-                           + ("" if str(t["met"]) == "True" else " (missed)") for t in mine) or "not run yet"
-        figure = f"[{row.env}.png](benchmarks/results/learning/{row.env}.png)" if mine else "–"
+                           + ("" if str(t["met"]) == "True" else " (missed)") for t in mine)
+        result = "; ".join(filter(None, [result, *unfinished.get(row.name, [])])) or "not run yet"
+        shown = mine or row.name in unfinished
+        figure = f"[{row.env}.png](benchmarks/results/learning/{row.env}.png)" if shown else "–"
         lines.append(f"| `{' '.join(row.overrides)}` | {row.budget} | {result} | {row.target:,.0f} | {row.figure} | "
                      f"{row.source} | {figure} |")
     return "\n".join(lines) + "\n"
