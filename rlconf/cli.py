@@ -210,6 +210,8 @@ def with_resume(overrides: list[str], multirun: bool) -> list[str]:
     DIR's files are data (rlconf.experiments.saved): no Hydra setting but a sweep's launcher and sweeper
     parameters, no interpolation, no ``_target_``, and its plugins only when they are given here too."""
     from rlconf.config import ConfigError
+    from rlconf.experiments.resume import check_same_choice
+    from rlconf.experiments.saved import check_plugins
 
     resume = [o for o in overrides if _key(o) == "resume"]
     value = resume[-1].split("=", 1)[1] if resume else ""
@@ -217,19 +219,14 @@ def with_resume(overrides: list[str], multirun: bool) -> list[str]:
         return overrides
     try:
         saved = _saved_overrides(value, multirun)
-        for group in ("agent", "env"):  # say so at once, not as the first of its keys that differs
-            was = [o.split("=", 1)[1] for o in saved if _key(o) == group and "=" in o]
-            now = [o.split("=", 1)[1] for o in overrides if _key(o) == group and "=" in o]
-            if was and now and was[-1] != now[-1] and not multirun:
-                raise UsageError(f"resume={value}: the run trained {group}={was[-1]}; a resumed run keeps its "
-                                 f"{group} ({group}={now[-1]} given): start a new run for another")
-        given_plugins = [_list_value(o) for o in overrides if _key(o) == "plugins"]
-        for line in saved:
-            if _key(line) == "plugins":
-                from rlconf.experiments.saved import check_plugins
-
-                check_plugins(_list_value(line), given_plugins[-1] if given_plugins else None, f"resume={value}",
-                              "plugins=[{}]")
+        if not multirun:  # before composing: the saved agent's keys would otherwise be named as unknown
+            for group in ("agent", "env"):
+                check_same_choice(value, group, _last_value(saved, group), _last_value(overrides, group))
+        saved_plugins = _last_value(saved, "plugins")
+        if saved_plugins is not None:
+            given = _last_value(overrides, "plugins")
+            check_plugins(_group_choices(saved_plugins), None if given is None else _group_choices(given),
+                          f"resume={value}", "plugins=[{}]")
     except ConfigError as error:
         raise UsageError(str(error)) from None
     given = {_key(o) for o in overrides}
@@ -259,10 +256,10 @@ def _saved_overrides(value: str, multirun: bool) -> list[str]:
     return check_overrides(task, path) + check_overrides(hydra, path, SWEEP_HYDRA_KEYS)
 
 
-def _list_value(override: str) -> list[str]:
-    """The items of a list override's value: ``plugins=[a,b]`` -> ["a", "b"]."""
-    value = override.split("=", 1)[1].strip() if "=" in override else ""
-    return [v.strip().strip("'\"") for v in value.strip("[]").split(",") if v.strip()]
+def _last_value(overrides: list[str], key: str) -> str | None:
+    """The value the last override of ``key`` gives it, or None."""
+    values = [o.split("=", 1)[1] for o in overrides if _key(o) == key and "=" in o]
+    return values[-1] if values else None
 
 
 def _take_all(args: list[str], name: str) -> list[str]:

@@ -65,10 +65,8 @@ def check_resumable(run_dir: Path, config: dict[str, Any]) -> None:
     config.yaml and may not change on resume."""
     saved = read_config(run_dir / "config.yaml")  # data only: no interpolation is resolved, nothing imported
     old, new = _flatten(saved), _flatten(config)
-    for key, group in (("agent.name", "agent"), ("env.name", "env")):  # say so, not the first key that differs
-        if old.get(key) != new.get(key):
-            raise ConfigError(f"resume={run_dir}: the run trained {group}={old.get(key)}; a resumed run keeps its "
-                              f"{group} ({group}={new.get(key)} given): start a new run for another")
+    for group in ("agent", "env"):  # say so, not the first of the group's keys that differs
+        check_same_choice(run_dir, group, old.get(f"{group}.name"), new.get(f"{group}.name"))
     for key in sorted(old.keys() | new.keys()):
         if any(key == k or key.startswith(k + ".") for k in RESUME_MAY_CHANGE):
             continue
@@ -76,6 +74,13 @@ def check_resumable(run_dir: Path, config: dict[str, Any]) -> None:
             raise ConfigError(f"resume={run_dir}: {key}={new.get(key, '<unset>')} but the run has "
                               f"{key}={old.get(key, '<unset>')}; a resumed run may change only "
                               f"{', '.join(RESUME_MAY_CHANGE[:6])}, ... (not what it computes)")
+
+
+def check_same_choice(run_dir: str | Path, group: str, was: Any, now: Any) -> None:
+    """A resumed run keeps the agent and env it trained: a ConfigError saying so when ``now`` differs."""
+    if was is not None and now is not None and was != now:
+        raise ConfigError(f"resume={run_dir}: the run trained {group}={was}; a resumed run keeps its {group} "
+                          f"({group}={now} given): start a new run for another")
 
 
 def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
