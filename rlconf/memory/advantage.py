@@ -100,15 +100,21 @@ class GeneralizedAdvantageBuffer:
         self.t = 0
 
     def state_dict(self) -> dict:
-        names = ("observation", "reward", "mask", "done", "action", "log_prob")
-        return {name: getattr(self, name) for name in names} | {"t": self.t}
+        """The rows written so far: states 0..t (row 0 is carried over from the last rollout) and actions
+        0..t-1. Cloned, since torch.save writes a view's whole storage: an Atari rollout's preallocated
+        frames are 29 MB, and a checkpoint at the end of a rollout holds one row of them."""
+        states = {name: getattr(self, name)[: self.t + 1].clone() for name in ("observation", "reward", "mask",
+                                                                               "done")}
+        actions = {name: getattr(self, name)[: self.t].clone() for name in ("action", "log_prob")}
+        return states | actions | {"t": self.t}
 
     def load_state_dict(self, state: dict) -> None:
-        """Restore a checkpoint's rollout. A resumed run starts from an environment reset, so the newest
-        stored state's action never gets its outcome: marked as the end of its episode, it is left out of
-        training and the advantages before it bootstrap from its value."""
+        """Restore a checkpoint's rollout (its leading rows; older checkpoints hold every row). A resumed run
+        starts from an environment reset, so the newest stored state's action never gets its outcome: marked
+        as the end of its episode, it is left out of training and the advantages before it bootstrap from
+        its value."""
         for name in ("observation", "reward", "mask", "done", "action", "log_prob"):
-            getattr(self, name).copy_(state[name])
+            getattr(self, name)[: len(state[name])].copy_(state[name])
         self.t = state["t"]
         if self.t:
             self.done[self.t - 1] = True
