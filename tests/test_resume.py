@@ -237,3 +237,28 @@ def test_a_restored_replay_never_samples_the_transition_cut_by_the_resume():
     batch = resumed.sample(500)
     pairs = set(zip(batch.observation[:, 0].tolist(), batch.next_observation[:, 0].tolist(), strict=True))
     assert pairs == {(0.0, 1.0), (1.0, 2.0), (2.0, 3.0)}, "state 3 -> the reset state is not a transition"
+
+
+def test_episodes_reach_the_disk_as_the_run_goes_and_a_resume_still_cuts_them_back(run_cli, workdir, tmp_path):
+    """episodes.csv is flushed every few seconds of wall time, not only at evaluations and checkpoints (here
+    none after step 0) or when a file buffer fills: MountainCar's 2,000-step episodes write a row every
+    second or so, 8 KB of them would take minutes. The rows flushed after the checkpoint are cut on resume."""
+    logdir = tmp_path / "runs"
+    process = start_run(["agent=dqn", "env=classic/mountain_car", "env.max_episode_steps=2000", "steps=10000000",
+                         "checkpoint_every=0", "eval_every=0", "quiet=true", f"logdir={logdir}"], workdir)
+    deadline = time.monotonic() + 300
+    while not (files := list(logdir.glob("**/episodes.csv"))) or len(read_rows(files[0])) < 2:
+        assert process.poll() is None, ("the run ended before its episodes were on disk", process.communicate())
+        assert time.monotonic() < deadline, "no episode rows on disk while the run went on"
+        time.sleep(0.1)
+    process.kill()
+    process.communicate(timeout=60)
+    run_dir = files[0].parent
+    assert files[0].stat().st_size < 4096, "flushed by the clock, not by a full buffer"
+    assert checkpoint_steps(run_dir) == 0, "only the step-0 checkpoint: the rows came from the periodic flush"
+
+    resumed = run_cli("run", f"resume={run_dir}", "steps=4000", "test_episodes=1", cwd=workdir)
+    assert resumed.returncode == 0, resumed.stderr
+    rows = read_rows(run_dir / "episodes.csv")
+    assert [int(r["episode"]) for r in rows] == [1, 2], "cut back to the step-0 checkpoint, then 2 episodes"
+    assert [int(r["step"]) for r in rows] == [2000, 4000]

@@ -49,7 +49,7 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2)
 CHECKPOINT_FORMAT = 3  # 1: agent, steps, episodes (and replay); 2: adds what resuming needs; 3: tensors and
 #                        plain data only (loads with torch.load(weights_only=True))
 TEST_SEED_OFFSET = 1_000_003  # evaluations reset their environments with the run's seed plus this
-STATUS_SECONDS = 10.0  # how often a training run refreshes status.json (rlconf status reads it)
+STATUS_SECONDS = 10.0  # how often a training run refreshes status.json (rlconf status reads it) and flushes its logs
 
 
 def load_checkpoint(path: str | Path, map_location: str | torch.device | None = None) -> dict[str, Any]:
@@ -217,6 +217,7 @@ class Experiment:
                                      self.start_steps, now)
                 if now >= next_status:
                     next_status = now + STATUS_SECONDS
+                    self.logger.flush()  # episodes.csv readable as the run goes; a resume cuts it back
                     self._status()
                 if stop.signum is not None:
                     self.progress.stop()
