@@ -171,7 +171,7 @@ def write_table(path: Path, rows: list[dict[str, object]], fields: list[str]) ->
 def report(rows: dict[str, Row], runs: Path, out: Path) -> list[dict[str, object]]:
     """Rewrite every row's curve, the tests table and one figure per env from the runs on disk."""
     tests = []
-    unfinished: dict[str, list[str]] = {}  # row -> "s0: stopped at 841,858 steps" for the table
+    unfinished: dict[str, list[str]] = {}  # row -> "s0: unfinished at 841,858 steps" for the table
     for row in rows.values():
         seeds = sorted(int(p.name.rsplit("_s", 1)[1]) for p in row.folder(runs).glob("*_s*") if p.is_dir())
         points = []
@@ -183,7 +183,7 @@ def report(rows: dict[str, Row], runs: Path, out: Path) -> list[dict[str, object
             else:
                 status = json.loads((path / "status.json").read_text()) if (path / "status.json").is_file() else {}
                 unfinished.setdefault(row.name, []).append(
-                    f"s{seed}: unfinished, stopped at {int(status.get('steps') or 0):,} steps")
+                    f"s{seed}: unfinished at {int(status.get('steps') or 0):,} steps")
         if points:
             write_table(out / f"{row.name}.csv", points,
                         ["seed", "step", "frames", "train_return", "eval_return", "eval_std"])
@@ -295,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
                 failed += code != 0
     for t in report(rows, args.runs, args.out):
         print(f"learning: {t['row']} seed {t['seed']}: test {t['test_return_mean']} ± {t['test_return_std']} "
-              f"(target {t['target']:g}: {'met' if str(t['met']) == 'True' else 'MISSED'})")
+              f"(target {float(t['target']):g}: {'met' if str(t['met']) == 'True' else 'MISSED'})")
     return 1 if failed else 0
 
 

@@ -65,6 +65,15 @@ def test_a_row_is_trained_reported_and_skipped_once_finished(rows_file, tmp_path
     assert "seed 0: done" not in again.stdout, "a finished seed is not trained again"
     assert list((runs / "classic-cartpole" / "tiny-cartpole").glob("dqn_*_s0")) == run_dirs
 
+    # Reported from a runs folder without this row (another machine's), the seed trained here keeps its result.
+    elsewhere = learning("--report", "--rows", str(rows_file), "--runs", str(tmp_path / "other"), "--out", str(out),
+                         cwd=tmp_path)
+    assert elsewhere.returncode == 0, elsewhere.stderr
+    assert "tiny-cartpole seed 0: test" in elsewhere.stdout
+    with (out / "tests.csv").open() as f:
+        assert list(csv.DictReader(f)) == [test]
+    assert f"s0: {float(test['test_return_mean']):,.0f}" in (out / "table.md").read_text()
+
     # An interrupted seed is continued from its directory; a new seed starts a fresh run.
     (run_dirs[0] / "summary.json").unlink()
     # The machine's cores are divided among the runs trained at once.
