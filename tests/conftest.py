@@ -8,8 +8,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 import torch
@@ -84,3 +86,17 @@ def assert_run_refused(run_cli, args: list[str], words: list[str], workdir: Path
         assert word in line, (word, line)
     assert not logdir.exists()
     assert list(workdir.iterdir()) == []
+
+
+T = TypeVar("T")
+
+
+def wait_while_running(process: subprocess.Popen, ready: Callable[[], T], what: str, timeout: float = 300) -> T:
+    """Poll ``ready()`` until it returns something truthy (returned), failing if the process ends first or
+    ``timeout`` seconds pass: a test waits for an event (a file, a checkpoint), the timeout only a safety net."""
+    deadline = time.monotonic() + timeout
+    while not (result := ready()):
+        assert process.poll() is None, (f"the run ended before {what}", process.communicate())
+        assert time.monotonic() < deadline, f"no {what} in {timeout:.0f} s"
+        time.sleep(0.05)
+    return result

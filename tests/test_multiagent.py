@@ -16,7 +16,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-from conftest import FAST_RUN, assert_run_refused, cli_env, only_run_dir
+from conftest import FAST_RUN, assert_run_refused, cli_env, only_run_dir, wait_while_running
 
 from rlconf.agents import DQN, BuildContext, IndependentMultiagent, RandomAgent, RandomTestAgent
 from rlconf.agents.ddqn import DDQN, DDQNConfig
@@ -322,21 +322,18 @@ def test_a_killed_multiagent_run_resumes_without_losing_an_episode(run_cli, work
             f"logdir={logdir}"]
     process = subprocess.Popen([sys.executable, "-m", "rlconf", "run", *args], cwd=workdir, env=cli_env(),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while True:  # wait for a checkpoint at 2000 steps or later, then kill -9
+    def checkpoint_at_2000() -> tuple[Path, dict] | None:
         checkpoints = list(logdir.glob("*/checkpoint.pt"))
         try:
             saved = torch.load(checkpoints[0], weights_only=True) if checkpoints else {}
         except (OSError, EOFError, RuntimeError):
             saved = {}
-        if saved.get("steps", 0) >= 2000:
-            break
-        assert process.poll() is None, ("the run ended before it was killed", process.communicate())
-        assert time.monotonic() < deadline, "no checkpoint in time"
-        time.sleep(0.05)
-    process.kill()
+        return (checkpoints[0], saved) if saved.get("steps", 0) >= 2000 else None
+
+    checkpoint, saved = wait_while_running(process, checkpoint_at_2000, "a checkpoint at step 2,000", 120)
+    process.kill()  # kill -9
     process.communicate(timeout=60)
-    run_dir = checkpoints[0].parent
+    run_dir = checkpoint.parent
     assert set(saved["agent"]) == {"player_1", "player_2"}
     before = read_rows(run_dir / "episodes.csv")
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import FAST_RUN, cli_env, one_error_line, only_run_dir
+from conftest import FAST_RUN, cli_env, one_error_line, only_run_dir, wait_while_running
 
 CARTPOLE = ["agent=dqn", "env=classic/cartpole"]
 
@@ -37,14 +37,11 @@ def start_run(args: list[str], cwd: Path) -> subprocess.Popen:
 
 
 def wait_for_checkpoint(logdir: Path, process: subprocess.Popen, at_least: int, timeout: float = 120) -> Path:
-    deadline = time.monotonic() + timeout
-    while True:
+    def checkpointed() -> Path | None:
         dirs = [p.parent for p in logdir.glob("**/config.yaml")]
-        if dirs and checkpoint_steps(dirs[0]) >= at_least:
-            return dirs[0]
-        assert process.poll() is None, ("the run ended before it was stopped", process.communicate())
-        assert time.monotonic() < deadline, "no checkpoint in time"
-        time.sleep(0.05)
+        return dirs[0] if dirs and checkpoint_steps(dirs[0]) >= at_least else None
+
+    return wait_while_running(process, checkpointed, f"a checkpoint at step {at_least:,}", timeout)
 
 
 def check_episodes(run_dir: Path, summary: dict) -> list[dict[str, str]]:
@@ -246,15 +243,15 @@ def test_episodes_reach_the_disk_as_the_run_goes_and_a_resume_still_cuts_them_ba
     logdir = tmp_path / "runs"
     process = start_run(["agent=dqn", "env=classic/mountain_car", "env.max_episode_steps=2000", "steps=10000000",
                          "checkpoint_every=0", "eval_every=0", "quiet=true", f"logdir={logdir}"], workdir)
-    deadline = time.monotonic() + 300
-    while not (files := list(logdir.glob("**/episodes.csv"))) or len(read_rows(files[0])) < 2:
-        assert process.poll() is None, ("the run ended before its episodes were on disk", process.communicate())
-        assert time.monotonic() < deadline, "no episode rows on disk while the run went on"
-        time.sleep(0.1)
+    def episodes_on_disk() -> Path | None:
+        files = list(logdir.glob("**/episodes.csv"))
+        return files[0] if files and len(read_rows(files[0])) >= 2 else None
+
+    episodes = wait_while_running(process, episodes_on_disk, "episode rows on disk")
     process.kill()
     process.communicate(timeout=60)
-    run_dir = files[0].parent
-    assert files[0].stat().st_size < 4096, "flushed by the clock, not by a full buffer"
+    run_dir = episodes.parent
+    assert episodes.stat().st_size < 4096, "flushed by the clock, not by a full buffer"
     assert checkpoint_steps(run_dir) == 0, "only the step-0 checkpoint: the rows came from the periodic flush"
 
     resumed = run_cli("run", f"resume={run_dir}", "steps=4000", "test_episodes=1", cwd=workdir)
