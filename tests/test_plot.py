@@ -168,8 +168,30 @@ def test_constant_tasks_of_unequal_size_give_a_zero_width_interval():
     by_task = [np.zeros(3), np.ones(1)]
     resamples = stratified_resamples(by_task, reps=2000, rng=np.random.default_rng(0))
     estimates = interval_estimates(by_task, resamples)
-    for name, value in (("mean", 0.25), ("IQM", 0.0), ("median", 0.0)):  # IQM: the middle two of 0, 0, 0, 1
+    # IQM: the middle two of 0, 0, 0, 1; median: of the task means 0 and 1
+    for name, value in (("mean", 0.25), ("IQM", 0.0), ("median", 0.5)):
         assert (estimates[name].value, estimates[name].ci_low, estimates[name].ci_high) == (value,) * 3, name
+
+
+def test_median_is_rliables_median_of_the_task_means():
+    # rliable.metrics.aggregate_median(scores), scores of shape (runs, tasks): np.median(np.mean(scores, axis=0)),
+    # by hand here. The median of the 15 pooled runs (3.0) is another number.
+    runs_by_task = np.array([[1.0, 2.0, 30.0], [2.0, 3.0, 40.0], [3.0, 4.0, 50.0], [4.0, 9.0, 60.0],
+                             [5.0, 10.0, 70.0]])  # 5 runs x 3 tasks
+    task_means = [(1 + 2 + 3 + 4 + 5) / 5, (2 + 3 + 4 + 9 + 10) / 5, (30 + 40 + 50 + 60 + 70) / 5]  # 3, 5.6, 50
+    by_hand = sorted(task_means)[1]
+    by_task = [runs_by_task[:, task] for task in range(3)]
+    resamples = stratified_resamples(by_task, reps=1000, rng=np.random.default_rng(0))
+    estimates = interval_estimates(by_task, resamples)
+    assert estimates["median"].value == pytest.approx(by_hand) == 5.6 != np.median(runs_by_task)
+    # each resample's median is the median of its own task means
+    resampled_means = np.stack([resamples[:, 5 * t:5 * (t + 1)].mean(axis=1) for t in range(3)], axis=1)
+    expected = np.percentile(np.median(resampled_means, axis=1), [2.5, 97.5])
+    assert (estimates["median"].ci_low, estimates["median"].ci_high) == pytest.approx(tuple(expected))
+    # IQM and mean as rliable: scipy.stats.trim_mean(scores, 0.25, axis=None) and the mean of the task means
+    ordered = np.sort(runs_by_task.ravel())
+    assert estimates["IQM"].value == pytest.approx(ordered[3:12].mean())
+    assert estimates["mean"].value == pytest.approx(np.mean(task_means))
 
 
 def test_performance_profile_is_the_fraction_of_runs_above_tau():

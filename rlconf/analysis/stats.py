@@ -8,7 +8,13 @@ less) and to the median (it uses half of the runs, not one or two). Performance 
 distribution: the fraction of runs scoring above each threshold.
 
 Everything works on numpy arrays whose last axis holds runs, so one call scores the data and every
-bootstrap resample at once. Scores are given per task as a list of 1-D arrays (runs of unequal count).
+bootstrap resample at once. Scores are given per task as a list of 1-D arrays (runs of unequal count); pooled,
+the runs of each task stay together, and a statistic is told where each task's runs lie (``tasks``).
+
+The statistics are rliable's (``rliable.metrics``, the library of that paper): the IQM is the trimmed mean of
+all runs pooled (``aggregate_iqm``), the median is the median of the tasks' mean scores (``aggregate_median``:
+not the median of the pooled runs), the mean is the mean of the pooled runs (``aggregate_mean``, the mean of
+the tasks' means, when every task has as many runs, as rliable requires).
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ CONFIDENCE = 0.95
 PROFILE_POINTS = 101
 
 
-def interquartile_mean(scores: np.ndarray) -> np.ndarray:
+def interquartile_mean(scores: np.ndarray, tasks: list[slice] | None = None) -> np.ndarray:
     """The mean of the middle 50% of the scores along the last axis.
 
     Definition: that of ``scipy.stats.trim_mean(x, 0.25)``, which rliable uses: sort, drop ``int(0.25 * n)``
@@ -35,17 +41,24 @@ def interquartile_mean(scores: np.ndarray) -> np.ndarray:
     return ordered[..., cut : n - cut].mean(axis=-1)
 
 
-def median(scores: np.ndarray) -> np.ndarray:
-    return np.median(scores, axis=-1)
+def median_of_task_means(scores: np.ndarray, tasks: list[slice] | None = None) -> np.ndarray:
+    """rliable's ``aggregate_median``: each task's mean score (its runs, in ``tasks``' columns of the last
+    axis), then the median of those means. One task: its mean. ``tasks`` None: every run is its own task."""
+    scores = np.asarray(scores, dtype=float)
+    if tasks is None:
+        return np.median(scores, axis=-1)
+    means = np.stack([scores[..., columns].mean(axis=-1) for columns in tasks], axis=-1)
+    return np.median(means, axis=-1)
 
 
-def mean(scores: np.ndarray) -> np.ndarray:
+def mean(scores: np.ndarray, tasks: list[slice] | None = None) -> np.ndarray:
     return np.mean(scores, axis=-1)
 
 
-# The statistics reported, in order: name -> function of runs along the last axis (pooled over tasks).
-STATISTICS: dict[str, Callable[[np.ndarray], np.ndarray]] = {"IQM": interquartile_mean, "median": median,
-                                                              "mean": mean}
+# The statistics reported, in order: name -> function of runs along the last axis (pooled over tasks, each
+# task's runs in the columns of its slice).
+STATISTICS: dict[str, Callable[[np.ndarray, list[slice]], np.ndarray]] = {
+    "IQM": interquartile_mean, "median": median_of_task_means, "mean": mean}
 
 
 @dataclass(frozen=True)
@@ -69,6 +82,12 @@ def pooled(scores_by_task: list[np.ndarray]) -> np.ndarray:
     return np.concatenate([np.asarray(task, dtype=float) for task in scores_by_task])
 
 
+def task_columns(scores_by_task: list[np.ndarray]) -> list[slice]:
+    """Where each task's runs lie in ``pooled`` (and in ``stratified_resamples``' columns)."""
+    ends = np.cumsum([len(task) for task in scores_by_task])
+    return [slice(int(end - len(task)), int(end)) for task, end in zip(scores_by_task, ends, strict=True)]
+
+
 def stratified_resamples(scores_by_task: list[np.ndarray], reps: int, rng: np.random.Generator) -> np.ndarray:
     """``reps`` bootstrap resamples, shape (reps, runs): each task's runs drawn with replacement from that
     task alone, as many as it has, then pooled (the columns stay grouped by task as in ``pooled``)."""
@@ -87,11 +106,12 @@ def percentile_interval(samples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def interval_estimates(scores_by_task: list[np.ndarray], resamples: np.ndarray) -> dict[str, Estimate]:
-    """Every statistic of ``STATISTICS`` on the pooled scores, with its percentile interval."""
+    """Every statistic of ``STATISTICS`` on the scores, with its percentile interval."""
     estimates = {}
+    tasks = task_columns(scores_by_task)
     for name, statistic in STATISTICS.items():
-        low, high = percentile_interval(statistic(resamples))
-        estimates[name] = Estimate(float(statistic(pooled(scores_by_task))), float(low), float(high))
+        low, high = percentile_interval(statistic(resamples, tasks))
+        estimates[name] = Estimate(float(statistic(pooled(scores_by_task), tasks)), float(low), float(high))
     return estimates
 
 
