@@ -89,6 +89,71 @@ def test_wandb_offline_run_holds_the_returns_and_the_config(wandb_run):
     assert run["display_name"] == wandb_run.name
 
 
+def served_scalars(logdir: Path) -> dict[str, dict[str, list]]:
+    """run -> tag -> the points TensorBoard's server sends its charts, read by its own classes (the plugin
+    event multiplexer and its data provider, purges of resumed runs included), every point kept (size
+    guidance 0, as ``tensorboard --samples_per_plugin scalars=0``)."""
+    from tensorboard.backend.event_processing.data_provider import MultiplexerDataProvider
+    from tensorboard.backend.event_processing.plugin_event_multiplexer import EventMultiplexer
+    from tensorboard.context import RequestContext
+
+    multiplexer = EventMultiplexer(tensor_size_guidance={"scalars": 0})
+    multiplexer.AddRunsFromDirectory(str(logdir))
+    multiplexer.Reload()
+    provider = MultiplexerDataProvider(multiplexer, str(logdir))
+    return provider.read_scalars(RequestContext(), experiment_id="", plugin_name="scalars", downsample=10**9)
+
+
+def test_tensorboard_serves_every_episode_of_an_eight_env_run(run_cli, workdir, tmp_path):
+    result = run_cli("run", *CARTPOLE, "steps=2000", "hardware.n_envs=8", "logger=tensorboard", *FAST_RUN,
+                     f"logdir={tmp_path / 'runs'}", cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    run_dir = only_run_dir(tmp_path / "runs")
+    with open(run_dir / "episodes.csv", newline="") as file:
+        rows = [(int(row["step"]), float(row["return"])) for row in csv.DictReader(file)]
+    (served,) = served_scalars(tmp_path / "runs").values()
+    by_step = served["train/return"]
+    assert len({point.step for point in by_step}) < len(rows), "episodes ended together: train/return hides some"
+    each = served["train/return_each_episode"]
+    assert len(each) == len(rows) > 50
+    steps = [point.step for point in each]
+    assert len(set(steps)) == len(rows) and steps == sorted(steps), "one step of the chart per episode"
+    assert [point.value for point in each] == pytest.approx([value for _, value in rows])
+    ends = sorted({step for step, _ in rows})
+    for point, (step, _) in zip(each, rows, strict=True):  # within the vector step that ended the episode
+        before = ends[ends.index(step) - 1] if ends.index(step) else 0
+        assert before < point.step <= step
+
+
+def test_a_resumed_tensorboard_log_hides_what_came_after_the_checkpoint(tmp_path):
+    """TensorBoard's server drops the steps an interrupted attempt logged after the checkpoint a resume
+    continues from, on the first resume too, in train/return_each_episode as in every other tag."""
+    from rlconf.logging.tensorboard import TensorBoardLogger
+
+    def attempt(state: dict | None, steps: range, sign: float) -> dict | None:
+        logger, checkpoint = TensorBoardLogger(tmp_path / "run"), None
+        if state is not None:
+            logger.load_state_dict(state)
+        for step in steps:
+            logger.step = step
+            logger.add_scalars({"x": sign * step})
+            for _ in range(2):  # two environments end an episode at every 10th step
+                if step % 10 == 0:
+                    logger.add_episode(step, 0, sign * step, 10, 0.0)
+            if step == 50:
+                checkpoint = logger.state_dict()
+        logger.close()
+        return checkpoint
+
+    checkpoint = attempt(None, range(1, 101), 1.0)  # killed at step 100, after a checkpoint at step 50
+    attempt(checkpoint, range(51, 81), -1.0)
+    served = served_scalars(tmp_path)["run"]
+    assert [(p.step, p.value) for p in served["x"]] == [(s, s) for s in range(1, 51)] + [(s, -s) for s in range(51, 81)]
+    episodes = [(p.step, p.value) for p in served["train/return_each_episode"]]
+    assert episodes == [(s + i, s) for s in range(10, 51, 10) for i in (-1, 0)] + \
+        [(s + i, -s) for s in range(60, 81, 10) for i in (-1, 0)]
+
+
 def test_every_backend_shows_the_same_metric_names(wandb_run):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -100,7 +165,7 @@ def test_every_backend_shows_the_same_metric_names(wandb_run):
     assert {"loss/q", "schedule/epsilon", "schedule/lr", "perf/steps_per_second"} <= csv_names
     expected = csv_names | {"train/return", "train/episode_length", "eval/return_mean", "eval/return_std",
                             "eval/return_min", "eval/return_max"}
-    assert tensorboard_names == expected
+    assert tensorboard_names == expected | {"train/return_each_episode"}  # TensorBoard's own: every episode shown
     assert wandb_names == expected | {"env/step", "env/frames"}
 
 
