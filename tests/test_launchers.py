@@ -207,3 +207,37 @@ def test_status_of_something_else_is_one_line(run_cli, workdir, tmp_path):
     assert "no such directory" in one_error_line(run_cli("status", str(tmp_path / "nope"), cwd=workdir))
     assert "not a sweep directory" in one_error_line(run_cli("status", str(workdir), cwd=workdir))
     assert "usage" in one_error_line(run_cli("status", cwd=workdir))
+
+
+def test_status_of_a_folder_of_sweeps_and_single_runs_counts_and_shows_them_all(run_cli, workdir, tmp_path):
+    logdir = tmp_path / "runs"
+    bandit = ["env=bandit/bernoulli", "steps=300", "env.kwargs.arms=3", "test_episodes=10", "quiet=true",
+              f"logdir={logdir}"]
+    for sweep in (["agent=thompson,ucb", "seed=0"], ["agent=epsilon_greedy", "seed=0,1,2"]):
+        result = run_cli("run", "-m", *sweep, *bandit, cwd=workdir)
+        assert result.returncode == 0, result.stderr
+    result = run_cli("run", "agent=ucb", "seed=5", *bandit, cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    sweeps = sorted(logdir.glob("sweep_*"))
+    assert len(sweeps) == 2 and len(run_dirs(logdir)) == 1
+
+    lines = run_cli("status", str(logdir), cwd=workdir).stdout.splitlines()
+    assert lines[0] == f"{logdir}: 6 runs, 6 done"
+    assert lines[1].split() == [sweeps[0].name, "2", "runs,", "2", "done"]
+    assert lines[2].split() == [sweeps[1].name, "3", "runs,", "3", "done"]
+    assert lines[3].split() == ["single", "runs", "1", "run,", "1", "done"]
+    table = [line.split()[0] for line in lines[5:]]  # in the order of the counts above
+    assert table == sorted(f"{sweep.name}/{d.name}" for sweep in sweeps for d in run_dirs(sweep)) + \
+        [run_dirs(logdir)[0].name]
+    # one sweep alone reads as before
+    assert run_cli("status", str(sweeps[1]), cwd=workdir).stdout.splitlines()[0] == f"{sweeps[1]}: 3 runs, 3 done"
+
+    # A bandit sweep's table holds each run's regret and best-arm rates (summary.json's)
+    rows = sweep_table(sweeps[1])
+    columns = list(rows[0])
+    assert columns[columns.index("steps"):][:4] == ["steps", "episodes", "cumulative_regret", "cumulative_regret_std"]
+    by_run = {row["run"]: row for row in rows}
+    for summary in summaries(sweeps[1]):
+        row = by_run[Path(summary["run_dir"]).name]
+        for column in ("cumulative_regret", "regret_per_pull", "optimal_arm_rate", "final_optimal_arm_rate"):
+            assert float(row[column]) == summary[column], column

@@ -1,6 +1,8 @@
 """A sweep directory's table of results: ``sweep.csv``, one row per finished run.
 
-Each row holds the run's directory, its overrides (one column per key) and the figures of its summary.json.
+Each row holds the run's directory, its overrides (one column per key) and the figures of its summary.json:
+those of every run, and those of a kind of run when the sweep holds one (a bandit's regret and best-arm rates,
+a multi-agent test's win-or-draw rate).
 The table is rebuilt from the run directories whenever a run finishes, under a lock, rather than appended
 to: runs finish concurrently on several machines, a requeued run finishes once however often it started,
 and a sweep launched again cannot add a row twice.
@@ -23,6 +25,9 @@ from rlconf.experiments.saved import load_yaml
 
 SUMMARY_COLUMNS = ["steps", "episodes", "test_return_mean", "test_return_std", "test_episodes", "wall_seconds",
                    "steps_per_second", "resumes"]
+# Figures of one kind of run, after "episodes", as columns only when a run of the sweep has them.
+KIND_COLUMNS = ["cumulative_regret", "cumulative_regret_std", "regret_per_pull", "optimal_arm_rate",
+                "final_optimal_arm_rate", "test_win_or_draw"]
 
 
 def finished_runs(sweep_dir: Path) -> Iterator[tuple[Path, dict]]:
@@ -45,7 +50,7 @@ def overrides_of(run_dir: Path) -> dict[str, str]:
         return {}
     pairs = [str(line).lstrip("+~").split("=", 1) for line in lines]
     return {p[0]: p[1] if len(p) > 1 else "" for p in pairs
-            if not is_placement(p[0]) and p[0] not in SUMMARY_COLUMNS}
+            if not is_placement(p[0]) and p[0] not in SUMMARY_COLUMNS + KIND_COLUMNS}
 
 
 def redact_multirun(sweep_dir: str | Path) -> None:
@@ -77,12 +82,14 @@ def _write_table(sweep_dir: Path) -> Path:
         overrides = overrides_of(run_dir)
         keys += [k for k in overrides if k not in keys]
         rows.append((run_dir, overrides, summary))
+    kind = [c for c in KIND_COLUMNS if any(summary.get(c) is not None for _, _, summary in rows)]
+    columns = [*SUMMARY_COLUMNS[:2], *kind, *SUMMARY_COLUMNS[2:]]
     text = io.StringIO()
     writer = csv.writer(text)
-    writer.writerow(["run", *keys, *SUMMARY_COLUMNS])
+    writer.writerow(["run", *keys, *columns])
     for run_dir, overrides, summary in rows:
         writer.writerow([run_dir.name, *(overrides.get(k, "") for k in keys),
-                         *(_cell(summary.get(c)) for c in SUMMARY_COLUMNS)])
+                         *(_cell(summary.get(c)) for c in columns)])
     path = sweep_dir / "sweep.csv"
     atomic_write(path, lambda tmp: Path(tmp).write_text(text.getvalue()))
     return path

@@ -1,4 +1,8 @@
-"""``rlconf status SWEEP_DIR``: each run of a sweep, its state, its steps and its last return.
+"""``rlconf status DIR``: each run of a sweep, its state, its steps and its last return.
+
+DIR is a sweep directory, a run directory, or any folder holding them at any depth (``runs/`` with several
+sweeps and single runs): every run below it is counted and shown, named by its path below DIR, and a folder
+with several sweeps adds a count per sweep.
 
 What a run directory holds says where the run is: ``job.json`` (written by the launcher when it queued
 the job), ``status.json`` (written by the run as it trains, with its host, process and Slurm job) and
@@ -31,9 +35,12 @@ class StatusError(ValueError):
     """Not a directory rlconf status can read: one line."""
 
 
+RUN_FILES = ("job.json", "status.json", "config.yaml")  # any of them: a run directory (queued, started)
+
+
 @dataclass
 class RunStatus:
-    name: str
+    name: str  # the run directory's path below the folder asked about
     state: str
     steps: int | None = None
     total_steps: int | None = None
@@ -45,12 +52,30 @@ class RunStatus:
     note: str = ""
 
 
+def is_run_dir(folder: Path) -> bool:
+    return any((folder / name).is_file() for name in RUN_FILES)
+
+
+def walk(root: Path) -> tuple[list[Path], list[Path]]:
+    """(run directories, sweep directories) at or below ``root``, sorted: a sweep directory holds
+    multirun.yaml; hidden folders (``.launcher``) and the inside of a run directory are not searched."""
+    runs, sweeps = [], []
+    for folder, subfolders, _ in os.walk(root):
+        path = Path(folder)
+        if is_run_dir(path):
+            runs.append(path)
+            subfolders.clear()
+            continue
+        if (path / "multirun.yaml").is_file():
+            sweeps.append(path)
+        subfolders[:] = [name for name in subfolders if not name.startswith(".")]
+    return sorted(runs), sorted(sweeps)
+
+
 def run_dirs(sweep_dir: Path) -> list[Path]:
-    """The run directories of a sweep (or the one run, given a run directory)."""
-    if (sweep_dir / "config.yaml").is_file() or (sweep_dir / "job.json").is_file():
-        return [sweep_dir]
-    return sorted(d for d in sweep_dir.iterdir() if d.is_dir() and not d.name.startswith(".") and any(
-        (d / f).is_file() for f in ("job.json", "status.json", "config.yaml")))
+    """The run directories at or below ``sweep_dir``: a sweep's, a run's own, or those of every sweep and run
+    in a folder of them."""
+    return walk(sweep_dir)[0]
 
 
 def collect(sweep_dir: Path) -> list[RunStatus]:
@@ -59,18 +84,23 @@ def collect(sweep_dir: Path) -> list[RunStatus]:
 
     if not sweep_dir.is_dir():
         raise StatusError(f"{sweep_dir}: no such directory")
-    dirs = run_dirs(sweep_dir)
-    if not dirs and not (sweep_dir / "multirun.yaml").is_file():
-        raise StatusError(f"{sweep_dir}: not a sweep directory (no multirun.yaml) and no run directory in it")
+    dirs, sweeps = walk(sweep_dir)
+    if not dirs and not sweeps:
+        raise StatusError(f"{sweep_dir}: not a sweep directory (no multirun.yaml) and no run directory below it")
     records = {d: (read_json(d / "job.json") or {}, read_json(d / "status.json"), read_json(d / "summary.json"))
                for d in dirs}
     slurm_ids = {str(r[1].get("slurm_job_id") if r[1] and r[1].get("slurm_job_id") else r[0].get("slurm_job_id"))
                  for r in records.values()} - {"None"}
     squeue = squeue_states(sorted(slurm_ids)) if slurm_ids else None
-    return [_status(d, *records[d], squeue) for d in dirs]
+    return [_status(d, _name(d, sweep_dir), *records[d], squeue) for d in dirs]
 
 
-def _status(run_dir: Path, job: dict, status: dict | None, summary: dict | None,
+def _name(run_dir: Path, root: Path) -> str:
+    """The run's path below ``root`` (its own name when ``root`` is the run or its sweep)."""
+    return run_dir.name if run_dir == root else run_dir.relative_to(root).as_posix()
+
+
+def _status(run_dir: Path, name: str, job: dict, status: dict | None, summary: dict | None,
             squeue: dict[str, str] | None) -> RunStatus:
     log = Path(job["log"]) if job.get("log") else None
     if log is None or not log.exists():
@@ -78,7 +108,7 @@ def _status(run_dir: Path, job: dict, status: dict | None, summary: dict | None,
     slurm_id = (status or {}).get("slurm_job_id") or job.get("slurm_job_id")
     slurm_state = None if squeue is None or not slurm_id else squeue.get(str(slurm_id), "GONE")
     where = f"slurm {slurm_id}" if slurm_id else (status or {}).get("host", "")
-    out = RunStatus(run_dir.name, "queued", where=where, log=log)
+    out = RunStatus(name, "queued", where=where, log=log)
     if status:
         out.steps, out.total_steps = status.get("steps"), status.get("total_steps")
         out.episodes, out.last_return = status.get("episodes"), status.get("last_return")
@@ -138,12 +168,31 @@ def _dead(host: str | None, pid: int | None) -> bool:
         return False
 
 
-def print_status(sweep_dir: Path, lines: int = 5) -> int:
-    """Print the table; failed runs with the last ``lines`` lines of their log."""
-    runs = collect(sweep_dir)
+def counts_line(runs: list[RunStatus]) -> str:
+    """``4 runs, 3 done, 1 failed``."""
     counts = {s: sum(r.state == s for r in runs) for s in STATES}
-    print(f"{sweep_dir}: {len(runs)} run{'s' if len(runs) != 1 else ''}"
-          + "".join(f", {n} {s}" for s, n in counts.items() if n))
+    return f"{len(runs)} run{'s' if len(runs) != 1 else ''}" + "".join(f", {n} {s}" for s, n in counts.items() if n)
+
+
+def groups(runs: list[RunStatus], sweeps: list[Path], root: Path) -> list[tuple[str, list[RunStatus]]]:
+    """(sweep, its runs) for each sweep below ``root``, then ("single runs", the others) when there are any."""
+    names = [_name(sweep, root) for sweep in sweeps if sweep != root]
+    out = [(name, [r for r in runs if r.name.startswith(name + "/")]) for name in names]
+    loose = [r for r in runs if not any(r.name.startswith(name + "/") for name in names)]
+    return out + ([("single runs", loose)] if loose else [])
+
+
+def print_status(sweep_dir: Path, lines: int = 5) -> int:
+    """Print the counts (per sweep too, in a folder of several) and the table; failed runs with the last
+    ``lines`` lines of their log."""
+    runs = collect(sweep_dir)
+    print(f"{sweep_dir}: {counts_line(runs)}")
+    parts = groups(runs, walk(sweep_dir)[1], sweep_dir)
+    if len(parts) > 1:
+        width = max(len(name) for name, _ in parts)
+        for name, members in parts:
+            print(f"  {name:<{width}}  {counts_line(members)}")
+        runs = [r for _, members in parts for r in members]  # the table in the same order
     if not runs:
         return 0
     width = max(len(r.name) for r in runs)
