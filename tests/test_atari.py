@@ -149,6 +149,76 @@ def test_env_max_episode_steps_caps_too(vectorization):
     assert [(e.env_index, e.length) for e in env.completed] == [(0, 6)]
 
 
+def play_noop(env: AtariEnvironment, games: int, seed: int = 1, limit: int = 20_000) -> list:
+    """The first ``games`` episodes an agent that only ever plays NOOP finishes (at most ``limit`` steps)."""
+    noop = torch.zeros(env.n_envs, dtype=torch.long)
+    env.reset(seed=seed)
+    finished = []
+    for _ in range(limit):
+        env.step(noop)
+        finished += env.completed
+        if len(finished) >= games:
+            break
+    return finished
+
+
+@pytest.mark.parametrize("vectorization", SIMULATORS)
+def test_tests_press_fire_where_a_game_waits_for_it(vectorization):
+    """An agent that never presses FIRE (an untrained greedy one): in Breakout the ball waits for FIRE after
+    every lost life, so in training it stands still until the no-reward cap or the 108,000-frame cap. A test
+    env presses FIRE at each game's start and after each lost life: five balls are lost in ~125 steps, and
+    every game ends by itself (none cut short), sticky actions and no-op resets included."""
+    training = make(2, vectorization, test_frames_without_reward=0)
+    test_env = AtariEnvironment("ALE/Breakout-v5", 2, vectorization=vectorization, name="atari/breakout", test=True)
+    try:
+        assert training.fire_action is None and training.stall_steps is None  # training is never changed
+        assert test_env.fire_action == 1 and test_env.stall_steps == 4500  # Breakout's FIRE; 18,000 frames
+        assert play_noop(training, 1, limit=2000) == []  # still waiting for FIRE after 2,000 steps
+        games = play_noop(test_env, 6)
+    finally:
+        training.close()
+        test_env.close()
+    assert len(games) >= 6 and all(not g.stalled and g.length < 200 for g in games), games
+
+
+@pytest.mark.parametrize("vectorization", SIMULATORS)
+def test_tests_cut_a_game_without_reward_short(vectorization):
+    """Without FIRE the NOOP agent earns nothing: a test env ends each game after
+    test_frames_without_reward frames without a reward (truncated: done, mask 1, ``stalled``), and the
+    copy's next game starts at once, its first step counted."""
+    env = AtariEnvironment("ALE/Breakout-v5", 2, vectorization=vectorization, name="atari/breakout", test=True,
+                           kwargs={"test_fire_after_life_loss": False, "test_frames_without_reward": 398})
+    noop = torch.zeros(2, dtype=torch.long)
+    try:
+        assert env.stall_steps == 100 and env.fire_action is None  # ceil(398 / 4)
+        env.reset(seed=0)
+        states = [env.step(noop) for _ in range(200)]
+    finally:
+        env.close()
+    ends = [i for i, s in enumerate(states) if s.done.any()]
+    assert ends == [99, 199]
+    assert all(torch.equal(states[i].done, torch.ones(2, dtype=torch.bool)) for i in ends)
+    assert all(torch.equal(states[i].mask, torch.ones(2)) for i in ends)  # cut short, not game over
+    assert sorted((e.env_index, e.returns, e.length, e.stalled) for e in env.completed) == [
+        (0, 0.0, 100, True), (1, 0.0, 100, True)]
+    assert env.steps == 400  # every step counted: a cut copy is reset before its next step, not by the simulator
+
+
+def test_a_test_env_only_where_the_family_declares_test_bounds():
+    """make_env(test=True) asks Atari for its bounded test games; families without them are built as usual."""
+    from rlconf.cli import compose
+    from rlconf.experiments.run import make_env, prepare
+
+    for overrides, bounded in ((["agent=dqn", "env=atari/breakout"], True),
+                               (["agent=dqn", "env=classic/cartpole"], False)):
+        settings = prepare(compose(overrides, []))
+        env = make_env(settings, 1, test=True)
+        try:
+            assert (env.stall_steps is not None) == bounded
+        finally:
+            env.close()
+
+
 @pytest.mark.parametrize("vectorization", SIMULATORS)
 def test_sticky_actions_pass_through(vectorization):
     """With repeat_action_probability 1 the emulator repeats the first action (NOOP) for ever: what the
@@ -182,6 +252,8 @@ def test_full_action_space(vectorization):
     ({"full_action_space": "yes"}, ["env.kwargs.full_action_space=yes", "true, false"]),
     ({"frame_skip": 0}, ["env.kwargs.frame_skip=0", ">= 1"]),
     ({"max_num_frames_per_episode": 2.5}, ["env.kwargs.max_num_frames_per_episode=2.5", "integer"]),
+    ({"test_frames_without_reward": -1}, ["env.kwargs.test_frames_without_reward=-1", ">= 0"]),
+    ({"test_fire_after_life_loss": 1}, ["env.kwargs.test_fire_after_life_loss=1", "true, false"]),
 ])
 def test_bad_settings_are_one_line_config_errors(kwargs, words):
     with pytest.raises(ConfigError) as error:
@@ -350,7 +422,8 @@ def test_generated_configs_are_up_to_date(tmp_path):
     breakout = OmegaConf.create(written["breakout.yaml"])
     assert breakout.env.id == "ALE/Breakout-v5" and breakout.env.family == "atari"
     assert dict(breakout.env.kwargs) == {"repeat_action_probability": 0.25, "full_action_space": False,
-                                         "noop_max": 30, "frame_skip": 4, "max_num_frames_per_episode": 108000}
+                                         "noop_max": 30, "frame_skip": 4, "max_num_frames_per_episode": 108000,
+                                         "test_frames_without_reward": 18000, "test_fire_after_life_loss": True}
 
 
 def test_list_env_shows_atari_games(run_cli, workdir):

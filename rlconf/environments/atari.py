@@ -6,7 +6,9 @@ them (``rlconf.bodies.FrameStack``), so a replay buffer can store each frame onc
 ``noop_max`` frames, the last of which is FIRE in games that need it to start. Sticky actions
 (``repeat_action_probability``) are on by default, as in ALE v5. A lost life does not end the episode: the
 state's ``life_lost`` says it happened, and the body decides what it means to the agent. Rewards and
-episode returns are raw game scores (all lives); clipping them is the body's business too.
+episode returns are raw game scores (all lives); clipping them is the body's business too. Tests (an env built
+with ``test=True``) bound their games: FIRE after a lost life where the game has it, and a game without reward
+for 5 minutes of play is cut short (``AtariEnvironment.__init__``); training games are never changed.
 
 Two simulators behind one adapter, with the same semantics (same reset procedure, same truncation after
 ``max_num_frames_per_episode`` frames counted from the end of the reset, same next-step autoreset):
@@ -65,6 +67,10 @@ class AtariSettings:
         "doc": "emulator frames per agent step, the last two max-pooled"})
     max_num_frames_per_episode: int = field(default=108_000, metadata={
         "doc": "truncate a game after this many frames (108000: 30 minutes of play)"})
+    test_frames_without_reward: int = field(default=18_000, metadata={
+        "doc": "tests end a game after this many frames without a reward (SABER's 5 minutes; 0: never)"})
+    test_fire_after_life_loss: bool = field(default=True, metadata={
+        "doc": "tests press FIRE at a game's start and after a lost life, in games that have it"})
 
     def __post_init__(self):
         p = self.repeat_action_probability
@@ -79,6 +85,11 @@ class AtariSettings:
         cap = self.max_num_frames_per_episode
         require(_is_int(cap) and cap >= 1, "env.kwargs.max_num_frames_per_episode", cap,
                 "allowed: an integer >= 1 (emulator frames)")
+        stall = self.test_frames_without_reward
+        require(_is_int(stall) and stall >= 0, "env.kwargs.test_frames_without_reward", stall,
+                "allowed: an integer >= 0 (emulator frames; 0: never)")
+        require(isinstance(self.test_fire_after_life_loss, bool), "env.kwargs.test_fire_after_life_loss",
+                self.test_fire_after_life_loss, "allowed: true, false")
 
     @classmethod
     def from_kwargs(cls, kwargs: dict | None) -> AtariSettings:
@@ -115,25 +126,48 @@ class AtariEnvironment(GymVectorEnvironment):
 
     image_observations = True
     lives = True  # states carry life_lost, which the atari body's episodic lives read
+    test_bounds = True  # built with test=True, it bounds the games of tests (see __init__)
 
     def __init__(self, env_id: str, n_envs: int = 1, *, kwargs: dict | None = None,
                  vectorization: str = "auto", max_episode_steps: int | None = None,
                  device: str | torch.device = "cpu", name: str | None = None, render_mode: str | None = None,
-                 wrappers: tuple = ()):
+                 wrappers: tuple = (), test: bool = False):
+        """``test``: the copies play tests (evaluations, the final test, ``rlconf eval`` and ``watch``), whose
+        games are bounded as the Atari literature bounds them: a game with no reward for
+        ``test_frames_without_reward`` frames is cut short (``Episode.stalled``; SABER, Toromanoff et al. 2019,
+        ends an episode stuck 5 minutes without reward), and in games with FIRE the first step of a game and
+        the step after a lost life press it (``test_fire_after_life_loss``, as baselines' FireResetEnv with
+        episodic lives): Breakout's ball waits for it, so a greedy agent that never learned to press it would
+        otherwise stand still until the frame cap (the reset's own FIRE is one frame, which a sticky action
+        swallows a quarter of the time). Training is never changed."""
         _import_ale()
         self.settings = AtariSettings.from_kwargs(kwargs)
         self.game = game_of(env_id)
         self.frames_per_step = self.settings.frame_skip
         self.simulator_fps = 60  # the 2600's NTSC frames per second: a video plays in real time at 60 / frame_skip
         self._lives = np.zeros(n_envs, np.int64)  # lives at the previous state, 0 after a finished game
+        self._fire_next = np.zeros(n_envs, dtype=bool)  # a game's first state, or a life lost and the game goes on
+        self._ended = np.ones(n_envs, dtype=bool)  # the last state ended its game: the next one starts a game
         super().__init__(env_id, n_envs, kwargs=kwargs, vectorization=vectorization,
                          max_episode_steps=max_episode_steps, device=device, name=name, render_mode=render_mode,
                          wrappers=wrappers)
         self.observation_space = gym.spaces.Box(0, 255, FRAME_SHAPE, np.uint8)
+        self.fire_action: int | None = None  # played in tests at a game's start and after a lost life
+        if test and self.settings.test_frames_without_reward:
+            self.stall_steps = math.ceil(self.settings.test_frames_without_reward / self.settings.frame_skip)
+        if test and self.settings.test_fire_after_life_loss:
+            self.fire_action = fire_action(env_id, self.settings.full_action_space)
 
     def reset(self, seed: int | None = None) -> StateArray:
         self._lives[:] = 0
+        self._ended[:] = True
         return super().reset(seed)
+
+    def step(self, actions: torch.Tensor) -> StateArray:
+        if self.fire_action is not None and self._fire_next.any():
+            fire = torch.from_numpy(self._fire_next).to(actions.device)
+            actions = torch.where(fire, torch.full_like(actions, self.fire_action), actions)
+        return super().step(actions)
 
     def _make_env(self, env_id: str, n_envs: int, kwargs: dict, vectorization: str,
                   max_episode_steps: int | None) -> gym.vector.VectorEnv:
@@ -155,6 +189,8 @@ class AtariEnvironment(GymVectorEnvironment):
         lives = np.asarray(info["lives"])
         life_lost = lives < self._lives
         self._lives = np.where(terminated | truncated, 0, lives)  # the next game's first state loses nothing
+        starting, self._ended = self._ended, terminated | truncated
+        self._fire_next = starting | (life_lost & ~self._ended)
         frames = np.asarray(observation).reshape(self.n_envs, *FRAME_SHAPE)
         state = super()._state(frames, reward, terminated, truncated, info)
         state["life_lost"] = torch.from_numpy(life_lost).to(state.device)
@@ -170,6 +206,17 @@ def _import_ale():
     gym.register_envs(ale_py)
     ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)  # no banner on every run's console
     return ale_py
+
+
+def fire_action(env_id: str, full_action_space: bool) -> int | None:
+    """The index of FIRE in the game's action set (both simulators use ALE's, in the same order), or None
+    when the game has no FIRE: ALE reports each action's meaning."""
+    env = gym.make(env_id, full_action_space=full_action_space, disable_env_checker=True)
+    try:
+        meanings = env.unwrapped.get_action_meanings()
+    finally:
+        env.close()
+    return meanings.index("FIRE") if "FIRE" in meanings else None
 
 
 def game_of(env_id: str) -> str:

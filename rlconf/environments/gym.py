@@ -29,6 +29,7 @@ class Episode:
     env_index: int
     returns: float
     length: int
+    stalled: bool = False  # cut short after ``stall_steps`` steps without a reward (tests of Atari games)
 
 
 # The ALE (and other C++ simulators) take seeds as 32-bit signed ints, copy i of a vector env seed + i.
@@ -66,12 +67,19 @@ class GymVectorEnvironment:
         self._resetting = np.zeros(n_envs, dtype=bool)
         self.steps = 0  # environment steps taken (reset steps excluded)
         self.completed: list[Episode] = []  # episodes that ended on the last step
+        # Cut an episode short (truncated: done, mask 1, ``Episode.stalled``) after this many steps without a
+        # reward; None: never. Only families whose simulators reset single copies (reset_mask) set it.
+        self.stall_steps: int | None = None
+        self._idle = np.zeros(n_envs, dtype=np.int64)  # steps since each copy's last reward
+        self._restart = np.zeros(n_envs, dtype=bool)  # copies cut short on the last step: reset before the next
 
     def reset(self, seed: int | None = None) -> StateArray:
         observation, info = self.env.reset(seed=None if seed is None else simulator_seed(seed))
         self._returns[:] = 0
         self._lengths[:] = 0
         self._resetting[:] = False
+        self._idle[:] = 0
+        self._restart[:] = False
         n = self.n_envs
         return self._state(observation, np.zeros(n, np.float32), np.zeros(n, bool), np.zeros(n, bool), info)
 
@@ -79,18 +87,34 @@ class GymVectorEnvironment:
         actions = actions.cpu().numpy()
         if self._action_bounds is not None:
             actions = np.clip(actions, *self._action_bounds).astype(self.action_space.dtype, copy=False)
+        if self._restart.any():  # cut short on the last step: their next episode starts now (no autoreset)
+            self.env.reset(options={"reset_mask": self._restart.copy()})
         observation, reward, terminated, truncated, info = self.env.step(actions)
         live = ~self._resetting
         self.steps += int(live.sum())
         self._returns += reward
         self._lengths += live
+        stalled = self._stalled(np.asarray(reward), live, terminated | truncated)
+        truncated = truncated | stalled
         done = terminated | truncated
-        self.completed = [Episode(int(i), float(self._returns[i]), int(self._lengths[i]))
+        self.completed = [Episode(int(i), float(self._returns[i]), int(self._lengths[i]), bool(stalled[i]))
                           for i in np.flatnonzero(done)] if done.any() else []
         self._returns[done] = 0
         self._lengths[done] = 0
-        self._resetting = done
+        # The simulator resets what it ended on the next step (its action ignored, not counted); a copy cut
+        # short here is reset before that step instead, so the step is its next episode's first, counted.
+        self._resetting = done & ~stalled
+        self._restart = stalled
         return self._state(observation, reward, terminated, truncated, info)
+
+    def _stalled(self, reward: np.ndarray, live: np.ndarray, done: np.ndarray) -> np.ndarray:
+        """The copies whose episodes go on but have had no reward for ``stall_steps`` steps."""
+        if self.stall_steps is None:
+            return np.zeros(self.n_envs, dtype=bool)
+        self._idle = np.where((reward != 0) | ~live | done, 0, self._idle + 1)
+        stalled = self._idle >= self.stall_steps
+        self._idle[stalled] = 0
+        return stalled
 
     def _make_env(self, env_id: str, n_envs: int, kwargs: dict, vectorization: str,
                   max_episode_steps: int | None) -> gym.vector.VectorEnv:

@@ -48,6 +48,7 @@ class MultiagentEpisode:
     env_index: int
     returns: dict[str, float]
     length: int
+    stalled: bool = False  # as single-agent episodes: never cut short for want of rewards here
 
 
 @dataclass(frozen=True)

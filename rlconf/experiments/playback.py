@@ -66,7 +66,8 @@ class Playback:
         return f"{self.settings.agent_name} {self.settings.env.name}"
 
     def make_env(self, n_envs: int, render_mode: str | None = None, wrappers: tuple = ()):
-        return make_env(self.settings, n_envs, render_mode, wrappers)
+        """Copies that play as the run's tests did (test=True: Atari's tests bound their games)."""
+        return make_env(self.settings, n_envs, render_mode, wrappers, test=True)
 
     def agent(self, env):
         """The run's agent and body, built for ``env`` as ``run`` built them, with the checkpoint's state."""

@@ -50,11 +50,16 @@ EXTRAS = {"atari": "atari", "mujoco": "mujoco", "pettingzoo": "pettingzoo", "pet
           "pettingzoo_atari": "pettingzoo", "pettingzoo_mpe": "pettingzoo", "pettingzoo_butterfly": "pettingzoo"}
 
 
-def make_env(settings: Settings, n_envs: int, render_mode: str | None = None, wrappers: tuple = ()):
+def make_env(settings: Settings, n_envs: int, render_mode: str | None = None, wrappers: tuple = (),
+             test: bool = False):
     """The run's environment with ``n_envs`` copies. ``render_mode`` (``human``, ``rgb_array``) and
-    ``wrappers`` (gymnasium wrappers of each copy, e.g. RecordVideo) are for watching: ``rlconf watch``."""
+    ``wrappers`` (gymnasium wrappers of each copy, e.g. RecordVideo) are for watching: ``rlconf watch``.
+    ``test``: the copies play tests, which families that declare ``test_bounds`` (Atari) bound: see
+    ``AtariEnvironment``."""
     env_class = registry.get("environment", settings.env.family)
     extra = {"render_mode": render_mode, "wrappers": tuple(wrappers)} if render_mode else {}
+    if test and getattr(env_class, "test_bounds", False):
+        extra["test"] = True
     if getattr(env_class, "bandit", False):  # the arms' parameters are drawn from the run's seed
         extra["seed"] = settings.run.seed
     try:
@@ -76,12 +81,16 @@ def make_env(settings: Settings, n_envs: int, render_mode: str | None = None, wr
 
 def eval_env_count(settings: Settings, episodes: int) -> int:
     """Copies of the environment that tests (and ``rlconf eval``) play ``episodes`` episodes in (a multi-agent
-    environment plays one game at a time)."""
+    environment plays one game at a time): at most ``hardware.eval_envs``, and no more than it takes to play
+    them in as few rounds (30 episodes in 16 copies take two rounds, which 15 copies play without the 2 idle
+    copies of the last round: copies that have played their share step on, unseen, until all have)."""
     if is_multiagent(settings):
         return 1
     if is_bandit(settings):  # the same bandits as in training, each with its own arms and the agent's estimates
         return settings.hardware.n_envs
-    return min(settings.hardware.eval_envs, max(episodes, 1))
+    episodes = max(episodes, 1)
+    rounds = -(-episodes // settings.hardware.eval_envs)
+    return -(-episodes // rounds)
 
 
 def is_multiagent(settings: Settings) -> bool:
@@ -283,7 +292,7 @@ def _run(settings: Settings, where: resume.Plan, hold, parent_dir, overrides: li
     elif getattr(env, "bandit", False):
         experiment_class, extra = BanditExperiment, {"pulls_every": settings.logger.pulls_every}
     experiment = experiment_class(
-        agent, env, lambda: make_env(settings, eval_env_count(settings, settings.run.test_episodes)),
+        agent, env, lambda: make_env(settings, eval_env_count(settings, settings.run.test_episodes), test=True),
         logger, run_dir, steps=settings.run.steps, seed=settings.run.seed, eval_every=settings.run.eval_every,
         eval_episodes=settings.run.eval_episodes, checkpoint_every=settings.run.checkpoint_every,
         progress=progress, checkpoint_extra={"config": resolved}, save_replay=settings.run.checkpoint.replay,
