@@ -40,6 +40,7 @@ options:
 """
 
 HIDDEN_GROUPS = {"family", "preset", "hydra"}
+EXAMPLE = "agent=dqn env=classic/cartpole"  # a pair that runs anywhere in seconds, for messages
 REQUIRED_GROUPS = ("agent", "env")
 CFG_MODES = ("job", "hydra", "all")
 
@@ -85,13 +86,24 @@ def group_options(dirs: list[Path]) -> dict[str, dict[str, str]]:
 
 
 def _description(path: Path) -> str:
+    """The file's first comment, with the lines its sentence was wrapped onto: a line that ends in a word
+    continues on the next comment line when that starts in lower case (a usage example, a second sentence
+    in capitals, or a note after a closing bracket starts something else)."""
+    text = ""
     for line in path.read_text().splitlines():
-        text = line.strip()
-        if text.startswith("#") and "@package" not in text:
-            return text.lstrip("# ").strip()
-        if text and not text.startswith("#"):
+        stripped = line.strip()
+        if not stripped.startswith("#") or "@package" in stripped:
+            if text or (stripped and not stripped.startswith("#")):
+                break
+            continue
+        part = stripped.lstrip("#").strip()
+        if not text:
+            text = part
+        elif text[-1:].isalpha() and part[:1].islower():
+            text = f"{text} {part}"
+        else:
             break
-    return ""
+    return text
 
 
 # -- rlconf list ----------------------------------------------------------------------------------------
@@ -330,11 +342,17 @@ def precheck(overrides: list[str], config_dirs: list[str], multirun: bool) -> No
                 if value not in groups[key]:
                     from rlconf.registry import unknown_message
 
-                    raise UsageError(unknown_message(key, value, sorted(groups[key])))
+                    see = "" if key in HIDDEN_GROUPS else f"rlconf list {key}"
+                    raise UsageError(unknown_message(key, value, sorted(groups[key]), see))
     for group in REQUIRED_GROUPS:
         if group not in choices:
-            options = ", ".join(sorted(groups.get(group, {})))
-            raise UsageError(f"missing {group}: choose one with {group}=NAME; available: {options}")
+            from rlconf.registry import MESSAGE_LIMIT
+            from rlconf.registry import choices as available
+
+            head = f"missing {group}: choose one with {group}=NAME (e.g. rlconf run {EXAMPLE})"
+            options = available(sorted(groups.get(group, {})), group, f"rlconf list {group}",
+                                room=MESSAGE_LIMIT - len(head) - 2, sample=False)
+            raise UsageError(f"{head}; {options}")
     if "sweep" in choices and choices["sweep"] != ["null"] and not multirun:
         raise UsageError(f"sweep={','.join(choices['sweep'])} is a sweep: add -m to run one job per value")
 
@@ -470,6 +488,7 @@ def _unknown_key_message(key: str, overrides: list[str], config_dirs: list[str])
     """Name the keys that do exist where ``key`` was asked for (composed without the bad override)."""
     from omegaconf import DictConfig, OmegaConf
 
+    from rlconf.config import config_keys
     from rlconf.registry import unknown_message
 
     parent = key.rpartition(".")[0]
@@ -479,9 +498,12 @@ def _unknown_key_message(key: str, overrides: list[str], config_dirs: list[str])
         node = OmegaConf.select(composed, parent) if parent else composed
     except Exception:
         node = None
+    picks = " ".join(f"{group}={value}" for group in REQUIRED_GROUPS if (value := _last_value(others, group)))
+    see = f"rlconf run {picks or 'agent=... env=...'} --cfg {'hydra' if key.startswith('hydra.') else 'job'}"
     if not isinstance(node, DictConfig):
-        return f"unknown key {key!r}; see the composed config with: rlconf run agent=... env=... --cfg job"
-    return unknown_message("key", key, [f"{parent}.{k}" if parent else str(k) for k in node])
+        return f"unknown key {key!r}; see the composed config with: {see}"
+    return unknown_message("key", key, [f"{parent}.{k}" if parent else str(k) for k in node], see,
+                           config_keys(composed))
 
 
 def _defer_keys_of_swept_groups(overrides: list[str], groups: set[str]) -> list[str]:

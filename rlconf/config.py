@@ -241,13 +241,16 @@ GROUP_SCHEMAS = {"env": EnvSettings, "hardware": HardwareSettings, "body": BodyS
 TOP_LEVEL_GROUPS = ("family", "agent", "env", "approximation", "body", "hardware", "logger")
 
 
-def check(schema: type, node: Any, prefix: str = "") -> Any:
-    """``node`` (a DictConfig or dict) as an instance of the dataclass ``schema``, or a ConfigError."""
+def check(schema: type, node: Any, prefix: str = "", see: str = "", known: set[str] | None = None) -> Any:
+    """``node`` (a DictConfig or dict) as an instance of the dataclass ``schema``, or a ConfigError. An unknown
+    key's message names the keys it may mean among ``known`` (every key of the config) and ``see``, a command
+    that shows them all."""
     node = OmegaConf.create(node) if not isinstance(node, DictConfig) else node
     allowed = [f.name for f in dataclasses.fields(schema)]
     for key in node:
         if key not in allowed:
-            raise ConfigError(registry.unknown_message("key", f"{prefix}{key}", [prefix + a for a in allowed]))
+            raise ConfigError(registry.unknown_message("key", f"{prefix}{key}", [prefix + a for a in allowed], see,
+                                                       known))
     try:
         merged = OmegaConf.merge(OmegaConf.structured(schema), node)
         settings = OmegaConf.to_object(merged)
@@ -260,6 +263,18 @@ def check(schema: type, node: Any, prefix: str = "") -> Any:
         raise ConfigError(f"{key}={value}: {expected}") from None
     check_finite_numbers(settings, prefix)
     return settings
+
+
+def config_keys(node: Any, prefix: str = "") -> set[str]:
+    """Every key of a composed config, dotted (``hardware.n_envs``), without resolving anything."""
+    keys = set()
+    for key in node.keys() if isinstance(node, DictConfig) else ():
+        dotted = f"{prefix}{key}"
+        keys.add(dotted)
+        child = node._get_node(key)
+        if isinstance(child, DictConfig):
+            keys |= config_keys(child, dotted + ".")
+    return keys
 
 
 def check_finite_numbers(settings: Any, prefix: str = "") -> None:
@@ -330,13 +345,17 @@ def _written(cfg: DictConfig, key: str) -> str:
 def validate(cfg: DictConfig) -> Settings:
     """Check a composed config from top to bottom; the first problem raises ConfigError."""
     check_interpolations(cfg)
+    known = config_keys(cfg)
+    picks = (OmegaConf.select(cfg, f"{group}.name", default=None) or "..." for group in ("agent", "env"))
+    see = "rlconf run agent={} env={} --cfg job".format(*picks)
     top = {k: v for k, v in cfg.items() if k not in TOP_LEVEL_GROUPS}
-    run = check(RunSettings, OmegaConf.create(top))
+    run = check(RunSettings, OmegaConf.create(top), see=see, known=known)
     try:
         registry.load_plugins(run.plugins)
     except ImportError as error:  # a misspelt module or one off the path: the user's input, not a crash
         raise ConfigError(f"plugins={run.plugins}: {error} (is its folder on PYTHONPATH?)") from None
-    groups = {name: check(schema, cfg.get(name) or {}, f"{name}.") for name, schema in GROUP_SCHEMAS.items()}
+    groups = {name: check(schema, cfg.get(name) or {}, f"{name}.", see, known)
+              for name, schema in GROUP_SCHEMAS.items()}
     groups["logger"] = check_logger(cfg.get("logger") or {})
 
     agent_node = OmegaConf.to_container(cfg.agent, resolve=True)
@@ -357,7 +376,7 @@ def validate(cfg: DictConfig) -> Settings:
             and hasattr(agent_class, "from_config")):
         raise ConfigError(f"agent._target_={target}: not an agent class (one with a Config dataclass and "
                           "from_config; see rlconf list components)")
-    agent = check(agent_class.Config, agent_node, "agent.")
+    agent = check(agent_class.Config, agent_node, "agent.", see, known)
 
     approximation = OmegaConf.to_container(cfg.get("approximation") or {}, resolve=True)
     model = approximation.get("model", "mlp")

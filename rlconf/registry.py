@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import difflib
 import importlib
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Collection
 from importlib.metadata import entry_points
 from typing import Any
 
@@ -184,7 +185,8 @@ def get(kind: str, name: str) -> Any:
         return _USER[kind][name][0]
     if name in _BUILTIN.get(kind, {}):
         return import_path(_BUILTIN[kind][name][0])
-    raise UnknownComponent(unknown_message(kind, name, names(kind)))
+    see = "rlconf list agent" if kind == "agent" else "rlconf list components"
+    raise UnknownComponent(unknown_message(kind, name, names(kind), see))
 
 
 def import_path(path: str) -> Any:
@@ -193,10 +195,167 @@ def import_path(path: str) -> Any:
     return getattr(importlib.import_module(module), attribute)
 
 
-def unknown_message(what: str, value: str, allowed: list[str]) -> str:
-    nearest = difflib.get_close_matches(value, allowed, n=1, cutoff=0.5)
-    hint = f" (did you mean {nearest[0]!r}?)" if nearest else ""
-    return f"unknown {what} {value!r}{hint}; available: {', '.join(allowed)}"
+# What other libraries and papers call a key, and what rlconf calls it: an unknown key is answered by meaning
+# (agent.gamma: did you mean 'agent.discount_factor'?) before any near spelling. A plain name is a key beside
+# the one typed (agent.gamma -> agent.discount_factor), or a top-level key; a dotted name is a key of the whole
+# config (n_envs -> hardware.n_envs). The first names that exist in the composed config are suggested.
+KEY_ALIASES: dict[str, tuple[str, ...]] = {
+    # the run (top level)
+    **dict.fromkeys(("total_timesteps", "timesteps", "total_steps", "n_timesteps", "num_timesteps", "max_steps",
+                     "train_steps", "budget"), ("steps",)),
+    **dict.fromkeys(("random_seed", "seeds", "rng_seed", "global_seed", "seed_value"), ("seed",)),
+    **dict.fromkeys(("eval_freq", "eval_frequency", "eval_interval", "evaluation_interval", "eval_every_steps"),
+                    ("eval_every",)),
+    **dict.fromkeys(("n_eval_episodes", "num_eval_episodes", "eval_eps"), ("eval_episodes",)),
+    **dict.fromkeys(("save_freq", "save_every", "save_interval", "checkpoint_freq", "checkpoint_frequency",
+                     "checkpoint_interval"), ("checkpoint_every",)),
+    **dict.fromkeys(("log_dir", "logs_dir", "output_dir", "save_dir", "out_dir"), ("logdir",)),
+    # where it runs (hardware group)
+    **dict.fromkeys(("n_envs", "num_envs", "n_env", "num_env", "envs", "num_workers", "n_workers", "parallel_envs"),
+                    ("hardware.n_envs",)),
+    **dict.fromkeys(("device", "cuda"), ("hardware.device",)),
+    **dict.fromkeys(("threads", "num_threads", "torch_num_threads", "n_threads"), ("hardware.torch_threads",)),
+    # agents' hyperparameters
+    **dict.fromkeys(("gamma", "discount", "discount_rate"), ("discount_factor",)),
+    **dict.fromkeys(("learning_rate", "step_size"), ("lr", "lr_q", "lr_pi", "alpha")),
+    "lr": ("lr_q", "lr_pi", "alpha"),
+    **dict.fromkeys(("actor_lr", "policy_lr", "lr_actor", "pi_lr", "lr_policy"), ("lr_pi", "lr")),
+    **dict.fromkeys(("critic_lr", "q_lr", "lr_critic", "qf_lr"), ("lr_q", "lr_v")),
+    **dict.fromkeys(("value_lr", "vf_lr", "lr_value", "v_lr"), ("lr_v", "lr_q")),
+    **dict.fromkeys(("adam_epsilon", "optimizer_eps"), ("adam_eps",)),
+    **dict.fromkeys(("eps",), ("epsilon", "adam_eps")),
+    **dict.fromkeys(("minibatch_size", "mini_batch_size", "batch", "train_batch_size"), ("batch_size",
+                                                                                           "min_batch_size")),
+    **dict.fromkeys(("buffer_size", "replay_size", "memory_size", "buffer_capacity", "replay_capacity",
+                     "memory_capacity", "capacity"), ("replay_buffer_size",)),
+    **dict.fromkeys(("learning_starts", "warmup_steps", "start_steps", "min_replay_size", "replay_start",
+                     "warmup"), ("replay_start_size",)),
+    **dict.fromkeys(("train_freq", "train_frequency", "update_freq"), ("update_frequency", "update_every")),
+    "update_every": ("update_frequency",),
+    **dict.fromkeys(("target_update_interval", "target_network_frequency", "target_update_freq",
+                     "target_update", "target_update_period"), ("target_update_frequency",)),
+    **dict.fromkeys(("tau", "polyak", "soft_update_rate", "polyak_tau"), ("target_rate", "polyak_rate")),
+    **dict.fromkeys(("exploration_initial_eps", "start_e", "eps_start", "epsilon_start"), ("epsilon",)),
+    **dict.fromkeys(("exploration_final_eps", "end_e", "eps_end", "epsilon_end", "epsilon_min", "final_epsilon"),
+                    ("epsilon_final",)),
+    **dict.fromkeys(("exploration_steps", "epsilon_decay", "eps_decay", "exploration_decay_steps"),
+                    ("epsilon_decay_steps",)),
+    **dict.fromkeys(("max_grad_norm", "grad_clip", "clip_grad_norm", "gradient_clip", "grad_norm_clip"),
+                    ("clip_grad",)),
+    **dict.fromkeys(("ent_coef", "entropy_coef", "ent_coeff", "entropy_coefficient", "entropy_weight",
+                     "entropy_beta"), ("entropy_loss_scaling", "temperature_initial")),
+    **dict.fromkeys(("vf_coef", "value_coef", "value_loss_coef", "vf_coeff", "value_weight"),
+                    ("value_loss_scaling",)),
+    **dict.fromkeys(("clip_range", "clip_coef", "clip_param", "eps_clip", "clip_epsilon", "ratio_clip"),
+                    ("clip",)),
+    **dict.fromkeys(("gae_lambda", "lambda", "lmbda", "gae_lam", "lambda_"), ("lam",)),
+    **dict.fromkeys(("n_epochs", "update_epochs", "ppo_epochs", "num_epochs"), ("epochs",)),
+    **dict.fromkeys(("num_steps", "n_rollout_steps", "rollout_length", "nsteps", "n_step", "multi_step"),
+                    ("n_steps", "agent.n_steps")),
+    **dict.fromkeys(("norm_adv", "normalize_advantage", "normalise_advantages", "adv_norm"),
+                    ("normalize_advantages",)),
+    **dict.fromkeys(("alpha", "ent_alpha", "init_alpha"), ("temperature_initial",)),
+    **dict.fromkeys(("target_entropy",), ("entropy_target",)),
+    **dict.fromkeys(("exploration_noise", "action_noise", "act_noise"), ("noise",)),
+    **dict.fromkeys(("policy_noise", "target_policy_noise"), ("target_noise",)),
+    **dict.fromkeys(("noise_clip",), ("target_noise_clip",)),
+    **dict.fromkeys(("policy_frequency", "policy_freq", "actor_delay", "delay"), ("policy_delay",)),
+    **dict.fromkeys(("prioritized_replay", "per", "prioritized"), ("replay",)),
+    **dict.fromkeys(("per_alpha", "prioritized_replay_alpha"), ("alpha",)),
+    **dict.fromkeys(("per_beta", "prioritized_replay_beta0", "prioritized_replay_beta"), ("beta",)),
+    **dict.fromkeys(("n_atoms", "num_atoms"), ("atoms",)),
+    **dict.fromkeys(("double", "double_dqn"), ("double_q",)),
+    # networks (approximation group) and bodies
+    **dict.fromkeys(("hidden_sizes", "net_arch", "hidden_layers", "layers", "hidden_dims", "hidden_size"),
+                    ("hidden", "approximation.hidden")),
+    **dict.fromkeys(("activation_fn", "act"), ("activation", "approximation.activation")),
+    **dict.fromkeys(("n_stack", "frame_stacking", "stack_frames", "frames"), ("frame_stack", "body.frame_stack")),
+}
+# Characters of a one-line error's message (the line, with "rlconf: error: " and a key before it, stays under
+# 300): a longer list of options is summarised (the nearest, how many, and the command that shows them all).
+MESSAGE_LIMIT = 270
+
+
+def unknown_message(what: str, value: str, allowed: list[str], see: str = "",
+                    known: Collection[str] | None = None) -> str:
+    """``unknown WHAT 'VALUE' (did you mean ...?); `` and what is allowed: every option, or where there are
+    too many for one line (``MESSAGE_LIMIT``), the nearest few, how many there are and ``see``, a command that
+    shows them all. A key is answered by meaning first (``KEY_ALIASES``); ``known``: every key of the composed
+    config, where a dotted alias may point (None: dotted aliases are trusted)."""
+    meant = aliases(value, allowed, known) if what == "key" else []
+    named = meant or _nearest(value, allowed, n=1)
+    message = f"unknown {what} {value!r}{_did_you_mean(named)}; available: {', '.join(allowed)}"
+    if len(message) <= MESSAGE_LIMIT:
+        return message
+    if not meant:
+        named = _nearest(value, allowed)
+        family = value.rpartition("/")[0]
+        members = [name for name in allowed if family and name.startswith(family + "/")]
+        if not named and 0 < len(members) <= 6:  # classic/nosuch: the few classic ones
+            message = f"unknown {what} {value!r}; in {family}/: {', '.join(members)}"
+            return f"{message}; {len(allowed)} {what}s in all: {see}" if see else message
+    head = f"unknown {what} {value!r}{_did_you_mean(named)}"
+    return f"{head}; {choices(allowed, what, see, room=MESSAGE_LIMIT - len(head) - 2, sample=not named)}"
+
+
+def _nearest(value: str, allowed: list[str], n: int = 3) -> list[str]:
+    """The options nearest to ``value``: the nearest, and others about as near. Names in families (atari/pong,
+    agent.lr) are compared by their last part, within the family typed, or in every family where none is typed
+    (pong: atari/pong, pettingzoo/pong)."""
+    sep = "/" if any("/" in name for name in allowed) else "."
+    family = value.rpartition(sep)[0]
+    candidates = [name for name in allowed if name.startswith(family + sep)] if family else allowed
+    if not candidates:
+        candidates, family = allowed, ""
+    leaf = value.rpartition(sep)[2] if family or sep == "/" else value
+    by_leaf: dict[str, list[str]] = {}
+    for name in candidates:
+        by_leaf.setdefault(name.rpartition(sep)[2] if family or sep == "/" else name, []).append(name)
+    near = difflib.get_close_matches(leaf, list(by_leaf), n=n, cutoff=0.6)
+    near = near[:1] + [name for name in near[1:] if difflib.SequenceMatcher(None, leaf, name).ratio() >= 0.7]
+    return [name for match in near for name in by_leaf[match]][:n]
+
+
+def _did_you_mean(names: list[str]) -> str:
+    if not names:
+        return ""
+    quoted = [repr(name) for name in names]
+    return f" (did you mean {', '.join(quoted[:-1]) + ' or ' if len(quoted) > 1 else ''}{quoted[-1]}?)"
+
+
+def aliases(key: str, allowed: Collection[str], known: Collection[str] | None = None) -> list[str]:
+    """The keys ``key`` may mean by ``KEY_ALIASES`` that exist, at most two."""
+    parent, _, leaf = key.rpartition(".")
+    found: list[str] = []
+    for name in KEY_ALIASES.get(leaf, ()):
+        beside = f"{parent}.{name}" if parent and "." not in name else name
+        if "." not in name and beside in allowed:
+            found.append(beside)
+        elif name != key and (name in known if known is not None else "." in name):
+            found.append(name)
+    return list(dict.fromkeys(found))[:2]
+
+
+def choices(allowed: list[str], what: str = "", see: str = "", room: int = MESSAGE_LIMIT, sample: bool = True) -> str:
+    """What may be given, in about ``room`` characters: every option when they fit, else how many there are
+    (by family, the folder of names such as atari/pong) or, with ``sample``, as many as fit, and ``see``, a
+    command that shows them all."""
+    every = f"available: {', '.join(allowed)}"
+    if len(every) <= room:
+        return every
+    where = f"; see them all: {see}" if see else ""
+    folders = Counter(name.split("/")[0] for name in allowed if "/" in name)
+    count = f"{len(allowed)} {what + 's' if what else 'in all'}"
+    if folders:
+        return f"{count} in " + ", ".join(f"{folder}/ ({n})" for folder, n in sorted(folders.items())) + where
+    if not sample:
+        return count + where
+    shown = allowed[:1]
+    for name in allowed[1:]:
+        if len(f"available: {', '.join([*shown, name])} and {len(allowed)} more{where}") > room:
+            break
+        shown.append(name)
+    return f"available: {', '.join(shown)} and {len(allowed) - len(shown)} more{where}"
 
 
 def load_plugins(modules: list[str] | tuple[str, ...] = ()) -> None:

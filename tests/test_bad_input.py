@@ -108,6 +108,40 @@ CASES = [
     run(*CARTPOLE, "++agent.nope=1", words="agent.nope"),
     run(*CARTPOLE, "checkpoint.nope=1", words="checkpoint.nope"),
     run(*CARTPOLE, "agent.lr.x=1", words="agent.lr"),
+    # -- keys as other libraries name them: suggested by meaning (registry.KEY_ALIASES) ---------------------------
+    run(*CARTPOLE, "agent.gamma=0.9", words=("unknown key 'agent.gamma'", "did you mean 'agent.discount_factor'?")),
+    run(*CARTPOLE, "+agent.gamma=0.9", words="did you mean 'agent.discount_factor'?"),
+    run(*CARTPOLE, "agent.learning_rate=0.1", words="did you mean 'agent.lr'"),
+    run("agent=sac", "env=classic/pendulum", "agent.learning_rate=0.1", words="'agent.lr_q' or 'agent.lr_pi'"),
+    run("agent=q_learning", "env=tabular/taxi", "agent.learning_rate=0.1", words="did you mean 'agent.alpha'"),
+    run(*CARTPOLE, "n_envs=4", words="did you mean 'hardware.n_envs'?"),
+    run(*CARTPOLE, "num_envs=4", words="did you mean 'hardware.n_envs'?"),
+    run(*CARTPOLE, "+num_envs=4", words="did you mean 'hardware.n_envs'?"),
+    run(*CARTPOLE, "agent.n_envs=4", words="did you mean 'hardware.n_envs'?"),
+    run(*CARTPOLE, "total_timesteps=5000", words="did you mean 'steps'?"),
+    run(*CARTPOLE, "agent.total_timesteps=5000", words="did you mean 'steps'?"),
+    run(*CARTPOLE, "random_seed=3", words="did you mean 'seed'?"),
+    run(*CARTPOLE, "eval_freq=500", words="did you mean 'eval_every'?"),
+    run(*CARTPOLE, "agent.buffer_size=500", words="did you mean 'agent.replay_buffer_size'?"),
+    run(*CARTPOLE, "agent.learning_starts=500", words="did you mean 'agent.replay_start_size'?"),
+    run(*CARTPOLE, "agent.tau=0.01", words="did you mean 'agent.target_rate'?"),
+    run(*CARTPOLE, "agent.max_grad_norm=10", words="did you mean 'agent.clip_grad'?"),
+    run(*CARTPOLE, "agent.exploration_final_eps=0.1", words="did you mean 'agent.epsilon_final'?"),
+    run("agent=sac", "env=classic/pendulum", "agent.tau=0.01", words="did you mean 'agent.polyak_rate'?"),
+    run("agent=sac", "env=classic/pendulum", "agent.alpha=0.2", words="did you mean 'agent.temperature_initial'?"),
+    run("agent=td3", "env=classic/pendulum", "agent.policy_noise=0.1", words="did you mean 'agent.target_noise'?"),
+    run("agent=ppo", "env=classic/cartpole", "agent.ent_coef=0.01", words="'agent.entropy_loss_scaling'"),
+    run("agent=ppo", "env=classic/cartpole", "agent.clip_range=0.1", words="did you mean 'agent.clip'?"),
+    run("agent=ppo", "env=classic/cartpole", "agent.gae_lambda=0.9", words="did you mean 'agent.lam'?"),
+    run("agent=ppo", "env=classic/cartpole", "agent.n_epochs=3", words="did you mean 'agent.epochs'?"),
+    run("agent=ppo", "env=classic/cartpole", "num_steps=64", words="did you mean 'agent.n_steps'?"),
+    run(*CARTPOLE, "approximation.net_arch=[32]", words="did you mean 'approximation.hidden'?"),
+    # -- long lists of options: the nearest, the families and where to see them all, in under 300 characters ------
+    run("agent=dqn", "env=pong", words=("did you mean 'atari/pong' or 'pettingzoo/pong'?", "atari/ (",
+                                        "see them all: rlconf list env")),
+    run("agent=dqn", "env=classic/nosuch", words=("in classic/: classic/acrobot, classic/cartpole",)),
+    run(*CARTPOLE, "agent.nosuchkey=1", words=("24 keys", "see them all: rlconf run agent=dqn "
+                                                          "env=classic/cartpole --cfg job")),
     # -- types and values -----------------------------------------------------------------------------------
     run(*CARTPOLE, "steps=abc", words="steps"),
     run(*CARTPOLE, "steps=1.5", words="steps"),
@@ -237,9 +271,8 @@ CASES = [
     run("resume={BROKEN}/bad_overrides", words="not a list of overrides"),
 ]
 
-# Every agent's own schema: a key it does not have is named, with the keys it does.
-CASES += [run(f"agent={agent}", "env=classic/cartpole", "agent.no_such_key=1", words=("agent.no_such_key",
-                                                                                       "agent.name"))
+# Every agent's own schema: a key it does not have is named, with the keys it does (or how to see them).
+CASES += [run(f"agent={agent}", "env=classic/cartpole", "agent.no_such_key=1", words=("agent.no_such_key",))
           for agent in AGENTS]
 
 
@@ -292,6 +325,12 @@ def test_bad_input_is_one_line_exit_2_and_nothing_left_behind(args, words, tmp_p
     assert "Traceback" not in err and out == "", (out, err)
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("rlconf: error: "), err
+    shown = lines[0]  # its length, the input it names aside: the test's own folders, a long value typed
+    for value in sorted((a.partition("=")[2] for a in args), key=len, reverse=True):
+        shown = shown.replace(value, "{VALUE}") if len(value) > 40 else shown
+    for name, path in places.items():
+        shown = shown.replace(path, "{" + name + "}")
+    assert len(shown) <= 300, f"{len(shown)} characters: {shown}"
     for word in words:
         assert word in lines[0], (word, lines[0])
     assert list(workdir.iterdir()) == [], "nothing is written where the command ran"

@@ -71,6 +71,14 @@ def test_list_shows_every_public_group_and_hides_internal_ones(run_cli, workdir)
     assert list(workdir.iterdir()) == []
 
 
+def test_list_shows_a_description_wrapped_over_comment_lines(run_cli, workdir):
+    result = run_cli("list", "logger", cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    wandb = next(line for line in result.stdout.splitlines() if line.split()[:1] == ["wandb"])
+    assert "One wandb run per rlconf run; the runs of a sweep share a group." in wandb
+    assert wandb.endswith("falls back to offline."), wandb
+
+
 def test_list_components_reads_the_registry(run_cli, workdir):
     result = run_cli("list", "components", cwd=workdir)
     assert result.returncode == 0, result.stderr
@@ -112,9 +120,18 @@ def test_unknown_agent_names_the_nearest_and_the_options(run_cli, workdir):
     line = one_error_line(run_cli("run", "agent=dqnn", "env=classic/cartpole", cwd=workdir))
     assert "'dqnn'" in line
     assert "did you mean 'dqn'" in line
-    assert f"available: {', '.join(registry.names('agent'))}" in line  # every registered agent, sorted
+    # Too many agents for one line: how many, and where every one is listed.
+    assert f"{len(registry.names('agent'))} agents; see them all: rlconf list agent" in line
+    assert len(line) <= 300
     assert not (workdir / "runs").exists()
     assert list(workdir.iterdir()) == []
+
+
+def test_unknown_env_names_the_families_and_the_nearest_not_every_env(run_cli, workdir):
+    line = one_error_line(run_cli("run", "agent=dqn", "env=atari/pongg", cwd=workdir))
+    assert "did you mean 'atari/pong'?" in line
+    assert "atari/ (" in line and "classic/ (5)" in line and "see them all: rlconf list env" in line
+    assert "atari/breakout" not in line and len(line) <= 300
 
 
 CARTPOLE = ["agent=dqn", "env=classic/cartpole"]

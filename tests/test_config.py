@@ -101,3 +101,18 @@ def test_check_builds_the_dataclass_and_rejects_unknown_keys():
     assert settings == HardwareSettings(n_envs=4)
     with pytest.raises(ConfigError, match=r"unknown key 'hardware\.n_env' \(did you mean 'hardware\.n_envs'\?\)"):
         check(HardwareSettings, {"n_env": 4}, "hardware.")
+
+
+def test_every_key_alias_suggests_a_key_that_exists():
+    """registry.KEY_ALIASES answers an unknown key by meaning: every key it may suggest exists, a dotted one in
+    the composed config, a plain one in some agent, group or at the top level."""
+    from rlconf.config import config_keys
+    from rlconf.registry import KEY_ALIASES
+
+    keys = set().union(*(config_keys(composed(agent=path.stem)) for path in (config_dir() / "agent").glob("*.yaml")),
+                       config_keys(compose(["agent=dqn", "env=atari/pong"], [])))
+    leaves = {key.rpartition(".")[2] for key in keys}
+    for habit, meant in KEY_ALIASES.items():
+        for key in meant:
+            assert (key in keys) if "." in key else (key in leaves), (habit, key)
+        assert habit not in meant, habit
