@@ -29,6 +29,7 @@ from rlconf.analysis.stats import (
 )
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+FAST = ["test_episodes=2", "eval_every=0", "quiet=true"]
 SWEEP = ["run", "-m", "agent=dqn,vqn", "seed=0,1", "env=classic/cartpole", "steps=2000", "test_episodes=3",
          "eval_every=500", "eval_episodes=2", "quiet=true"]
 
@@ -74,10 +75,12 @@ def test_plot_writes_a_png_and_the_curves_of_both_agents(aggregate_plot, sweep):
     written = [out, out.with_name("X_curves.csv"), out.with_name("X_aggregate.csv"), out.with_name("X_profiles.csv")]
     assert result.stdout.count("\n") == 1 and all(str(path) in result.stdout for path in written), result.stdout
     assert out.read_bytes()[:8] == PNG_SIGNATURE
-    width, height = figure_size(envs=1, aggregate=True)  # a curve panel above a row of 4 aggregate panels
+    # a curve panel (its legend: what is shaded and a line per agent) above a row of 4 aggregate panels
+    width, height = figure_size(envs=1, aggregate=True, legend_rows=3)
     assert png_shape(out) == (round(height * DPI), round(width * DPI))
     rows = read_rows(out.with_name("X_curves.csv"))
     assert {row["agent"] for row in rows} == {"dqn", "vqn"} and {row["env"] for row in rows} == {"classic/cartpole"}
+    assert {row["config"] for row in rows} == {"dqn", "vqn"}, "nothing but the agent differs: no more in the label"
     for agent in ("dqn", "vqn"):
         mine = [row for row in rows if row["agent"] == agent]
         steps = [int(row["step"]) for row in mine]
@@ -85,7 +88,7 @@ def test_plot_writes_a_png_and_the_curves_of_both_agents(aggregate_plot, sweep):
         assert steps == sorted(steps) and len(steps) > 50 and set(ends) <= set(steps) and steps[-1] == max(ends)
         assert {int(row["seeds"]) for row in mine} == {1, 2}  # both seeds in the middle, one at an end
         assert all(float(r["lower"]) <= float(r["mean"]) <= float(r["upper"]) for r in mine)
-        assert all(row["spread"] == "±1 std across seeds" for row in mine)
+        assert all(row["spread"] == ("±1 std across seeds" if row["seeds"] == "2" else "none (1 run)") for row in mine)
 
 
 def test_aggregate_iqm_is_the_hand_computed_iqm_of_the_test_returns(aggregate_plot, sweep):
@@ -126,9 +129,10 @@ def test_eval_curves_and_a_run_without_episodes_is_skipped_with_a_note(sweep, tm
     (empty / "episodes.csv").write_text("step,episode,return,length,wall_seconds\n")
     result = run_cli_in("plot", str(runs), "--metric", "eval", "--agents", "dqn", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert f"skipped {empty}: no finished episode yet" in result.stderr
+    assert "rlconf plot: left out 1 of 5 runs: 1 with no finished episode yet: dqn_just_started\n" in result.stderr
     out = runs / "plot.png"  # the default: beside the runs
-    assert png_shape(out) == tuple(round(x * DPI) for x in reversed(figure_size(envs=1, aggregate=False)))
+    size = figure_size(envs=1, aggregate=False, legend_rows=2)  # what is shaded, and dqn's line
+    assert png_shape(out) == tuple(round(x * DPI) for x in reversed(size))
     rows = read_rows(runs / "plot_curves.csv")
     assert {row["agent"] for row in rows} == {"dqn"}
     # evaluations at 500, 1000, 1500, 2000, and the final test joined to the last: no invented points between
@@ -137,6 +141,134 @@ def test_eval_curves_and_a_run_without_episodes_is_skipped_with_a_note(sweep, tm
     first = [float(next(r for r in table if r["step"] == "500")["mean"]) for table in seeds]
     assert float(rows[0]["mean"]) == pytest.approx(np.mean(first), rel=1e-5)
     assert rows[0]["seeds"] == "2"
+
+
+# -- a folder of mixed budgets, agents, envs and bandits ------------------------------------------------------
+MIXED_RUNS = [  # besides the module's sweep (dqn and vqn on CartPole, 2,000 steps, seeds 0 and 1)
+    ["-m", "agent=dqn", "env=classic/acrobot,classic/mountain_car", "seed=0,1", "steps=2000"],
+    ["agent=dqn", "env=classic/cartpole", "seed=0", "steps=3000"],  # a longer budget, sharing seed 0
+    ["agent=dqn", "env=classic/acrobot", "seed=0", "steps=600"],  # one episode: a curve of one point
+    ["-m", "agent=thompson", "env=bandit/bernoulli", "seed=0,1", "steps=500"],
+]
+
+
+@pytest.fixture(scope="module")
+def mixed(sweep, tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("mixed")
+    runs = root / "runs"
+    shutil.copytree(sweep, runs / sweep.name, ignore=shutil.ignore_patterns("checkpoint.pt"))
+    for args in MIXED_RUNS:
+        result = run_cli_in("run", *args, "test_episodes=2", "eval_every=0", "quiet=true", f"logdir={runs}", cwd=root)
+        assert result.returncode == 0, result.stderr
+    return runs
+
+
+@pytest.fixture(scope="module")
+def mixed_plot(mixed) -> tuple[subprocess.CompletedProcess, Path]:
+    out = mixed.parent / "figures" / "mixed.png"
+    result = run_cli_in("plot", str(mixed), "--aggregate", "--normalize", "none", "--out", str(out), cwd=mixed)
+    assert result.returncode == 0, result.stderr
+    return result, out
+
+
+def test_a_mixed_folder_draws_one_line_per_configuration_with_each_panels_metric(mixed, mixed_plot):
+    result, out = mixed_plot
+    rows = read_rows(out.with_name("mixed_curves.csv"))
+    lines = {(row["env"], row["config"], row["metric"]) for row in rows}
+    assert lines == {("classic/cartpole", "dqn steps=2000", "return"), ("classic/cartpole", "dqn steps=3000", "return"),
+                     ("classic/cartpole", "vqn steps=2000", "return"), ("classic/acrobot", "dqn steps=2000", "return"),
+                     ("classic/acrobot", "dqn steps=600", "return"),
+                     ("classic/mountain_car", "dqn steps=2000", "return"),
+                     ("bandit/bernoulli", "thompson steps=500", "regret")}
+    seeds = {(row["env"], row["config"]): max(int(r["seeds"]) for r in rows if (r["env"], r["config"]) ==
+                                              (row["env"], row["config"])) for row in rows}
+    assert seeds[("classic/cartpole", "dqn steps=2000")] == 2 and seeds[("classic/cartpole", "dqn steps=3000")] == 1
+    assert seeds[("classic/acrobot", "dqn steps=600")] == 1
+    # the 3,000-step run is its own line to its end; the 2,000-step line stops where its runs did
+    ends = {config: max(int(r["step"]) for r in rows if (r["env"], r["config"]) == ("classic/cartpole", config))
+            for config in ("dqn steps=2000", "dqn steps=3000")}
+    assert ends["dqn steps=2000"] <= 2000 < ends["dqn steps=3000"]
+    # the bandit panel draws the regret of pulls.csv, next to training returns elsewhere
+    regret = [r for r in rows if r["env"] == "bandit/bernoulli"]
+    finals = [json.loads((d / "summary.json").read_text())["cumulative_regret"]
+              for d in mixed.glob("sweep_*/thompson_*")]
+    assert int(regret[-1]["step"]) == 500 and float(regret[-1]["mean"]) == pytest.approx(np.mean(finals), rel=1e-4)
+    assert "rlconf plot: 12 runs (3 agents, 4 envs, 7 configurations)" in result.stdout
+    assert "left out" not in result.stderr
+
+
+def test_the_aggregate_median_of_real_runs_is_rliables(mixed, mixed_plot):
+    """rliable's aggregate_median: the median over envs of each env's mean score, by hand from summary.json."""
+    _, out = mixed_plot
+    rows = {(row["config"], row["statistic"]): row for row in read_rows(out.with_name("mixed_aggregate.csv"))}
+    tests: dict[str, list[float]] = {}
+    for summary_path in mixed.rglob("summary.json"):
+        summary = json.loads(summary_path.read_text())
+        if summary["agent"] == "dqn" and summary["steps"] == 2000:
+            tests.setdefault(summary["env"], []).append(summary["test_return_mean"])
+    assert sorted(tests) == ["classic/acrobot", "classic/cartpole", "classic/mountain_car"]
+    assert all(len(scores) == 2 for scores in tests.values())
+    by_hand = sorted(sum(scores) / len(scores) for scores in tests.values())[1]  # the middle of 3 means
+    median = rows[("dqn steps=2000", "median")]
+    assert float(median["value"]) == pytest.approx(by_hand, rel=1e-12)
+    assert (median["agent"], median["runs"], median["tasks"]) == ("dqn", "6", "3")
+    assert float(median["ci_low"]) <= float(median["value"]) <= float(median["ci_high"])
+
+
+def colour_pixels(figure) -> dict[tuple[str, str], int]:
+    """(panel title, line label) -> how many pixels inside the panel's axes have exactly that line's colour,
+    as the figure renders (its legend excluded)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(figure)
+    canvas.draw()
+    image = np.asarray(canvas.buffer_rgba())[..., :3].astype(int)
+    height = image.shape[0]
+    counts = {}
+    for ax in figure.get_axes():
+        legend = ax.get_legend()
+        if legend is None or not ax.get_title():
+            continue
+        box = ax.get_window_extent()
+        inside = image[height - int(box.y1):height - int(box.y0), int(box.x0):int(box.x1)]
+        mask = np.ones(inside.shape[:2], bool)
+        lbox = legend.get_window_extent()  # below the axes, but wherever it is, it does not count
+        rows = slice(max(0, int(box.y1 - lbox.y1)), max(0, int(box.y1 - lbox.y0)))
+        mask[rows, max(0, int(lbox.x0 - box.x0)):max(0, int(lbox.x1 - box.x0))] = False
+        for line in ax.get_lines():
+            colour = np.round(np.asarray(line.get_color()[:3]) * 255).astype(int)
+            exact = (np.abs(inside - colour) <= 1).all(axis=-1) & mask
+            counts[ax.get_title(), line.get_label()] = int(exact.sum())
+    return counts
+
+
+def test_no_line_hides_another_and_a_one_point_curve_is_drawn(sweep, tmp_path):
+    from rlconf.analysis.command import compute, parse
+    from rlconf.analysis.figure import draw
+
+    # Two configurations that never train (replay starts after the budget) play the same episodes: their
+    # curves are one curve. And a run of one episode has a curve of one point.
+    runs = tmp_path / "runs"
+    for args in (["-m", "agent=dqn", "agent.lr=0.001,0.01", "agent.replay_start_size=5000", "steps=1000"],
+                 ["agent=dqn", "agent.lr=0.001", "agent.replay_start_size=5000", "env=classic/acrobot", "steps=600"]):
+        result = run_cli_in("run", *args, "env=classic/cartpole" if "-m" in args else "seed=0", *FAST,
+                            f"logdir={runs}", cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+    computed = compute(parse([str(runs)]))
+    cartpole = next(panel for panel in computed.panels if panel.env == "classic/cartpole")
+    first, second = cartpole.bands
+    assert (first.label, second.label) == ("dqn agent.lr=0.001", "dqn agent.lr=0.01")
+    np.testing.assert_array_equal(first.mean, second.mean)  # on top of each other
+    acrobot = next(panel for panel in computed.panels if panel.env == "classic/acrobot")
+    assert len(acrobot.bands[0].steps) == 1
+    figure = draw(computed.panels, None, "t", 100)
+    counts = colour_pixels(figure)
+    assert len(counts) == 3 and all(count >= 20 for count in counts.values()), counts
+    # One seed each: nothing is shaded, and neither the legends nor the CSV say otherwise
+    assert [ax.get_legend().get_title().get_text() for ax in figure.get_axes()] == ["", ""]
+    result = run_cli_in("plot", str(runs), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert {row["spread"] for row in read_rows(runs / "plot_curves.csv")} == {"none (1 run)"}
 
 
 # -- the statistics by hand -------------------------------------------------------------------------------

@@ -6,8 +6,8 @@ Reading and statistics need numpy only; matplotlib is imported when a figure is 
 
 from rlconf.analysis.aggregate import AgentAggregate, Aggregate, aggregate, scores_by_env
 from rlconf.analysis.command import plot
-from rlconf.analysis.curves import CURVE_SOURCES, SPREADS, Band, Curve, CurveOptions, CurveSource, seed_bands
-from rlconf.analysis.runs import AnalysisError, Run, find_run_dirs, load_runs, select_runs
+from rlconf.analysis.curves import CURVE_SOURCES, SPREADS, Band, Curve, CurveOptions, CurveSource, Panel, panels
+from rlconf.analysis.runs import AnalysisError, Run, find_run_dirs, label_runs, load_runs, select_runs
 from rlconf.analysis.stats import (
     STATISTICS,
     Estimate,
@@ -21,7 +21,7 @@ from rlconf.analysis.stats import (
 
 __all__ = [
     "CURVE_SOURCES", "SPREADS", "STATISTICS", "Aggregate", "AgentAggregate", "AnalysisError", "Band", "Curve",
-    "CurveOptions", "CurveSource", "Estimate", "Profile", "Run", "aggregate", "find_run_dirs", "interquartile_mean",
-    "interval_estimates", "load_runs", "minmax_normalize", "performance_profile", "plot", "scores_by_env",
-    "seed_bands", "select_runs", "stratified_resamples",
+    "CurveOptions", "CurveSource", "Estimate", "Panel", "Profile", "Run", "aggregate", "find_run_dirs",
+    "interquartile_mean", "interval_estimates", "label_runs", "load_runs", "minmax_normalize", "panels",
+    "performance_profile", "plot", "scores_by_env", "select_runs", "stratified_resamples",
 ]

@@ -1,9 +1,9 @@
-"""Per agent: its runs' final scores pooled over envs, their IQM, median and mean with stratified-bootstrap
-intervals, and its performance profile.
+"""Per configuration (an agent, and the settings its runs differ in: ``Run.label``): its runs' final scores
+over envs, their IQM, median and mean with stratified-bootstrap intervals, and its performance profile.
 
 A run's score is ``Run.score``: the final test return, or the mean of its last 10% of training episodes when
-it has no test. Envs are the tasks the bootstrap stratifies by. Each agent's resamples come from a generator
-seeded by ``seed`` and the agent's name, so an agent's intervals do not change when others join the plot.
+it has no test. Envs are the tasks the bootstrap stratifies by. Each configuration's resamples come from a
+generator seeded by ``seed`` and its label, so its intervals do not change when others join the plot.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ SCORE_LABELS = {"none": "test return", "minmax": "score (min-max normalised per 
 @dataclass
 class AgentAggregate:
     agent: str
+    label: str  # the configuration
     runs: int
     tasks: int
     estimates: dict[str, Estimate]
@@ -48,10 +49,10 @@ class Aggregate:
 
 
 def scores_by_env(runs: list[Run]) -> dict[str, dict[str, np.ndarray]]:
-    """env -> agent -> the scores of its runs."""
+    """env -> configuration (label) -> the scores of its runs."""
     table: dict[str, dict[str, list[float]]] = {}
     for run in runs:
-        table.setdefault(run.env, {}).setdefault(run.agent, []).append(run.score)
+        table.setdefault(run.env, {}).setdefault(run.label or run.agent, []).append(run.score)
     return {env: {agent: np.asarray(s) for agent, s in by_agent.items()} for env, by_agent in table.items()}
 
 
@@ -66,10 +67,11 @@ def aggregate(runs: list[Run], normalize: str, reps: int, seed: int) -> Aggregat
         scores = minmax_normalize(scores)
     taus = tau_grid(np.concatenate([s for by_agent in scores.values() for s in by_agent.values()]))
     agents = []
-    for agent in sorted({run.agent for run in runs}):
-        by_task = [scores[env][agent] for env in sorted(scores) if agent in scores[env]]
-        resamples = stratified_resamples(by_task, reps, agent_rng(seed, agent))
-        agents.append(AgentAggregate(agent, sum(len(t) for t in by_task), len(by_task),
+    agent_of = {run.label or run.agent: run.agent for run in runs}
+    for label in sorted(agent_of):
+        by_task = [scores[env][label] for env in sorted(scores) if label in scores[env]]
+        resamples = stratified_resamples(by_task, reps, agent_rng(seed, label))
+        agents.append(AgentAggregate(agent_of[label], label, sum(len(t) for t in by_task), len(by_task),
                                      interval_estimates(by_task, resamples),
                                      performance_profile(by_task, resamples, taus)))
     return Aggregate(normalize, reps, agents)

@@ -1,20 +1,24 @@
 """``rlconf plot RUNS_DIR``: learning curves of every run below a folder, and with ``--aggregate`` the
 statistics that compare agents across seeds and envs, as one PNG and the CSV files of its numbers.
 
+Runs are drawn and compared per configuration (``runs.label_runs``: an agent and the settings its runs
+differ in), never pooled across budgets or hyperparameters; each env's panel draws its own metric.
+
 Everything the user gave is checked before anything is computed or written; a problem is an
-``AnalysisError`` (one line, exit status 2 from the CLI). Notes about runs left out go to stderr.
+``AnalysisError`` (one line, exit status 2 from the CLI). What was left out, and why, is one line on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rlconf.analysis.aggregate import Aggregate, aggregate
-from rlconf.analysis.curves import CURVE_SOURCES, SPREADS, Band, CurveOptions, default_metric, seed_bands
+from rlconf.analysis.curves import CURVE_SOURCES, SPREADS, Band, CurveOptions, Panel, panels
 from rlconf.analysis.figure import draw, require_matplotlib, save_png
-from rlconf.analysis.runs import AnalysisError, Run, load_runs, select_runs
+from rlconf.analysis.runs import AnalysisError, Run, label_runs, left_out_line, load_runs, select_runs
 from rlconf.analysis.stats import NORMALIZATIONS, resolve_normalization
 from rlconf.analysis.tables import (
     AGGREGATE_FIELDS,
@@ -69,9 +73,10 @@ def name_list(text: str) -> list[str]:
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="rlconf plot", allow_abbrev=False, usage=USAGE,
                      description="Plot the learning curves of the runs below RUNS_DIR (one panel per env, one "
-                                 "line per agent, a band across seeds) and, with --aggregate, compare agents' "
-                                 "final scores: IQM, median and mean with stratified-bootstrap 95% intervals, "
-                                 "and performance profiles.")
+                                 "line per configuration: an agent and the settings its runs differ in, a band "
+                                 "across seeds) and, with --aggregate, compare configurations' final scores: "
+                                 "IQM, median (of per-env means) and mean with stratified-bootstrap 95% "
+                                 "intervals, and performance profiles.")
     add = parser.add_argument
     add("runs_dir", metavar="RUNS_DIR", type=Path, help="a folder with run directories at any depth")
     add("--out", type=Path, metavar="FILE.png",
@@ -79,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--aggregate", action="store_true", help="add IQM, median, mean and performance profiles of final scores")
     add("--metric", metavar="|".join(CURVE_SOURCES),
         help="training returns, greedy evaluations (evaluations.csv), or for bandits cumulative regret and "
-             "the best-arm rate (pulls.csv); default: regret when every run is a bandit's, else return")
+             "the best-arm rate (pulls.csv), in every panel; default: per env, regret for a bandit's, else return")
     add("--window", type=positive_int, default=100, metavar="N",
         help="episodes (bandits: rows of pulls.csv) in the rolling means of returns and rates (default 100)")
     add("--spread", default="std", metavar="|".join(SPREADS),
@@ -131,17 +136,52 @@ def untested_note(runs: list[Run]) -> str | None:
 def design_notes(runs: list[Run]) -> list[str]:
     """What a reader of the aggregate should know about how the runs were laid out."""
     notes = []
-    envs_of = {agent: {r.env for r in runs if r.agent == agent} for agent in {r.agent for r in runs}}
+    envs_of = {label: {r.env for r in runs if r.label == label} for label in {r.label for r in runs}}
     if len({frozenset(envs) for envs in envs_of.values()}) > 1:
-        notes.append("the agents were not all run on the same envs: their aggregates pool different tasks "
-                     "(see the tasks column)")
+        notes.append("the configurations were not all run on the same envs: their aggregates pool different "
+                     "tasks (see the tasks column)")
     seen: dict[tuple[str, str, int], int] = {}
     for run in runs:
-        seen[run.env, run.agent, run.seed] = seen.get((run.env, run.agent, run.seed), 0) + 1
-    for (env, agent, seed), count in sorted(seen.items()):
+        seen[run.env, run.label, run.seed] = seen.get((run.env, run.label, run.seed), 0) + 1
+    for (env, label, seed), count in sorted(seen.items()):
         if count > 1:
-            notes.append(f"{count} runs of {agent} on {env} have seed {seed}: each counts as a run")
+            notes.append(f"{count} runs of {label} on {env} have seed {seed}: each counts as a run")
     return notes
+
+
+@dataclass
+class Plot:
+    """What ``rlconf plot`` computed: the runs drawn, the panels, the aggregate, and what it left out."""
+
+    runs: list[Run]
+    panels: list[Panel]
+    aggregate: Aggregate | None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def bands(self) -> list[Band]:
+        return [band for panel in self.panels for band in panel.bands]
+
+
+def compute(args: argparse.Namespace) -> Plot:
+    """Read, group and reduce the runs of ``args`` (as ``parse`` returns them); nothing is drawn or written."""
+    left_out: dict[str, list[Path]] = {}
+    runs, directories = load_runs(args.runs_dir, left_out)
+    runs = select_runs(runs, args.agents, args.envs)
+    label_runs(runs)
+    drawn = panels(runs, args.metric, CurveOptions(window=args.window), args.spread, args.reps, args.seed, left_out)
+    if not drawn:
+        metric = f"a {args.metric} curve ({CURVE_SOURCES[args.metric].missing})" if args.metric else "a curve"
+        raise AnalysisError(f"{args.runs_dir}: no run has {metric}")
+    skipped = {path for paths in left_out.values() for path in paths}
+    runs = [run for run in runs if run.path not in skipped]  # those drawn
+    notes = [left_out_line(left_out, directories, args.runs_dir) or ""]
+    result = None
+    if args.aggregate:
+        normalize = resolve_normalization(args.normalize, len({run.env for run in runs}))
+        result = aggregate(runs, normalize, args.reps, args.seed)
+        notes += [untested_note(runs) or "", *design_notes(runs)]
+    return Plot(runs, drawn, result, [note for note in notes if note])
 
 
 def write_outputs(out: Path, figure, bands: list[Band], result: Aggregate | None) -> list[Path]:
@@ -161,28 +201,18 @@ def plot(argv: list[str]) -> int:
     """The whole command; returns the exit status."""
     args = parse(argv)
     require_matplotlib()
-    notes: list[str] = []
-    runs = select_runs(load_runs(args.runs_dir, notes), args.agents, args.envs)
-    source = CURVE_SOURCES[args.metric or default_metric(runs)]
-    bands = seed_bands(runs, source, CurveOptions(window=args.window), args.spread, args.reps, args.seed, notes)
-    if not bands:
-        raise AnalysisError(f"{args.runs_dir}: no run has a {source.name} curve ({source.missing})")
-    result = None
-    if args.aggregate:
-        normalize = resolve_normalization(args.normalize, len({run.env for run in runs}))
-        result = aggregate(runs, normalize, args.reps, args.seed)
-        notes += [untested_note(runs) or "", *design_notes(runs)]
-    for text in filter(None, notes):
+    result = compute(args)
+    for text in result.notes:
         note(text)
-
+    runs = result.runs
     title = args.title or f"{args.runs_dir.resolve().name}: {_count(len(runs), 'run')}"
-    figure = draw(bands, result, title, source.label.format(window=args.window))
+    figure = draw(result.panels, result.aggregate, title, args.window)
     try:
-        written = write_outputs(args.out, figure, bands, result)
+        written = write_outputs(args.out, figure, result.bands, result.aggregate)
     except OSError as error:
         raise AnalysisError(f"cannot write {error.filename or args.out}: {error.strerror or error}") from None
-    agents, envs = len({r.agent for r in runs}), len({r.env for r in runs})
-    counts = ", ".join(_count(n, what) for n, what in ((agents, "agent"), (envs, "env")))
+    counts = ", ".join(_count(len({key(r) for r in runs}), what) for key, what in (
+        (lambda r: r.agent, "agent"), (lambda r: r.env, "env"), (lambda r: (r.env, r.label), "configuration")))
     print(f"rlconf plot: {_count(len(runs), 'run')} ({counts}) "
           f"-> {', '.join(map(str, written))}")
     return 0

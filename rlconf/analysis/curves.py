@@ -1,9 +1,13 @@
-"""Learning curves: one per run from a named source, then per (env, agent) a mean and a band across seeds.
+"""Learning curves: one per run from a named source, then per env a panel with, per configuration, a mean
+and a band across seeds.
 
 The sources are a table (``CURVE_SOURCES``): a metric is a name, an axis label and a function that reads
-a run's curve, so a new one (a bandit's regret from pulls.csv) is one entry and no change elsewhere.
-Seeds rarely log at the same steps, so every seed's curve is interpolated onto a common grid of env steps
-per env; a seed counts only within the steps it has reached, and each point says how many seeds it holds.
+a run's curve, so a new one (a bandit's regret from pulls.csv) is one entry and no change elsewhere. Each
+panel has its own metric: the one asked for, or its env's default (regret for bandits, training returns for
+the others). A configuration is the runs of one env with one label (``runs.label_runs``): the same settings,
+seeds apart. Seeds rarely log at the same steps, so every seed's curve is interpolated onto a grid of env
+steps of its configuration; a seed counts only within the steps it has reached, and each point says how many
+seeds it holds.
 """
 
 from __future__ import annotations
@@ -104,7 +108,7 @@ CURVE_SOURCES: dict[str, CurveSource] = {
 
 
 def default_metric(runs: list[Run]) -> str:
-    """What ``rlconf plot`` draws unless told: regret when every run is a bandit's, else training returns."""
+    """What ``rlconf plot`` draws for an env's runs unless told: regret for a bandit's, else training returns."""
     return "regret" if runs and all(run.bandit for run in runs) else "return"
 
 
@@ -136,20 +140,48 @@ SPREADS: dict[str, tuple[str, Callable[..., tuple[np.ndarray, np.ndarray]]]] = {
     "minmax": ("min to max across seeds", spread_minmax),
     "ci": (f"{CONFIDENCE:.0%} bootstrap CI of the mean", spread_bootstrap),
 }
+NO_SPREAD = "none (1 run)"  # a point of one run has no band, whatever --spread asks
 
 
 @dataclass
 class Band:
-    """The curves of one agent on one env across its seeds, on the env's grid of steps."""
+    """The curves of one configuration on one env across its seeds."""
 
     env: str
     agent: str
+    label: str  # the configuration (``Run.label``)
+    metric: str
     steps: np.ndarray
     mean: np.ndarray
     lower: np.ndarray
     upper: np.ndarray
-    seeds: np.ndarray  # how many seeds each point averages
+    seeds: np.ndarray  # how many runs each point averages
     spread: str
+    runs: int
+    distinct_seeds: int
+
+    @property
+    def shaded(self) -> bool:
+        """Whether any point has a band: one averaging two runs or more."""
+        return bool((self.seeds > 1).any())
+
+    def point_spread(self, i: int) -> str:
+        return self.spread if self.seeds[i] > 1 else NO_SPREAD
+
+    @property
+    def count(self) -> str:
+        """``3 seeds``, ``1 seed``, or ``4 runs, 3 seeds`` when runs share a seed."""
+        seeds = f"{self.distinct_seeds} seed{'s' * (self.distinct_seeds != 1)}"
+        return seeds if self.runs == self.distinct_seeds else f"{self.runs} runs, {seeds}"
+
+
+@dataclass
+class Panel:
+    """One env: its metric and a band per configuration, by label."""
+
+    env: str
+    source: CurveSource
+    bands: list[Band]
 
 
 def step_grid(curves: list[Curve], points: int = GRID_POINTS) -> np.ndarray:
@@ -170,30 +202,37 @@ def on_grid(curve: Curve, grid: np.ndarray) -> np.ndarray:
     return values
 
 
-def seed_band(env: str, agent: str, curves: list[Curve], grid: np.ndarray, spread: str, reps: int,
+def seed_band(runs: list[Run], curves: list[Curve], metric: str, spread: str, reps: int,
               rng: np.random.Generator) -> Band:
+    grid = step_grid(curves)
     values = np.stack([on_grid(curve, grid) for curve in curves])
     seeds = (~np.isnan(values)).sum(axis=0)
     covered = seeds > 0  # a gap between seeds' ranges holds no one
     values, grid, seeds = values[:, covered], grid[covered], seeds[covered]
     lower, upper = SPREADS[spread][1](values, reps, rng)
-    return Band(env, agent, grid, np.nanmean(values, axis=0), lower, upper, seeds, SPREADS[spread][0])
+    first = runs[0]
+    return Band(first.env, first.agent, first.label, metric, grid, np.nanmean(values, axis=0), lower, upper, seeds,
+                SPREADS[spread][0], len(runs), len({run.seed for run in runs}))
 
 
-def seed_bands(runs: list[Run], source: CurveSource, options: CurveOptions, spread: str, reps: int, seed: int,
-               notes: list[str]) -> list[Band]:
-    """One band per (env, agent), envs and agents sorted by name; runs without this curve are noted."""
-    curves: dict[str, dict[str, list[Curve]]] = {}
-    for run in runs:
-        curve = source.read(run, options)
-        if curve is None:
-            notes.append(f"no {source.name} curve for {run.path}: {source.missing}")
-            continue
-        curves.setdefault(run.env, {}).setdefault(run.agent, []).append(curve)
+def panels(runs: list[Run], metric: str | None, options: CurveOptions, spread: str, reps: int, seed: int,
+           left_out: dict[str, list]) -> list[Panel]:
+    """One panel per env with a curve (envs sorted by name), its bands by label; ``metric`` None: each env's
+    default. Runs without the panel's curve are added to ``left_out`` under the reason."""
     rng = np.random.default_rng(seed)
-    bands = []
-    for env in sorted(curves):
-        grid = step_grid([c for agent_curves in curves[env].values() for c in agent_curves])
-        for agent in sorted(curves[env]):
-            bands.append(seed_band(env, agent, curves[env][agent], grid, spread, reps, rng))
-    return bands
+    out = []
+    for env in sorted({run.env for run in runs}):
+        env_runs = [run for run in runs if run.env == env]
+        source = CURVE_SOURCES[metric or default_metric(env_runs)]
+        groups: dict[str, list[tuple[Run, Curve]]] = {}
+        for run in env_runs:
+            curve = source.read(run, options)
+            if curve is None:
+                left_out.setdefault(f"with no {source.name} curve, {source.missing}", []).append(run.path)
+            else:
+                groups.setdefault(run.label, []).append((run, curve))
+        bands = [seed_band([run for run, _ in group], [curve for _, curve in group], source.name, spread, reps, rng)
+                 for _, group in sorted(groups.items())]
+        if bands:
+            out.append(Panel(env, source, bands))
+    return out

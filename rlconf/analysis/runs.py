@@ -1,8 +1,14 @@
-"""Finding run directories below a folder and reading what each one is (agent, env, seed) and scored.
+"""Finding run directories below a folder and reading what each one is (agent, env, seed, configuration)
+and scored.
 
 A run directory is any folder with ``config.yaml`` and ``episodes.csv`` (what ``rlconf run`` writes as
 it starts), at any depth: a folder of single runs, one sweep, or a folder of sweeps all read the same way.
 Nothing here imports matplotlib or torch: ``rlconf plot`` checks its input before it draws.
+
+Runs are pooled across seeds only when their whole configuration is the same: ``Run.settings`` is the
+resolved config.yaml, flattened (``agent.lr``, ``steps``), less the seed and what does not change what is
+learned (``RECORD_KEYS``, and the keys that only place a run). ``label_runs`` names each configuration by its
+agent and the settings that differ between runs of one agent on one env (``dqn steps=4000``).
 """
 
 from __future__ import annotations
@@ -16,9 +22,14 @@ from typing import Any
 
 import numpy as np
 
-from rlconf.experiments.rundir import read_json
+from rlconf.experiments.rundir import is_placement, read_json
 
 RUN_FILES = ("config.yaml", "episodes.csv")
+# Keys of config.yaml that say what is recorded or how often, not what is learned: runs that differ only in
+# these are one configuration (with the seed and the keys that place a run: logdir, launcher, threads ...).
+RECORD_KEYS = ("seed", "agent.name", "env.name", "family", "logger", "verbose", "plugins", "checkpoint",
+               "checkpoint_every", "eval_every", "eval_episodes", "test_episodes", "hardware.device",
+               "hardware.gpus_per_run")
 FINAL_FRACTION = 0.1  # without a test, a run's score is the mean return of its last 10% of training episodes
 #                       (a bandit's: the mean reward of its last 10% of pulls.csv's rows)
 
@@ -40,6 +51,8 @@ class Run:
     episode_returns: np.ndarray
     summary: dict[str, Any] | None = field(default=None, repr=False)
     pulls: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    settings: dict[str, str] = field(default_factory=dict, repr=False)  # what it was configured to learn with
+    label: str = ""  # its configuration's name in the figure and the CSV files (``label_runs``)
 
     @property
     def bandit(self) -> bool:
@@ -93,18 +106,47 @@ def read_table(path: Path) -> dict[str, np.ndarray]:
     return {name: values[:, i] for i, name in enumerate(header)}
 
 
-def read_identity(run_dir: Path) -> tuple[str, str, int]:
-    """(agent, env, seed) from the run's resolved config.yaml."""
+def read_identity(run_dir: Path) -> tuple[str, str, int, dict[str, str]]:
+    """(agent, env, seed, settings) from the run's resolved config.yaml."""
     from rlconf.config import ConfigError
     from rlconf.experiments.saved import read_config
 
     try:
         config = read_config(run_dir / "config.yaml")  # data only: nothing resolved or imported
-        return str(config["agent"]["name"]), str(config["env"]["name"]), int(config["seed"])
+        identity = str(config["agent"]["name"]), str(config["env"]["name"]), int(config["seed"])
     except ConfigError as error:
         raise AnalysisError(str(error)) from None
     except Exception as error:  # a config.yaml that is not rlconf's
         raise AnalysisError(f"{run_dir / 'config.yaml'}: no agent.name, env.name and seed ({error})") from None
+    settings = {key: value for key, value in flatten(config).items() if not ignored(key)}
+    return (*identity, settings)
+
+
+def ignored(key: str) -> bool:
+    """Whether two runs that differ in ``key`` are still one configuration."""
+    return is_placement(key) or any(key == k or key.startswith(k + ".") for k in RECORD_KEYS)
+
+
+def flatten(node: Any, prefix: str = "") -> dict[str, str]:
+    """A config as dotted key -> the value as a command line would write it (``agent.hidden=[64,64]``)."""
+    if isinstance(node, dict) and node:
+        out = {}
+        for key, value in node.items():
+            out.update(flatten(value, f"{prefix}{key}."))
+        return out
+    return {prefix[:-1]: override_value(node)}
+
+
+def override_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(override_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{}"
+    return str(value)
 
 
 def load_run(run_dir: Path) -> Run | None:
@@ -113,14 +155,60 @@ def load_run(run_dir: Path) -> Run | None:
     pulls = read_table(run_dir / "pulls.csv")
     if len(episodes.get("return", ())) == 0 and len(pulls.get("regret", ())) == 0:
         return None
-    agent, env, seed = read_identity(run_dir)
+    agent, env, seed, settings = read_identity(run_dir)
     nothing = np.zeros(0)
     return Run(run_dir, agent, env, seed, episodes.get("step", nothing), episodes.get("return", nothing),
-               read_json(run_dir / "summary.json"), pulls)
+               read_json(run_dir / "summary.json"), pulls, settings)
 
 
-def load_runs(root: Path, notes: list[str]) -> list[Run]:
-    """The runs below ``root`` that have data; each one skipped adds a line to ``notes``."""
+def label_keys(runs: list[Run]) -> list[str]:
+    """The settings that differ between runs of one agent on one env (shortest keys first): they, with the
+    agent, tell the configurations apart. A setting that differs only between agents (a preset's network, an
+    agent's own hyperparameters) is the agent's and is not repeated."""
+    by_agent_env: dict[tuple[str, str], list[dict[str, str]]] = {}
+    for run in runs:
+        by_agent_env.setdefault((run.agent, run.env), []).append(run.settings)
+    keys = set()
+    for settings in by_agent_env.values():
+        for key in set().union(*settings):
+            if len({one.get(key) for one in settings}) > 1:
+                keys.add(key)
+    return sorted(keys, key=lambda key: (key.count("."), key))
+
+
+def label_runs(runs: list[Run]) -> list[str]:
+    """Set each run's ``label``: its agent, then ``key=value`` for each of ``label_keys`` it has. Runs of
+    one env with one label are one configuration (the same settings, seeds apart). Returns the keys."""
+    keys = label_keys(runs)
+    for run in runs:
+        run.label = " ".join([run.agent, *(f"{key}={run.settings[key]}" for key in keys if key in run.settings)])
+    return keys
+
+
+def relative(path: Path, root: Path) -> str:
+    """``path`` as it reads below ``root`` (all of it when it is not below)."""
+    try:
+        return path.relative_to(root).as_posix() or path.name
+    except ValueError:
+        return str(path)
+
+
+def left_out_line(left_out: dict[str, list[Path]], total: int, root: Path, shown: int = 3) -> str | None:
+    """One line: how many runs were left out, and for each reason which (the first ``shown`` of them)."""
+    count = sum(len(paths) for paths in left_out.values())
+    if not count:
+        return None
+    parts = []
+    for reason, paths in left_out.items():
+        names = ", ".join(relative(path, root) for path in paths[:shown])
+        more = f" and {len(paths) - shown} more" if len(paths) > shown else ""
+        parts.append(f"{len(paths)} {reason}: {names}{more}")
+    return f"left out {count} of {total} runs: {'; '.join(parts)}"
+
+
+def load_runs(root: Path, left_out: dict[str, list[Path]]) -> tuple[list[Run], int]:
+    """The runs below ``root`` that have data, and how many run directories there are; each one left out is
+    added to ``left_out`` under its reason."""
     if not root.exists():
         raise AnalysisError(f"{root}: no such directory")
     if not root.is_dir():
@@ -134,15 +222,18 @@ def load_runs(root: Path, notes: list[str]) -> list[Run]:
         try:
             run = load_run(run_dir)
         except AnalysisError as error:  # one unreadable folder does not hide the others
-            notes.append(f"skipped {error}")
+            text = str(error).replace(f"{run_dir}/", "").replace(str(run_dir), "run directory")
+            left_out.setdefault(f"unreadable, {text}", []).append(run_dir)
             continue
         if run is None:
-            notes.append(f"skipped {run_dir}: no finished episode yet")
+            reason = ("that finished without a training episode (the budget ended before any episode did)"
+                      if (run_dir / "summary.json").is_file() else "with no finished episode yet")
+            left_out.setdefault(reason, []).append(run_dir)
         else:
             runs.append(run)
     if not runs:
         raise AnalysisError(f"{root}: none of its {len(dirs)} run directories has a finished episode to plot")
-    return runs
+    return runs, len(dirs)
 
 
 def select_runs(runs: list[Run], agents: list[str] | None, envs: list[str] | None) -> list[Run]:
