@@ -175,7 +175,7 @@ def cmd_run(args: list[str]) -> int:
         raise UsageError(f"--cfg {cfg_mode} prints one run's config: leave out -m and give each swept key one value")
     check_typed(overrides)
     overrides = with_resume(overrides, multirun)
-    precheck(overrides, config_dirs, multirun)
+    overrides = precheck(overrides, config_dirs, multirun)
     return launch(overrides, config_dirs, multirun, cfg_mode)
 
 
@@ -304,8 +304,9 @@ def _take_config_dirs(args: list[str]) -> list[str]:
     return dirs
 
 
-def precheck(overrides: list[str], config_dirs: list[str], multirun: bool) -> None:
-    """Compose and validate every value a sweep will use, so bad input fails before anything runs."""
+def precheck(overrides: list[str], config_dirs: list[str], multirun: bool) -> list[str]:
+    """Compose and validate every value a sweep will use, so bad input fails before anything runs. Returns the
+    overrides to launch with: as given, but for whole numbers written as floats (``whole_numbers``)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     try:
@@ -359,7 +360,7 @@ def precheck(overrides: list[str], config_dirs: list[str], multirun: bool) -> No
     # Every value of every sweep is composed once, the other sweeps at their first value: linear, not
     # the whole product, and still every value is checked.
     base = {key: f"{prefix}{key}={values[0]}" for key, (prefix, values) in sweeps.items()}
-    hydra_cfg = check_composition([*fixed, *base.values()], config_dirs)
+    hydra_cfg, settings = check_composition([*fixed, *base.values()], config_dirs)
     if multirun:
         check_launcher(hydra_cfg)
         sweeper = str(hydra_cfg.hydra.sweeper.get("_target_", ""))
@@ -375,6 +376,34 @@ def precheck(overrides: list[str], config_dirs: list[str], multirun: bool) -> No
     for key, (prefix, values) in sweeps.items():
         for value in values[1:]:
             check_composition([*fixed, *{**base, key: f"{prefix}{key}={value}"}.values()], config_dirs)
+    return whole_numbers(parsed, settings)
+
+
+def whole_numbers(parsed: list, settings) -> list[str]:
+    """The overrides as typed, but where an integer key is given a whole number as a float (``steps=1e5``,
+    ``seed=1e1,2e1``): there Hydra is given the integer (``steps=100000``), so that the run's config.yaml, the
+    launchers (``${hardware.gpus_per_run}``) and the sweepers see what the check made of it."""
+    from hydra.core.override_parser.types import ChoiceSweep
+
+    from rlconf.config import typed_value, whole
+
+    lines = []
+    for override in parsed:
+        key, value, line = override.get_key_element(), override.value(), override.input_line
+        typed = typed_value(settings, key) if not key.startswith("hydra") else None
+        prefix = _override_prefixes()[override.type]
+        if isinstance(typed, int) and not isinstance(typed, bool):
+            if isinstance(value, float) and value.is_integer():
+                line = f"{prefix}{key}={int(value)}"
+            elif isinstance(value, ChoiceSweep) and all(type(v) in (int, float) for v in value.list) and not (
+                    value.tags or value.shuffle):
+                values = ",".join(str(whole(v)) for v in value.list)
+                line = f"{prefix}{key}={values if value.simple_form else f'choice({values})'}"
+        elif (isinstance(typed, list) and typed and all(type(v) is int for v in typed) and isinstance(value, list)
+              and all(type(v) in (int, float) for v in value)):  # approximation.hidden=[64.0,64]
+            line = f"{prefix}{key}=[{','.join(str(whole(v)) for v in value)}]"
+        lines.append(line)
+    return lines
 
 
 def _is_interval(override) -> bool:
@@ -446,7 +475,8 @@ def compose(overrides: list[str], config_dirs: list[str], hydra_config: bool = F
 
 
 def check_composition(overrides: list[str], config_dirs: list[str]):
-    """Compose and validate; returns the composed config with its ``hydra`` node (for the launcher's checks)."""
+    """Compose and validate; returns the composed config with its ``hydra`` node (for the launcher's checks)
+    and the checked settings."""
     from omegaconf import OmegaConf, open_dict
 
     from rlconf.config import ConfigError, validate
@@ -467,7 +497,7 @@ def check_composition(overrides: list[str], config_dirs: list[str]):
             check_resumable(check_resume_dir(settings.run.resume), OmegaConf.to_container(job, resolve=True))
     except ConfigError as error:
         raise UsageError(str(error)) from None
-    return cfg
+    return cfg, settings
 
 
 def _hydra_message(error: Exception, overrides: list[str], config_dirs: list[str]) -> str:
@@ -542,6 +572,9 @@ def launch(overrides: list[str], config_dirs: list[str], multirun: bool, cfg_mod
         from hydra.core.hydra_config import HydraConfig
         from hydra.types import RunMode
 
+        from rlconf.experiments.progress import announce
+
+        announce(cfg)  # a first line before torch is imported: seconds, not a blank screen
         from rlconf.config import ConfigError
         from rlconf.experiments.experiment import RunFailed
         from rlconf.experiments.run import run

@@ -13,6 +13,8 @@ import importlib.util
 import math
 import os
 import re
+import types
+import typing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -161,7 +163,7 @@ def check_logger(node: Any) -> LoggerSettings:
     node = OmegaConf.create(node) if not isinstance(node, DictConfig) else node
     names = registry.names("logger")
     counts = ("debug_every", "scalars_every", "pulls_every")
-    own = {k: node[k] for k in counts if k in node}
+    own = {k: whole(node[k]) for k in counts if k in node}
     for key in node:
         if key not in own and key not in names:
             allowed = [*(f"logger.{k}" for k in counts), *(f"logger.{n}" for n in names)]
@@ -252,6 +254,12 @@ def check(schema: type, node: Any, prefix: str = "", see: str = "", known: set[s
             raise ConfigError(registry.unknown_message("key", f"{prefix}{key}", [prefix + a for a in allowed], see,
                                                        known))
     try:
+        node = OmegaConf.to_container(node, resolve=True)
+    except OmegaConfBaseException:  # an interpolation that does not resolve here: the merge below says which
+        pass
+    else:
+        node = whole_numbers(schema, node)
+    try:
         merged = OmegaConf.merge(OmegaConf.structured(schema), node)
         settings = OmegaConf.to_object(merged)
     except ConfigError:
@@ -263,6 +271,50 @@ def check(schema: type, node: Any, prefix: str = "", see: str = "", known: set[s
         raise ConfigError(f"{key}={value}: {expected}") from None
     check_finite_numbers(settings, prefix)
     return settings
+
+
+def whole_numbers(schema: type, values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` with each float that is a whole number (``steps=1e5``, ``100000.0``) under a key ``schema``
+    types as an integer (``int``, ``int | None``, ``list[int]``, nested settings too) made that integer: the
+    command line reads 1e5 as a float. 1.5 stays a float, which the schema refuses as before."""
+    hints = typing.get_type_hints(schema)
+    values = dict(values)
+    for f in dataclasses.fields(schema):
+        if f.name not in values:
+            continue
+        kind, value = hints.get(f.name), values[f.name]
+        if _integer_type(kind):
+            values[f.name] = whole(value)
+        elif typing.get_origin(kind) is list and _integer_type(typing.get_args(kind)[0]) and isinstance(value, list):
+            values[f.name] = [whole(item) for item in value]
+        elif dataclasses.is_dataclass(kind) and isinstance(value, dict):
+            values[f.name] = whole_numbers(kind, value)
+    return values
+
+
+def typed_value(settings: Settings, key: str) -> Any:
+    """The checked value of the config key ``key`` (dotted: ``steps``, ``agent.batch_size``) in ``settings``;
+    None where it has none."""
+    parts = key.split(".")
+    node: Any = getattr(settings, parts[0], None) if parts[0] in TOP_LEVEL_GROUPS else settings.run
+    for part in parts[1:] if parts[0] in TOP_LEVEL_GROUPS else parts:
+        if isinstance(node, dict):
+            node = node.get(part)
+        elif isinstance(node, LoggerSettings) and part in node.backends:
+            node = node.backends[part]
+        else:
+            node = getattr(node, part, None)
+    return node
+
+
+def whole(value: Any) -> Any:
+    """A float that is a whole number as that int (1e5 -> 100000); anything else as it is."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def _integer_type(kind: Any) -> bool:
+    return kind is int or (typing.get_origin(kind) in (typing.Union, types.UnionType)
+                           and int in typing.get_args(kind) and set(typing.get_args(kind)) <= {int, type(None)})
 
 
 def config_keys(node: Any, prefix: str = "") -> set[str]:

@@ -173,6 +173,22 @@ def test_cfg_job_prints_the_composed_config_and_runs_nothing(run_cli, workdir, t
     assert list(workdir.iterdir()) == []
 
 
+def test_whole_numbers_written_as_floats_are_integers(run_cli, workdir):
+    """``steps=1e5`` (Hydra reads a float) is the integer 100000 for an integer key, and Hydra is given the
+    integer, so the config printed (and a run's config.yaml) holds it; 1.5 is still refused in one line."""
+    result = run_cli("run", *CARTPOLE, "steps=1e5", "hardware.n_envs=4.0", "agent.batch_size=3.2e1",
+                     "env.max_episode_steps=2e2", "approximation.hidden=[32.0,32]", "agent.lr=1e-3", "--cfg", "job",
+                     cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    config = OmegaConf.create(result.stdout)
+    typed = (config.steps, config.hardware.n_envs, config.agent.batch_size, config.env.max_episode_steps)
+    assert typed == (100000, 4, 32, 200) and all(type(v) is int for v in typed), typed
+    assert list(config.approximation.hidden) == [32, 32] and type(config.approximation.hidden[0]) is int
+    assert type(config.agent.lr) is float
+    line = one_error_line(run_cli("run", *CARTPOLE, "steps=1.5", cwd=workdir))
+    assert "steps=1.5" in line and "int" in line
+
+
 def test_run_help_lists_groups(run_cli, workdir):
     result = run_cli("run", "--help", cwd=workdir)
     assert result.returncode == 0, result.stderr

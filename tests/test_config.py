@@ -116,3 +116,16 @@ def test_every_key_alias_suggests_a_key_that_exists():
         for key in meant:
             assert (key in keys) if "." in key else (key in leaves), (habit, key)
         assert habit not in meant, habit
+
+
+def test_whole_numbers_written_as_floats_are_accepted_for_integer_keys():
+    settings = validate(composed("steps=1e5", "seed=3.0", "hardware.n_envs=2.0", "agent.replay_buffer_size=1e4",
+                                 "env.max_episode_steps=5e2", "logger.scalars_every=1e3"))
+    assert (settings.run.steps, settings.run.seed, settings.hardware.n_envs) == (100_000, 3, 2)
+    assert (settings.agent.replay_buffer_size, settings.env.max_episode_steps) == (10_000, 500)
+    assert settings.logger.scalars_every == 1000
+    assert all(type(v) is int for v in (settings.run.steps, settings.run.seed, settings.agent.replay_buffer_size,
+                                        settings.env.max_episode_steps, settings.logger.scalars_every))
+    for bad in ("steps=1.5", "hardware.n_envs=2.5", "agent.batch_size=0.5"):
+        with pytest.raises(ConfigError, match=bad.split("=")[0]):
+            validate(composed(bad))
