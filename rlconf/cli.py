@@ -13,7 +13,8 @@ from pathlib import Path
 
 from rlconf.paths import config_dir, launchers_dir
 
-USAGE = """usage: rlconf run [-m] [--cfg {job,hydra,all}] [--config-dir DIR] key=value ...
+RUN_USAGE = "usage: rlconf run [-m] [--cfg {job,hydra,all}] [--config-dir DIR] [--hydra-help] key=value ..."
+USAGE = f"""{RUN_USAGE}
        rlconf list [GROUP | components]
        rlconf status SWEEP_DIR [--lines N]
        rlconf eval RUN_DIR [--episodes N] [--seed S] [--device D] [--plugins M,...]
@@ -34,9 +35,32 @@ Plot learning curves across seeds; compare agents (IQM, bootstrap CIs, performan
 
 options:
   -m, --multirun        sweep over comma-separated values (Hydra's multirun)
-  --cfg {job,hydra,all} print the composed config instead of running
+  --cfg {{job,hydra,all}} print the composed config instead of running
   --config-dir DIR      add a folder of your own config groups (may repeat)
+  -h, --help            this help (rlconf run --help: the config groups and the keys)
+"""
+RUN_HELP = f"""{RUN_USAGE}
+
+Compose a run from config groups (GROUP=OPTION) and keys (key=value), check it, and train it:
+  rlconf run agent=dqn env=classic/cartpole
+  rlconf run agent=ppo env=classic/cartpole seed=3 steps=50000 logger=[csv,tensorboard]
+  rlconf run agent=dqn env=atari/pong agent.lr=1e-4 hardware=gpu
+  rlconf run -m agent=dqn,ppo env=classic/cartpole seed=0,1,2     (a sweep: a run per combination)
+  rlconf run resume=runs/<run dir>                                 (go on from a stopped run's checkpoint)
+
+options:
+  -m, --multirun        sweep over comma-separated values (Hydra's multirun)
+  --cfg {{job,hydra,all}} print the composed config instead of running (job: every key of the run)
+  --config-dir DIR      add a folder of your own config groups (may repeat)
+  --hydra-help          Hydra's own help, and which of its flags rlconf run takes
   -h, --help            this help
+"""
+HYDRA_NOTE = """rlconf run is a Hydra application: it takes Hydra's overrides (key=value, +key=value, GROUP=OPTION,
+sweeps such as seed=0,1,2 or range(5)) and, of the flags below, -m/--multirun, --cfg and --config-dir (which
+may repeat); see the composed config with --cfg job (or hydra, all) where Hydra would use --info or --resolve.
+Hydra's .hydra/ folder is not written: a run directory's config.yaml holds the resolved config, overrides.yaml
+the overrides it was launched with, and a sweep directory's multirun.yaml Hydra's config of the sweep.
+Hydra's own help follows.
 """
 
 HIDDEN_GROUPS = {"family", "preset", "hydra"}
@@ -160,23 +184,80 @@ def _list_components() -> int:
 # -- rlconf run -----------------------------------------------------------------------------------------
 def cmd_run(args: list[str]) -> int:
     if "-h" in args or "--help" in args:
-        print(USAGE)
-        return cmd_list([])
+        print(run_help(_take_config_dirs(args)))
+        return 0
     multirun = any(a in ("-m", "--multirun") for a in args)
     config_dirs = _take_config_dirs(args)
+    if "--hydra-help" in args:
+        print(HYDRA_NOTE)
+        return launch(["--hydra-help"], config_dirs, multirun=False, cfg_mode=None)
     cfg_mode = _take_option(args, "--cfg")
     if cfg_mode not in (None, *CFG_MODES):  # else Hydra's argparse prints its whole usage, many lines
         raise UsageError(f"--cfg {cfg_mode}: allowed: {', '.join(CFG_MODES)}")
     overrides = [a for a in args if a not in ("-m", "--multirun")]
     for arg in overrides:
         if arg.startswith("-"):
-            raise UsageError(f"unknown option {arg!r}; allowed: -m/--multirun, --cfg, --config-dir, --help")
+            raise UsageError(f"unknown option {arg!r}; allowed: -m/--multirun, --cfg, --config-dir, --hydra-help, "
+                             "--help")
     if multirun and cfg_mode:  # Hydra refuses the pair with a traceback
         raise UsageError(f"--cfg {cfg_mode} prints one run's config: leave out -m and give each swept key one value")
     check_typed(overrides)
     overrides = with_resume(overrides, multirun)
     overrides = precheck(overrides, config_dirs, multirun)
     return launch(overrides, config_dirs, multirun, cfg_mode)
+
+
+def run_help(config_dirs: list[str]) -> str:
+    """``rlconf run --help``: the usage, each config group with how many options it has (and a few of them),
+    and the top-level keys with their defaults and what they do, read from configs/config.yaml."""
+    from rlconf.registry import choices
+
+    groups = {g: o for g, o in group_options(search_dirs(config_dirs)).items() if g not in HIDDEN_GROUPS}
+    width = max(map(len, groups))
+    lines = [RUN_HELP, "config groups (GROUP=OPTION; rlconf list GROUP shows every option and what it is):"]
+    for group, options in sorted(groups.items(), key=lambda item: (item[0] not in REQUIRED_GROUPS, item[0])):
+        shown = choices(sorted(options), "option", room=110 - width).removeprefix("available: ")
+        lines.append(f"  {group:<{width}}  {shown}")
+    keys = top_level_keys()
+    lines += ["", "keys (key=value) and their defaults; an env's family and the agent's preset may set others (a "
+              "run's own: --cfg job):"]
+    width = max(len(f"{key}={default}") for key, default, _ in keys)
+    lines += [f"  {f'{key}={default}':<{width}}  {text}".rstrip() for key, default, text in keys]
+    lines.append(f"  {'GROUP.KEY=VALUE':<{width}}  a key of a group's option: agent.lr=1e-4, hardware.n_envs=8")
+    return "\n".join(lines)
+
+
+def top_level_keys() -> list[tuple[str, str, str]]:
+    """The keys of configs/config.yaml outside the config groups, as ``(key, default, description)``: its
+    values and the comment written beside each (nested keys dotted: ``checkpoint.replay``)."""
+    import re
+
+    import yaml
+
+    text = (config_dir() / "config.yaml").read_text()
+    values = yaml.safe_load(text)
+    keys, parent = [], ""
+    for line in text.splitlines():
+        match = re.match(r"^( *)([A-Za-z_]\w*):([^#]*)(?:#\s*(.*))?$", line)
+        if not match:
+            continue
+        indent, key, value, comment = match.groups()
+        if not indent:
+            parent = "" if value.strip() else key
+            if parent:
+                continue
+        elif not parent or parent in ("defaults", "hydra"):
+            continue
+        dotted = f"{parent}.{key}" if indent else key
+        default = values[parent][key] if indent else values[key]
+        keys.append((dotted, _yaml_value(default), (comment or "").strip().rstrip(";")))
+    return keys
+
+
+def _yaml_value(value) -> str:
+    if isinstance(value, bool) or value is None:
+        return {True: "true", False: "false", None: "null"}[value]
+    return "[" + ",".join(map(_yaml_value, value)) + "]" if isinstance(value, list) else str(value)
 
 
 # Hydra settings that rlconf's own keys and groups replace: typed, they would be ignored or break a sweep.

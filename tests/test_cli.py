@@ -189,12 +189,34 @@ def test_whole_numbers_written_as_floats_are_integers(run_cli, workdir):
     assert "steps=1.5" in line and "int" in line
 
 
-def test_run_help_lists_groups(run_cli, workdir):
+def test_run_help_lists_groups_and_the_top_level_keys(run_cli, workdir):
+    """Short (not every Atari game): each group with a few options or how many, then every key of
+    configs/config.yaml outside the groups with its default and the comment beside it there."""
     result = run_cli("run", "--help", cwd=workdir)
     assert result.returncode == 0, result.stderr
-    assert "usage: rlconf run" in result.stdout
-    for group in ("agent:", "env:", "hardware:", "logger:"):
-        assert group in result.stdout
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("usage: rlconf run") and len(lines) <= 80, len(lines)
+    rows = {line.split()[0]: line for line in lines if line.startswith("  ") and line.split()}
+    for group in ("agent", "env", "approximation", "body", "hardware", "logger", "launcher"):
+        assert group in rows, group
+    assert "dqn" in rows["agent"] and "atari/ (" in rows["env"] and "atari/breakout" not in result.stdout
+    assert "rlconf list GROUP" in result.stdout
+    config = OmegaConf.load(Path(__file__).resolve().parents[1] / "configs" / "config.yaml")
+    for key in ("seed", "steps", "test_episodes", "eval_every", "eval_episodes", "checkpoint_every", "logdir",
+                "quiet", "verbose", "plugins", "resume"):
+        row = rows[f"{key}={OmegaConf.to_yaml({key: config[key]}).split(': ', 1)[1].strip()}"]
+        assert len(row.split(None, 1)) == 2, f"{key} has no description: {row}"
+    assert "environment steps to train for" in rows[f"steps={config.steps}"]
+    assert f"checkpoint.replay={str(config.checkpoint.replay).lower()}" in rows
+    assert list(workdir.iterdir()) == []
+
+
+def test_hydra_help_is_hydras_with_what_rlconf_takes_of_it(run_cli, workdir):
+    result = run_cli("run", "--hydra-help", cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    assert "Hydra (" in result.stdout and "== Flags ==" in result.stdout
+    assert "-m/--multirun, --cfg and --config-dir" in result.stdout
+    assert ".hydra/ folder is not written" in result.stdout and "overrides.yaml" in result.stdout
     assert list(workdir.iterdir()) == []
 
 
