@@ -442,3 +442,19 @@ def test_a_reader_that_stops_early_is_not_an_error(workdir):
     stderr = process.stderr.read()
     assert process.wait(timeout=60) == 0, stderr
     assert "Traceback" not in stderr
+
+
+def test_what_the_readmes_commands_write_in_the_checkout_is_ignored_by_git():
+    """README's ``--video F.mp4`` and ``--out DIR/F.png`` (and the CSVs plot writes beside it) land where the
+    command runs, often the repository root: .gitignore covers them, and not the tracked benchmark figures."""
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text()
+    written = set(re.findall(r"--video (\S+\.mp4)", readme)) | set(re.findall(r"--out (\S+\.png)", readme))
+    assert {"dqn.mp4", "figs/compare.png"} <= written, written
+    written |= {"plot.png", "plot_curves.csv", "plot_aggregate.csv"}  # rlconf plot . --aggregate
+    result = subprocess.run(["git", "check-ignore", "--no-index", *sorted(written)], cwd=root, capture_output=True,
+                            text=True)
+    assert set(result.stdout.split()) == written, result
+    tracked = subprocess.run(["git", "check-ignore", "--no-index", "benchmarks/results/learning/atari-pong.png"],
+                             cwd=root, capture_output=True, text=True)
+    assert tracked.returncode == 1, tracked.stdout
