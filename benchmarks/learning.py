@@ -205,7 +205,7 @@ def table(rows: dict[str, Row], tests: list[dict[str, object]], unfinished: dict
              "|---|---|---|--:|---|---|---|"]
     for row in rows.values():
         mine = [t for t in tests if t["row"] == row.name]
-        result = "; ".join(f"s{t['seed']}: {float(t['test_return_mean']):,.0f} ± {float(t['test_return_std']):,.0f}"
+        result = "; ".join(f"s{t['seed']}: {_score(t['test_return_mean'])} ± {_score(t['test_return_std'])}"
                            + ("" if str(t["met"]) == "True" else " (missed)") for t in mine)
         result = "; ".join(filter(None, [result, *unfinished.get(row.name, [])])) or "not run yet"
         shown = mine or row.name in unfinished
@@ -213,6 +213,13 @@ def table(rows: dict[str, Row], tests: list[dict[str, object]], unfinished: dict
         lines.append(f"| `{' '.join(row.overrides)}` | {row.budget} | {result} | {row.target:,.0f} | {row.figure} | "
                      f"{row.source} | {figure} |")
     return "\n".join(lines) + "\n"
+
+
+def _score(value: object) -> str:
+    """A return as the table shows it: whole numbers where they are large, one decimal where a rounding
+    could carry it across a target (17.67 is not 18)."""
+    number = float(value)
+    return f"{number:,.0f}" if abs(number) >= 100 else f"{number:.1f}"
 
 
 def figure(folder: Path, png: Path) -> None:

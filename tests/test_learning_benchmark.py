@@ -4,6 +4,7 @@ interrupted ones, and writes the curves, the tests table and a figure per env.""
 from __future__ import annotations
 
 import csv
+import importlib.util
 import os
 import subprocess
 import sys
@@ -22,6 +23,21 @@ rows:
     target: 5
     reference: {figure: any return above 5, source: this test}
 """
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("learning_benchmark", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_scores_are_shown_with_the_precision_a_target_needs():
+    score = _script()._score
+    assert score(17.67) == "17.7", "a rounding to 18 would read as meeting a target of 18"
+    assert score("-3.04") == "-3.0"
+    assert score(7557.45) == "7,557"
 
 
 def learning(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -58,7 +74,7 @@ def test_a_row_is_trained_reported_and_skipped_once_finished(rows_file, tmp_path
     assert (out / "classic-cartpole.png").stat().st_size > 1000
     table = (out / "table.md").read_text().splitlines()
     assert table[2].startswith("| `agent=dqn env=classic/cartpole")
-    assert f"s0: {float(test['test_return_mean']):,.0f}" in table[2]
+    assert f"s0: {_script()._score(test['test_return_mean'])}" in table[2]
 
     again = learning("tiny-cartpole", *where, cwd=tmp_path)
     assert again.returncode == 0, again.stderr
@@ -72,7 +88,7 @@ def test_a_row_is_trained_reported_and_skipped_once_finished(rows_file, tmp_path
     assert "tiny-cartpole seed 0: test" in elsewhere.stdout
     with (out / "tests.csv").open() as f:
         assert list(csv.DictReader(f)) == [test]
-    assert f"s0: {float(test['test_return_mean']):,.0f}" in (out / "table.md").read_text()
+    assert f"s0: {_script()._score(test['test_return_mean'])}" in (out / "table.md").read_text()
 
     # An interrupted seed is continued from its directory; a new seed starts a fresh run.
     (run_dirs[0] / "summary.json").unlink()
