@@ -449,3 +449,20 @@ def test_a_bad_atari_setting_on_the_command_line_is_one_line(run_cli, workdir):
                                   "quiet=true", cwd=workdir))
     assert "env.kwargs.noop_max=-1" in line
     assert list(workdir.iterdir()) == []
+
+
+def test_a_runs_test_reports_games_cut_short_for_want_of_rewards(run_cli, workdir, tmp_path):
+    """A real run's final test plays in a bounded test env: with a cap of 40 frames (10 steps) without reward
+    every game is cut short before its first brick, and summary.json and the summary line say so."""
+    import json
+
+    logdir = tmp_path / "runs"
+    result = run_cli("run", "agent=dqn", "env=atari/breakout", "steps=100", "agent.replay_buffer_size=1000",
+                     "agent.replay_start_size=100", "test_episodes=2", "hardware.eval_envs=2", "eval_every=0",
+                     "env.kwargs.test_frames_without_reward=40", f"logdir={logdir}", cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(next(logdir.glob("*/summary.json")).read_text())
+    assert summary["test_episodes"] == 2 and summary["test_return_mean"] == 0.0
+    assert summary["test_episodes_stalled"] == 2 and summary["test_stall_steps"] == 10
+    assert "over 2 episodes (2 cut short after 10 steps without a reward)" in result.stderr
+    assert "testing 2 episodes (2 environments at once)" in result.stderr

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import torch
@@ -12,8 +12,13 @@ import torch
 from rlconf.experiments import rng
 
 
-def evaluate(test_agent, env, episodes: int, seed: int | None = None) -> list[float]:
+def evaluate(test_agent, env, episodes: int, seed: int | None = None,
+             report: Callable[[int, int], None] | None = None) -> list[float]:
     """Returns of exactly ``episodes`` episodes of ``test_agent`` in the vector environment ``env``.
+
+    ``report(done, stalled)``, if given, is called before the first step and after every step with the
+    episodes counted so far and how many of them the environment cut short for want of rewards
+    (``Episode.stalled``: Atari's tests); it is cheap to call and must stay so (a progress bar, a status file).
 
     Each of the environment's copies is given a fixed quota of episodes up front. Counting the first
     episodes to finish instead would favour short episodes, and bias the mean.
@@ -29,15 +34,21 @@ def evaluate(test_agent, env, episodes: int, seed: int | None = None) -> list[fl
     quota = np.full(n, episodes // n)
     quota[: episodes % n] += 1
     returns: list[float] = []
+    stalled = 0
     with seeded(seed):
         state = env.reset(seed=seed)
         with torch.inference_mode():
             while (quota > 0).any():
+                if report is not None:
+                    report(len(returns), stalled)
                 state = env.step(test_agent.act(state))
                 for episode in env.completed:
                     if quota[episode.env_index] > 0:
                         quota[episode.env_index] -= 1
                         returns.append(episode.returns)
+                        stalled += episode.stalled
+    if report is not None:
+        report(len(returns), stalled)
     return returns
 
 

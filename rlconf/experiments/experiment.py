@@ -159,7 +159,7 @@ class Experiment:
     def __init__(self, agent, env, make_test_env: Callable[[], object], logger: Logger, run_dir: Path,
                  *, steps: int, seed: int, eval_every: int, eval_episodes: int, checkpoint_every: int,
                  progress: ConsoleProgress, checkpoint_extra: dict | None = None, save_replay: bool = False,
-                 on_status: Callable[[str], None] | None = None, scalars_every: int = 1000):
+                 on_status: Callable[..., None] | None = None, scalars_every: int = 1000):
         self.agent = agent
         self.env = env
         self.make_test_env = make_test_env
@@ -173,11 +173,14 @@ class Experiment:
         self.progress = progress
         self.checkpoint_extra = checkpoint_extra or {}
         self.save_replay = save_replay
-        self.on_status = on_status  # called with "running" every STATUS_SECONDS and after each checkpoint
+        # Called with "running" every STATUS_SECONDS and after each checkpoint, and while testing with
+        # phase="test" (or "eval"), test_episodes_done and test_episodes: status.json, which rlconf status reads.
+        self.on_status = on_status
         self.episodes = 0
         self.last_return: float | None = None
         self.best_return: float | None = None  # of any training episode so far
         self.test_details: dict[str, Any] = {}  # what the last test found besides its returns (multi-agent)
+        self.test_stalled = 0  # episodes of the last test cut short for want of rewards (Atari's tests)
         self.scalars_every = scalars_every
         self._next_scalars = scalars_every
         # Scheduled hyperparameters (epsilon, learning rates, PPO's clip...), logged with verbose=true.
@@ -196,10 +199,12 @@ class Experiment:
         start = time.perf_counter()
         next_status = start + STATUS_SECONDS
         self._rate_mark = (start, env.steps)
-        if self.checkpoint_steps is None:  # a fresh run: from now on there is always a checkpoint to go back to
-            self.save_checkpoint()
-        state = env.reset(seed=self.reset_seed())
+        # Signals only ask the loop to stop from before the first checkpoint on: one that comes while it is
+        # written is answered at the first step (a checkpoint on disk means Ctrl-C is polite: tests wait for it).
         with stop_requests() as stop, self._stop_on_divergence():
+            if self.checkpoint_steps is None:  # a fresh run: from now on there is always a checkpoint to go back to
+                self.save_checkpoint()
+            state = env.reset(seed=self.reset_seed())
             while env.steps < self.budget:
                 state = env.step(agent.act(state))
                 if env.completed:
@@ -297,17 +302,53 @@ class Experiment:
         self.logger.add_scalars(values, steps)
 
     def _evaluate(self) -> None:
-        returns = self.test(self.eval_episodes)
+        episodes = self.eval_episodes
+        try:
+            returns = self.test(episodes, self._reporter("eval", episodes,
+                                                         lambda done, _: self.progress.evaluating(done, episodes)))
+        finally:
+            self.progress.evaluating(None)
         self.logger.add_evaluation(self.env.steps, returns)
         r = np.asarray(returns, dtype=float)
         self.progress.print(f"eval at {self.env.steps:,} steps: return {r.mean():.1f} ± {r.std():.1f} over "
                             f"{len(r)} episodes (min {r.min():.1f}, max {r.max():.1f})")
 
     # -- testing -------------------------------------------------------------------------------------
-    def test(self, episodes: int) -> list[float]:
+    def test_env(self):
+        """The copies of the environment tests play in (made on first use, kept for the run)."""
         if self._test_env is None:
             self._test_env = self.make_test_env()
-        return evaluate(self.agent.test_agent(), self._test_env, episodes, seed=self.seed + TEST_SEED_OFFSET)
+        return self._test_env
+
+    def test(self, episodes: int, report: Callable[[int, int], None] | None = None) -> list[float]:
+        """``episodes`` test episodes; ``report(done, stalled)`` as ``evaluate`` calls it."""
+        return evaluate(self.agent.test_agent(), self.test_env(), episodes, seed=self.seed + TEST_SEED_OFFSET,
+                        report=report)
+
+    def final_test(self, episodes: int) -> list[float]:
+        """The run's last test, a phase of its own: on the console (``ConsoleProgress.test``) and in
+        status.json (``phase: test``, refreshed every STATUS_SECONDS: a long test is not a dead run)."""
+        shown = self.progress.test(episodes, getattr(self.test_env(), "n_envs", 1) if episodes else 1)
+        try:
+            return self.test(episodes, self._reporter("test", episodes, shown.update))
+        finally:
+            shown.stop()
+
+    def _reporter(self, phase: str, episodes: int, show: Callable[[int, int], None]) -> Callable[[int, int], None]:
+        """What a test reports to as it plays: ``show`` (the console, rate-limited there), the count of stalled
+        episodes, and status.json at once and every STATUS_SECONDS."""
+        next_status = 0.0
+
+        def report(done: int, stalled: int) -> None:
+            nonlocal next_status
+            self.test_stalled = stalled
+            show(done, stalled)
+            now = time.perf_counter()
+            if now >= next_status and self.on_status is not None:
+                next_status = now + STATUS_SECONDS
+                self.on_status("running", phase=phase, test_episodes_done=done, test_episodes=episodes)
+
+        return report
 
     # -- checkpoints ---------------------------------------------------------------------------------
     def save_checkpoint(self, replay: bool | None = None) -> None:

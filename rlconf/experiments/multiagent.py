@@ -15,6 +15,7 @@ turns); what differs is the bookkeeping:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,14 +57,19 @@ class MultiagentTest:
         return details
 
 
-def play_test(agent: Multiagent, env, episodes: int, seed: int) -> MultiagentTest:
+def play_test(agent: Multiagent, env, episodes: int, seed: int,
+              report: Callable[[int, int], None] | None = None) -> MultiagentTest:
     """``episodes`` test games of ``agent`` in ``env``, shared evenly among its matches (the first matches
-    play one more when they do not divide); match ``i`` is played with seed ``seed + i``."""
+    play one more when they do not divide); match ``i`` is played with seed ``seed + i``. ``report(done,
+    stalled)``: as ``evaluate`` calls it, counting the games of every match."""
     matches = agent.test_matches()
     games: list[tuple[str | None, dict[str, float]]] = []
     for i, match in enumerate(matches):
         count = episodes // len(matches) + (i < episodes % len(matches))
-        games += [(match.seat, returns) for returns in evaluate(match.agent, env, count, seed=seed + i)]
+        played = len(games)
+        counted = None if report is None else lambda done, stalled, played=played: report(played + done, stalled)
+        games += [(match.seat, returns) for returns in evaluate(match.agent, env, count, seed=seed + i,
+                                                                report=counted)]
     return MultiagentTest(list(env.agents), games)
 
 
@@ -73,10 +79,8 @@ class MultiagentExperiment(Experiment):
     def _episode_returns(self, episode) -> tuple[float, dict[str, float]]:
         return episode.returns[self.env.agents[0]], episode.returns
 
-    def test(self, episodes: int) -> list[float]:
-        if self._test_env is None:
-            self._test_env = self.make_test_env()
-        result = play_test(self.agent, self._test_env, episodes, seed=self.seed + TEST_SEED_OFFSET)
+    def test(self, episodes: int, report: Callable[[int, int], None] | None = None) -> list[float]:
+        result = play_test(self.agent, self.test_env(), episodes, seed=self.seed + TEST_SEED_OFFSET, report=report)
         self.test_details = result.details() if result.games else {}
         return result.returns
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import shutil
 import signal
 import sys
@@ -30,7 +31,7 @@ from rlconf.experiments import preemption, resume, rng
 from rlconf.experiments.bandit import BanditExperiment, regret_line
 from rlconf.experiments.experiment import Experiment, Interrupted, RunFailed, load_checkpoint
 from rlconf.experiments.multiagent import MultiagentExperiment
-from rlconf.experiments.progress import ConsoleProgress
+from rlconf.experiments.progress import ConsoleProgress, on_terminal, retract
 from rlconf.experiments.rundir import (
     RunDirBusy,
     check_logdir,
@@ -217,6 +218,13 @@ def run(cfg: DictConfig, parent_dir: str | Path | None = None, overrides: list[s
     ``parent_dir``: the sweep directory of a sweep job, whose run directory is named by its ``overrides``.
     A sweep job, or a run given ``resume=DIR``, continues from its directory's checkpoint, or returns the
     summary of a run that has already finished."""
+    try:
+        return _run_or_skip(cfg, parent_dir, overrides)
+    finally:
+        retract()  # the "building ..." line of a terminal, if nothing erased it yet (an error follows)
+
+
+def _run_or_skip(cfg: DictConfig, parent_dir: str | Path | None, overrides: list[str] | None) -> dict:
     started_at = time.time()
     settings = prepare(cfg)
     overrides = list(overrides or [])
@@ -263,6 +271,9 @@ def _run(settings: Settings, where: resume.Plan, hold, parent_dir, overrides: li
         raise RunFailed(f"{write_failure(error)}; nothing was kept") from None
     if hold is not None:
         hold(run_dir)
+    retract()
+    if not settings.run.quiet and not where.existing and on_terminal():  # a resumed run says so (_restore)
+        print(f"rlconf: run directory {run_dir}", file=sys.stderr, flush=True)  # off a terminal: the summary's
     try:
         write_text(run_dir / "config.yaml", OmegaConf.to_yaml(resolved))
         if not (run_dir / "overrides.yaml").exists():  # a resumed run keeps those it was launched with
@@ -306,7 +317,7 @@ def _run(settings: Settings, where: resume.Plan, hold, parent_dir, overrides: li
         except Interrupted as stop:
             raise SystemExit(_stopped(stop, experiment, run_dir, status)) from None
         test_start = time.perf_counter()
-        returns = experiment.test(settings.run.test_episodes)
+        returns = experiment.final_test(settings.run.test_episodes)
         summary = _summary(settings, experiment, returns, time.perf_counter() - test_start, run_dir)
         summary.update(experiment.details())  # multi-agent: each player's test return; bandits: regret
         summary.update(_placement(started_at))
@@ -336,7 +347,7 @@ def _run(settings: Settings, where: resume.Plan, hold, parent_dir, overrides: li
             experiment.close()
     if sweep_dir is not None:  # a sweep's run, or one of them resumed on its own
         write_sweep_table(sweep_dir)
-    progress.print(_summary_line(title, summary))
+    progress.print(_summary_line(title, summary, settings.run.steps))
     return summary
 
 
@@ -395,12 +406,14 @@ def _stopped(stop: Interrupted, experiment: Experiment, run_dir: Path, status) -
         signal.signal(signum, signal.SIG_IGN)
     requeued = preemption.should_requeue(stop.signum, stop.steps > experiment.start_steps) and preemption.requeue()
     status("requeued" if requeued else "stopped", signal=signal.Signals(stop.signum).name)
-    then = f"; requeued Slurm job {slurm_job_id()}" if requeued else ""
+    then = (f"; requeued Slurm job {slurm_job_id()}" if requeued else
+            f"; continue with: rlconf run resume={shlex.quote(str(run_dir))}")
     print(f"rlconf: stopped by {stop}; checkpoint written to {run_dir / 'checkpoint.pt'}{then}", file=sys.stderr)
     return 128 + stop.signum
 
 
 def _already_finished(settings: Settings, summary: dict, run_dir: Path, parent_dir) -> dict:
+    retract()
     if parent_dir is not None:
         write_sweep_table(parent_dir)
     if not settings.run.quiet:
@@ -433,6 +446,7 @@ def _summary(settings: Settings, experiment: Experiment, returns: list[float], t
         "test_return_std": float(r.std()) if len(r) else None,
         "test_episodes": len(r),
         "test_seconds": round(test_seconds, 3),
+        **_stalled(experiment),
         "n_envs": settings.hardware.n_envs,
         "resumes": experiment.resumes,
         "run_dir": str(run_dir),
@@ -440,13 +454,27 @@ def _summary(settings: Settings, experiment: Experiment, returns: list[float], t
     }
 
 
-def _summary_line(title: str, s: dict[str, Any]) -> str:
+def _stalled(experiment: Experiment) -> dict[str, int]:
+    """How many test episodes were cut short for want of rewards, where the test env does that (Atari)."""
+    stall_steps = getattr(experiment.test_env(), "stall_steps", None) if experiment.test_stalled else None
+    return {"test_episodes_stalled": experiment.test_stalled, "test_stall_steps": stall_steps} if stall_steps else {}
+
+
+def _summary_line(title: str, s: dict[str, Any], budget: int) -> str:
     test = (f"test return {s['test_return_mean']:.1f} ± {s['test_return_std']:.1f} over {s['test_episodes']} episodes"
             if s["test_episodes"] else "no test episodes")
+    if s.get("test_episodes_stalled"):
+        test += (f" ({s['test_episodes_stalled']} cut short after {s['test_stall_steps']:,} steps without a reward)")
     if "test_win_or_draw" in s:  # a multi-agent test against opponents
         test += f" (won or drawn: {s['test_win_or_draw']:.1%})"
     if "cumulative_regret" in s:  # a bandit: its test pulls the greedy arms
         test = regret_line(s) + (f"; greedy reward {s['test_return_mean']:.3f} over {s['test_episodes']} test pulls"
                                  if s["test_episodes"] else "")
-    return (f"{title}: {s['steps']:,} steps in {s['wall_seconds']:.1f} s ({s['steps_per_second']:,.0f} steps/s), "
-            f"{s['episodes']:,} episodes; {test} -> {s['run_dir']}")
+    steps = f"{s['steps']:,} steps"
+    if s["steps"] > budget:  # said, not hidden
+        over = s["steps"] - budget
+        why = (f"{s['n_envs']} environments step together" if over < s["n_envs"] else
+               "it resumed from a checkpoint past it")
+        steps += f" ({over:,} past the budget of {budget:,}: {why})"
+    return (f"{title}: {steps} in {s['wall_seconds']:.1f} s ({s['steps_per_second']:,.0f} steps/s), "
+            f"{s['episodes']:,} episodes; {test}; tested in {s['test_seconds']:.1f} s -> {s['run_dir']}")
