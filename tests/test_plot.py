@@ -295,13 +295,14 @@ def test_stratified_bootstrap_resamples_within_each_task():
 
 
 def test_constant_tasks_of_unequal_size_give_a_zero_width_interval():
-    # Resampled within tasks, every resample holds three 0s and one 1: the mean is always 0.25. Pooled
-    # resampling would draw any number of 1s and give an interval of 0 to 0.75.
+    # Resampled within tasks, every resample holds three 0s and one 1: every statistic is always the same.
+    # Pooled resampling would draw any number of 1s and give the pooled mean an interval of 0 to 0.75.
     by_task = [np.zeros(3), np.ones(1)]
     resamples = stratified_resamples(by_task, reps=2000, rng=np.random.default_rng(0))
     estimates = interval_estimates(by_task, resamples)
-    # IQM: the middle two of 0, 0, 0, 1; median: of the task means 0 and 1
-    for name, value in (("mean", 0.25), ("IQM", 0.0), ("median", 0.5)):
+    # IQM: the middle two of 0, 0, 0, 1; median and mean: of the task means 0 and 1 (the pooled mean, 0.25,
+    # would let the task with three runs weigh three times as much)
+    for name, value in (("mean", 0.5), ("IQM", 0.0), ("median", 0.5)):
         assert (estimates[name].value, estimates[name].ci_low, estimates[name].ci_high) == (value,) * 3, name
 
 

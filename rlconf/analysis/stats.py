@@ -13,8 +13,9 @@ the runs of each task stay together, and a statistic is told where each task's r
 
 The statistics are rliable's (``rliable.metrics``, the library of that paper): the IQM is the trimmed mean of
 all runs pooled (``aggregate_iqm``), the median is the median of the tasks' mean scores (``aggregate_median``:
-not the median of the pooled runs), the mean is the mean of the pooled runs (``aggregate_mean``, the mean of
-the tasks' means, when every task has as many runs, as rliable requires).
+not the median of the pooled runs), the mean is the mean of the tasks' mean scores (``aggregate_mean``; with
+as many runs in every task, as rliable requires, the mean of the pooled runs, and otherwise no task weighs
+more for having more seeds).
 """
 
 from __future__ import annotations
@@ -41,24 +42,29 @@ def interquartile_mean(scores: np.ndarray, tasks: list[slice] | None = None) -> 
     return ordered[..., cut : n - cut].mean(axis=-1)
 
 
-def median_of_task_means(scores: np.ndarray, tasks: list[slice] | None = None) -> np.ndarray:
-    """rliable's ``aggregate_median``: each task's mean score (its runs, in ``tasks``' columns of the last
-    axis), then the median of those means. One task: its mean. ``tasks`` None: every run is its own task."""
+def task_means(scores: np.ndarray, tasks: list[slice] | None = None) -> np.ndarray:
+    """Each task's mean score (its runs, in ``tasks``' columns of the last axis), along a new last axis.
+    ``tasks`` None: every run is its own task."""
     scores = np.asarray(scores, dtype=float)
     if tasks is None:
-        return np.median(scores, axis=-1)
-    means = np.stack([scores[..., columns].mean(axis=-1) for columns in tasks], axis=-1)
-    return np.median(means, axis=-1)
+        return scores
+    return np.stack([scores[..., columns].mean(axis=-1) for columns in tasks], axis=-1)
 
 
-def mean(scores: np.ndarray, tasks: list[slice] | None = None) -> np.ndarray:
-    return np.mean(scores, axis=-1)
+def median_of_task_means(scores: np.ndarray, tasks: list[slice] | None = None) -> np.ndarray:
+    """rliable's ``aggregate_median``: the median of the tasks' mean scores. One task: its mean."""
+    return np.median(task_means(scores, tasks), axis=-1)
+
+
+def mean_of_task_means(scores: np.ndarray, tasks: list[slice] | None = None) -> np.ndarray:
+    """rliable's ``aggregate_mean``: the mean of the tasks' mean scores."""
+    return np.mean(task_means(scores, tasks), axis=-1)
 
 
 # The statistics reported, in order: name -> function of runs along the last axis (pooled over tasks, each
 # task's runs in the columns of its slice).
 STATISTICS: dict[str, Callable[[np.ndarray, list[slice]], np.ndarray]] = {
-    "IQM": interquartile_mean, "median": median_of_task_means, "mean": mean}
+    "IQM": interquartile_mean, "median": median_of_task_means, "mean": mean_of_task_means}
 
 
 @dataclass(frozen=True)
