@@ -230,13 +230,20 @@ class Settings:
 
     run: RunSettings
     agent_name: str
-    agent_class: Any
     agent: Any  # the agent's own Config dataclass
     env: EnvSettings
     approximation: dict[str, Any]
     body: BodySettings
     hardware: HardwareSettings
     logger: LoggerSettings
+    agent_target: str | None = None  # the agent's import path, where the config gives one (agent._target_)
+
+    @property
+    def agent_class(self) -> Any:
+        """The agent's class, imported when first asked for (it imports torch; checking a config does not)."""
+        if self.agent_target:
+            return registry.import_path(self.agent_target)
+        return registry.get("agent", self.agent_name)
 
 
 GROUP_SCHEMAS = {"env": EnvSettings, "hardware": HardwareSettings, "body": BodySettings}
@@ -360,16 +367,20 @@ def _expected_type(schema: type, key: str) -> str:
 
 def check_pairing(env: EnvSettings, body: BodySettings, model_schema: type, model: str) -> None:
     """The env's observations fit the network chosen for them, and its games have the lives the body counts
-    (said before anything is built, instead of a shape error or a KeyError mid-run)."""
-    from rlconf.bodies import body_options
-
-    env_class = registry.get("environment", env.family)
-    if getattr(model_schema, "images_only", False) and not getattr(env_class, "image_observations", False):
-        allowed = [n for n in registry.names("model") if not getattr(registry.get("model", n), "images_only", False)]
+    (said before anything is built, instead of a shape error or a KeyError mid-run). What each component
+    declares is read from the registry, importing none of the built-in ones."""
+    if getattr(model_schema, "images_only", False) and not registry.declared("environment", env.family,
+                                                                            "image_observations", False):
+        allowed = [n for n in registry.names("model") if not getattr(registry.model_schema(n), "images_only", False)]
         raise ConfigError(f"approximation.model={model}: a network for image observations (frames); env={env.name} "
                           f"has vector observations; allowed: {', '.join(allowed)}")
-    if body_options(registry.get("body", body.name), body).get("episodic_lives") and not getattr(
-            env_class, "lives", False):
+    options = registry.declared("body", body.name, "options")
+    if options is None:  # a plugin's body: the options its constructor takes
+        from rlconf.bodies import body_options
+
+        options = body_options(registry.get("body", body.name), {"episodic_lives": True})
+    if body.episodic_lives and "episodic_lives" in options and not registry.declared(
+            "environment", env.family, "lives", False):
         raise ConfigError(f"body={body.name}: its episodic lives need a game with lives (Atari); env={env.name} has "
                           "none: add body.episodic_lives=false, or choose body=none")
 
@@ -413,30 +424,35 @@ def validate(cfg: DictConfig) -> Settings:
     agent_node = OmegaConf.to_container(cfg.agent, resolve=True)
     agent_name = agent_node.pop("name", None)
     target = agent_node.pop("_target_", None)
+    not_an_agent = ("not an agent class (one with a Config dataclass and from_config; see rlconf list "
+                    "components)")
     if target:
         try:
             agent_class = registry.import_path(target)
         except (ImportError, AttributeError, ValueError) as error:  # ValueError: an empty module name
             raise ConfigError(f"agent._target_={target}: cannot import it: {error}") from None
+        if not (isinstance(agent_class, type) and hasattr(agent_class, "from_config")):
+            raise ConfigError(f"agent._target_={target}: {not_an_agent}")
+        config_class = getattr(agent_class, "Config", None)
+        agent_name = agent_name or agent_class.__name__.lower()
     else:
         require(agent_name is not None, "agent", None, "the agent config needs a 'name' (or a '_target_')")
-        try:
-            agent_class = registry.get("agent", agent_name)
+        try:  # a built-in agent's Config is read without importing the agent (and torch)
+            config_class = registry.agent_config(agent_name)
         except registry.UnknownComponent as error:
             raise ConfigError(f"agent.name: {error}") from None
-    if not (isinstance(agent_class, type) and dataclasses.is_dataclass(getattr(agent_class, "Config", None))
-            and hasattr(agent_class, "from_config")):
-        raise ConfigError(f"agent._target_={target}: not an agent class (one with a Config dataclass and "
-                          "from_config; see rlconf list components)")
-    agent = check(agent_class.Config, agent_node, "agent.", see, known)
+    if not dataclasses.is_dataclass(config_class):
+        where = f"agent._target_={target}" if target else f"agent={agent_name}"
+        raise ConfigError(f"{where}: {not_an_agent}")
+    agent = check(config_class, agent_node, "agent.", see, known)
 
     approximation = OmegaConf.to_container(cfg.get("approximation") or {}, resolve=True)
     model = approximation.get("model", "mlp")
     try:
-        model_schema = registry.get("model", model)
+        model_schema = registry.model_schema(model)
     except registry.UnknownComponent as error:
         raise ConfigError(f"approximation.model: {error}") from None
     check_pairing(groups["env"], groups["body"], model_schema, model)
     approximation = dataclasses.asdict(check(model_schema, approximation, "approximation."))
-    return Settings(run=run, agent_name=agent_name or agent_class.__name__.lower(), agent_class=agent_class,
-                    agent=agent, approximation=approximation, **groups)
+    return Settings(run=run, agent_name=agent_name, agent=agent, approximation=approximation, agent_target=target,
+                    **groups)

@@ -17,111 +17,150 @@ from typing import Any
 
 KINDS = ("agent", "environment", "model", "body", "logger", "buffer", "approximation", "policy")
 
-# kind -> name -> (import path "module:attribute", one-line description)
-_BUILTIN: dict[str, dict[str, tuple[str, str]]] = {
+# kind -> name -> (import path "module:attribute", one-line description, what it declares). What it declares
+# is what checking a config needs to know of a component without importing it (which imports torch), as the
+# component itself declares it (tests/test_config.py compares them): an agent's Config (a class of
+# rlconf.agents.hyperparameters) and whether the agent is itself multi-agent, a model's settings schema (a
+# class of rlconf.nn.schemas), whether an environment family's observations are frames and its games have
+# lives, the options a body's constructor takes.
+_BUILTIN: dict[str, dict[str, tuple[str, str, dict[str, Any]]]] = {
     "agent": {
-        "dqn": ("rlconf.agents.dqn:DQN", "Deep Q-Network: replay, target network, epsilon-greedy"),
-        "ddqn": ("rlconf.agents.ddqn:DDQN", "Double DQN: online net picks, target net values; prioritized replay"),
-        "c51": ("rlconf.agents.c51:C51", "distributional DQN: 51-atom categorical returns, projected targets"),
-        "rainbow": ("rlconf.agents.c51:Rainbow", "C51 + prioritized + 3-step replay + dueling noisy networks"),
-        "vqn": ("rlconf.agents.vqn:VQN", "vanilla Q-learning over parallel envs: no replay, no target"),
-        "vsarsa": ("rlconf.agents.vqn:VSarsa", "SARSA over parallel envs: on-policy TD(0), no replay"),
-        "vpg": ("rlconf.agents.vpg:VPG", "REINFORCE with a value baseline: complete episodes, parallel envs"),
-        "vac": ("rlconf.agents.vac:VAC", "vanilla actor-critic: one-step TD advantages every step, parallel envs"),
-        "a2c": ("rlconf.agents.a2c:A2C", "Advantage Actor-Critic: n-step returns, entropy bonus, parallel envs"),
-        "ppo": ("rlconf.agents.ppo:PPO", "Proximal Policy Optimisation: clipped surrogate, GAE, parallel envs"),
-        "ddpg": ("rlconf.agents.ddpg:DDPG", "Deep Deterministic Policy Gradient: continuous actions, Gaussian noise"),
-        "td3": ("rlconf.agents.td3:TD3", "DDPG + twin critics, target policy smoothing, delayed policy updates"),
-        "sac": ("rlconf.agents.sac:SAC", "Soft Actor-Critic: squashed Gaussian, twin critics, tuned temperature"),
+        "dqn": ("rlconf.agents.dqn:DQN", "Deep Q-Network: replay, target network, epsilon-greedy",
+                {"config": "DQNConfig"}),
+        "ddqn": ("rlconf.agents.ddqn:DDQN", "Double DQN: online net picks, target net values; prioritized replay",
+                 {"config": "DDQNConfig"}),
+        "c51": ("rlconf.agents.c51:C51", "distributional DQN: 51-atom categorical returns, projected targets",
+                {"config": "C51Config"}),
+        "rainbow": ("rlconf.agents.c51:Rainbow", "C51 + prioritized + 3-step replay + dueling noisy networks",
+                    {"config": "RainbowConfig"}),
+        "vqn": ("rlconf.agents.vqn:VQN", "vanilla Q-learning over parallel envs: no replay, no target",
+                {"config": "VQNConfig"}),
+        "vsarsa": ("rlconf.agents.vqn:VSarsa", "SARSA over parallel envs: on-policy TD(0), no replay",
+                   {"config": "VQNConfig"}),
+        "vpg": ("rlconf.agents.vpg:VPG", "REINFORCE with a value baseline: complete episodes, parallel envs",
+                {"config": "VPGConfig"}),
+        "vac": ("rlconf.agents.vac:VAC", "vanilla actor-critic: one-step TD advantages every step, parallel envs",
+                {"config": "VACConfig"}),
+        "a2c": ("rlconf.agents.a2c:A2C", "Advantage Actor-Critic: n-step returns, entropy bonus, parallel envs",
+                {"config": "A2CConfig"}),
+        "ppo": ("rlconf.agents.ppo:PPO", "Proximal Policy Optimisation: clipped surrogate, GAE, parallel envs",
+                {"config": "PPOConfig"}),
+        "ddpg": ("rlconf.agents.ddpg:DDPG", "Deep Deterministic Policy Gradient: continuous actions, Gaussian noise",
+                 {"config": "DDPGConfig"}),
+        "td3": ("rlconf.agents.td3:TD3", "DDPG + twin critics, target policy smoothing, delayed policy updates",
+                {"config": "TD3Config"}),
+        "sac": ("rlconf.agents.sac:SAC", "Soft Actor-Critic: squashed Gaussian, twin critics, tuned temperature",
+                {"config": "SACConfig"}),
         "random": ("rlconf.agents.random_agent:RandomAgent",
-                   "uniformly random (legal) actions: a baseline, and the opponent of multi-agent tests"),
+                   "uniformly random (legal) actions: a baseline, and the opponent of multi-agent tests",
+                   {"config": "RandomConfig"}),
         "independent": ("rlconf.agents.independent:IndependentMultiagent",
-                        "multi-agent (PettingZoo): one agent per player (agent.base), or shared for self-play"),
+                        "multi-agent (PettingZoo): one agent per player (agent.base), or shared for self-play",
+                        {"config": "IndependentConfig", "multiagent": True}),
         "epsilon_greedy": ("rlconf.agents.multi_armed:EpsilonGreedy",
-                           "multi-armed bandit: the best mean so far, a random arm with probability epsilon"),
-        "ucb": ("rlconf.agents.multi_armed:UCB", "multi-armed bandit: UCB1, the mean plus an optimism bonus"),
+                           "multi-armed bandit: the best mean so far, a random arm with probability epsilon",
+                           {"config": "EpsilonGreedyConfig"}),
+        "ucb": ("rlconf.agents.multi_armed:UCB", "multi-armed bandit: UCB1, the mean plus an optimism bonus",
+                {"config": "UCBConfig"}),
         "bayesian_ucb": ("rlconf.agents.multi_armed:BayesianUCB",
-                         "multi-armed bandit: an upper quantile of each arm's posterior (Beta or Gaussian)"),
+                         "multi-armed bandit: an upper quantile of each arm's posterior (Beta or Gaussian)",
+                         {"config": "BayesianUCBConfig"}),
         "thompson": ("rlconf.agents.multi_armed:Thompson",
-                     "multi-armed bandit: Thompson sampling from Beta-Bernoulli or Gaussian posteriors"),
+                     "multi-armed bandit: Thompson sampling from Beta-Bernoulli or Gaussian posteriors",
+                     {"config": "PosteriorConfig"}),
         "gradient_bandit": ("rlconf.agents.multi_armed:GradientBandit",
-                            "multi-armed bandit: softmax over learned preferences, reward baseline"),
+                            "multi-armed bandit: softmax over learned preferences, reward baseline",
+                            {"config": "GradientBanditConfig"}),
         "linear_posterior": ("rlconf.agents.linear_bandit:LinearPosterior",
-                             "contextual bandit: Bayesian linear regression per arm, Thompson sampling"),
+                             "contextual bandit: Bayesian linear regression per arm, Thompson sampling",
+                             {"config": "LinearPosteriorConfig"}),
         "linucb": ("rlconf.agents.linear_bandit:LinUCB",
-                   "contextual bandit: ridge regression per arm, upper confidence bound"),
+                   "contextual bandit: ridge regression per arm, upper confidence bound", {"config": "LinUCBConfig"}),
         "neural_greedy": ("rlconf.agents.neural_bandit:NeuralGreedy",
-                          "contextual bandit: a network predicts each arm's reward, epsilon-greedy"),
+                          "contextual bandit: a network predicts each arm's reward, epsilon-greedy",
+                          {"config": "NeuralGreedyConfig"}),
         "neural_linear": ("rlconf.agents.neural_bandit:NeuralLinear",
-                          "contextual bandit: Bayesian linear regression on a network's last features"),
+                          "contextual bandit: Bayesian linear regression on a network's last features",
+                          {"config": "NeuralLinearConfig"}),
         "bootstrap_neural": ("rlconf.agents.neural_bandit:BootstrapNeural",
-                             "contextual bandit: an ensemble of networks on bootstrapped data, one drawn per pull"),
+                             "contextual bandit: an ensemble of networks on bootstrapped data, one drawn per pull",
+                             {"config": "BootstrapNeuralConfig"}),
         "noise_sampling": ("rlconf.agents.neural_bandit:NoiseSampling",
-                           "contextual bandit: greedy under a network with noise added to its weights"),
-        "q_learning": ("rlconf.agents.tabular:QLearning", "tabular Q-learning, epsilon-greedy"),
-        "sarsa_lambda": ("rlconf.agents.tabular:SarsaLambda", "tabular SARSA(lambda) with eligibility traces"),
-        "dyna_q": ("rlconf.agents.tabular:DynaQ",
-                   "tabular Dyna-Q: Q-learning plus planning steps from a learned model"),
+                           "contextual bandit: greedy under a network with noise added to its weights",
+                           {"config": "NoiseSamplingConfig"}),
+        "q_learning": ("rlconf.agents.tabular:QLearning", "tabular Q-learning, epsilon-greedy",
+                       {"config": "QLearningConfig"}),
+        "sarsa_lambda": ("rlconf.agents.tabular:SarsaLambda", "tabular SARSA(lambda) with eligibility traces",
+                         {"config": "SarsaLambdaConfig"}),
+        "dyna_q": ("rlconf.agents.tabular:DynaQ", "tabular Dyna-Q: Q-learning plus planning steps from a learned model",
+                   {"config": "DynaQConfig"}),
     },
     "environment": {
-        "classic": ("rlconf.environments.gym:GymVectorEnvironment", "gymnasium environments, vectorised"),
-        "atari": ("rlconf.environments.atari:AtariEnvironment", "Atari 2600 games (ale-py), DeepMind preprocessing"),
+        "classic": ("rlconf.environments.gym:GymVectorEnvironment", "gymnasium environments, vectorised", {}),
+        "atari": ("rlconf.environments.atari:AtariEnvironment", "Atari 2600 games (ale-py), DeepMind preprocessing",
+                  {"image_observations": True, "lives": True}),
         "continuous": ("rlconf.environments.gym:GymVectorEnvironment",
-                       "gymnasium tasks with continuous (Box) actions: Pendulum, MountainCarContinuous"),
-        "mujoco": ("rlconf.environments.mujoco:MujocoEnvironment", "MuJoCo robots (gymnasium v5), vectorised"),
+                       "gymnasium tasks with continuous (Box) actions: Pendulum, MountainCarContinuous", {}),
+        "mujoco": ("rlconf.environments.mujoco:MujocoEnvironment", "MuJoCo robots (gymnasium v5), vectorised", {}),
         "pettingzoo_classic": ("rlconf.environments.pettingzoo:MultiagentEnvironment",
-                               "PettingZoo board games (tictactoe, connect four): turns, action masks"),
+                               "PettingZoo board games (tictactoe, connect four): turns, action masks", {}),
         "pettingzoo_atari": ("rlconf.environments.pettingzoo:MultiagentAtariEnvironment",
-                             "multi-player Atari (PettingZoo, multi-agent ALE): 84x84 frames, frame skip"),
+                             "multi-player Atari (PettingZoo, multi-agent ALE): 84x84 frames, frame skip",
+                             {"image_observations": True, "lives": True}),
         "pettingzoo_mpe": ("rlconf.environments.pettingzoo:MultiagentEnvironment",
-                           "multi-agent particle worlds (mpe2): vector observations"),
+                           "multi-agent particle worlds (mpe2): vector observations", {}),
         "pettingzoo_butterfly": ("rlconf.environments.pettingzoo:MultiagentFrameEnvironment",
-                                 "PettingZoo butterfly pixel games (pistonball): grey 84x84 frames"),
+                                 "PettingZoo butterfly pixel games (pistonball): grey 84x84 frames",
+                                 {"image_observations": True}),
         "tabular": ("rlconf.environments.gym:GymVectorEnvironment",
-                    "gymnasium's toy text: discrete states (FrozenLake, Taxi, CliffWalking)"),
+                    "gymnasium's toy text: discrete states (FrozenLake, Taxi, CliffWalking)", {}),
         "bandit": ("rlconf.environments.bandit:MultiArmedBandit",
-                   "multi-armed bandits (Bernoulli, Gaussian): no observation, one pull per step"),
+                   "multi-armed bandits (Bernoulli, Gaussian): no observation, one pull per step", {}),
         "contextual_bandit": ("rlconf.environments.bandit:ContextualBandit",
-                              "contextual bandits (synthetic linear, a CSV of features and labels)"),
+                              "contextual bandits (synthetic linear, a CSV of features and labels)", {}),
     },
     "model": {
-        "mlp": ("rlconf.nn.builders:MLPSettings", "fully connected layers on the flattened observation"),
+        "mlp": ("rlconf.nn.builders:MLPSettings", "fully connected layers on the flattened observation",
+                {"schema": "MLPConfig"}),
         "nature_cnn": ("rlconf.nn.builders:NatureCNNSettings",
-                       "Nature DQN convolutions on [C, H, W] frames (dueling, noisy heads as options)"),
+                       "Nature DQN convolutions on [C, H, W] frames (dueling, noisy heads as options)",
+                       {"schema": "NatureCNNConfig"}),
     },
     "body": {
-        "none": ("rlconf.bodies.body:Body", "pass-through: the agent sees the environment's states"),
-        "atari": ("rlconf.bodies.atari:DeepmindAtariBody", "frame stack, reward clipping, episodic lives"),
+        "none": ("rlconf.bodies.body:Body", "pass-through: the agent sees the environment's states", {"options": ()}),
+        "atari": ("rlconf.bodies.atari:DeepmindAtariBody", "frame stack, reward clipping, episodic lives",
+                  {"options": ("frame_stack", "clip_rewards", "episodic_lives")}),
         "time_feature": ("rlconf.bodies.time_feature:TimeFeature",
-                         "appends t * scale (steps into the episode) to the observation (MuJoCo)"),
+                         "appends t * scale (steps into the episode) to the observation (MuJoCo)",
+                         {"options": ("time_feature_scale",)}),
     },
     "logger": {
-        "csv": ("rlconf.logging.csv:CSVLogger", "episodes.csv, returns100.csv, evaluations.csv (always on)"),
-        "tensorboard": ("rlconf.logging.tensorboard:TensorBoardLogger", "TensorBoard event files"),
+        "csv": ("rlconf.logging.csv:CSVLogger", "episodes.csv, returns100.csv, evaluations.csv (always on)", {}),
+        "tensorboard": ("rlconf.logging.tensorboard:TensorBoardLogger", "TensorBoard event files", {}),
         "wandb": ("rlconf.logging.wandb:WandbLogger",
-                  "Weights & Biases: one run per run, a group per sweep, offline without a key"),
+                  "Weights & Biases: one run per run, a group per sweep, offline without a key", {}),
     },
     "buffer": {
-        "replay": ("rlconf.memory.replay:ReplayBuffer", "uniform replay on preallocated tensors"),
-        "gae": ("rlconf.memory.advantage:GeneralizedAdvantageBuffer", "on-policy rollouts with GAE"),
-        "episodes": ("rlconf.memory.episodes:CompleteEpisodeBuffer", "complete episodes with their returns (VPG)"),
+        "replay": ("rlconf.memory.replay:ReplayBuffer", "uniform replay on preallocated tensors", {}),
+        "gae": ("rlconf.memory.advantage:GeneralizedAdvantageBuffer", "on-policy rollouts with GAE", {}),
+        "episodes": ("rlconf.memory.episodes:CompleteEpisodeBuffer", "complete episodes with their returns (VPG)", {}),
     },
     "approximation": {
-        "q": ("rlconf.approximation.approximation:QNetwork", "action values Q(s, a)"),
-        "v": ("rlconf.approximation.approximation:VNetwork", "state values V(s)"),
-        "features": ("rlconf.approximation.approximation:FeatureNetwork", "shared features for several heads"),
+        "q": ("rlconf.approximation.approximation:QNetwork", "action values Q(s, a)", {}),
+        "v": ("rlconf.approximation.approximation:VNetwork", "state values V(s)", {}),
+        "features": ("rlconf.approximation.approximation:FeatureNetwork", "shared features for several heads", {}),
         "q_continuous": ("rlconf.approximation.q_continuous:QContinuous",
-                         "action values Q(s, a) of continuous actions: observation and action in"),
+                         "action values Q(s, a) of continuous actions: observation and action in", {}),
     },
     "policy": {
-        "greedy": ("rlconf.policies.greedy:ParallelGreedyPolicy", "epsilon-greedy over Q (schedulable)"),
-        "softmax": ("rlconf.policies.softmax:SoftmaxPolicy", "categorical distribution over logits"),
+        "greedy": ("rlconf.policies.greedy:ParallelGreedyPolicy", "epsilon-greedy over Q (schedulable)", {}),
+        "softmax": ("rlconf.policies.softmax:SoftmaxPolicy", "categorical distribution over logits", {}),
         "gaussian": ("rlconf.policies.gaussian:GaussianPolicy",
-                     "diagonal Gaussian over Box actions in [-1, 1]: mean network, learned log std"),
+                     "diagonal Gaussian over Box actions in [-1, 1]: mean network, learned log std", {}),
         "deterministic": ("rlconf.policies.deterministic:DeterministicPolicy",
-                          "DDPG/TD3: the network's output, tanh-squashed into the action Box"),
+                          "DDPG/TD3: the network's output, tanh-squashed into the action Box", {}),
         "soft_deterministic": ("rlconf.policies.soft_deterministic:SoftDeterministicPolicy",
-                               "SAC: reparameterised tanh-squashed Gaussian with log-prob correction"),
+                               "SAC: reparameterised tanh-squashed Gaussian with log-prob correction", {}),
     },
 }
 # How ``rlconf list agent`` groups the agents: by what they play and how they learn. A plugin's agent joins
@@ -174,7 +213,7 @@ def names(kind: str) -> list[str]:
 
 
 def describe(kind: str) -> list[tuple[str, str]]:
-    table = {name: text for name, (_, text) in _BUILTIN.get(kind, {}).items()}
+    table = {name: text for name, (_, text, _) in _BUILTIN.get(kind, {}).items()}
     table.update({name: text for name, (_, text) in _USER[kind].items()})
     return sorted(table.items())
 
@@ -187,6 +226,30 @@ def get(kind: str, name: str) -> Any:
         return import_path(_BUILTIN[kind][name][0])
     see = "rlconf list agent" if kind == "agent" else "rlconf list components"
     raise UnknownComponent(unknown_message(kind, name, names(kind), see))
+
+
+def declared(kind: str, name: str, what: str, default: Any = None) -> Any:
+    """What the component ``name`` declares (``lives``, ``multiagent``, ...), known without importing a
+    built-in one; a plugin's is its class attribute."""
+    if name in _USER[kind] or name not in _BUILTIN.get(kind, {}):
+        return getattr(get(kind, name), what, default)
+    return _BUILTIN[kind][name][2].get(what, default)
+
+
+def agent_config(name: str) -> type:
+    """The Config dataclass of the agent ``name``: a built-in one's from rlconf.agents.hyperparameters, which
+    imports no torch; a plugin's is its class's ``Config`` (None where it has none)."""
+    if name in _USER["agent"] or name not in _BUILTIN["agent"]:
+        return getattr(get("agent", name), "Config", None)
+    return import_path(f"rlconf.agents.hyperparameters:{_BUILTIN['agent'][name][2]['config']}")
+
+
+def model_schema(name: str) -> type:
+    """The settings dataclass the approximation group is checked against for the model ``name``: a built-in
+    one's from rlconf.nn.schemas, which imports no torch; a plugin's is its class."""
+    if name in _USER["model"] or name not in _BUILTIN["model"]:
+        return get("model", name)
+    return import_path(f"rlconf.nn.schemas:{_BUILTIN['model'][name][2]['schema']}")
 
 
 def import_path(path: str) -> Any:

@@ -115,6 +115,46 @@ def test_listing_imports_no_torch(workdir):
     assert "dqn" in result.stdout
 
 
+# Composes each pair and prints its config, then refuses each bad line; prints whether torch was imported.
+NO_TORCH_CHECK = """
+import contextlib, io, json, sys
+from rlconf.cli import main
+pairs, refused = json.loads(sys.argv[1])
+for pair in pairs:
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        assert main(["run", *pair.split(), "--cfg", "job"]) == 0, pair
+    assert "agent:" in out.getvalue(), pair
+for line in refused:
+    with contextlib.redirect_stderr(io.StringIO()) as err:
+        try:
+            main(["run", *line.split(), "--cfg", "job"])  # printed, not run, if it were not refused
+        except SystemExit as stop:
+            assert stop.code == 2, (line, err.getvalue())
+    assert "rlconf: error: " in err.getvalue(), (line, err.getvalue())
+agents = sorted(m for m in sys.modules if m.startswith("rlconf.agents.") and not m.endswith(".hyperparameters"))
+print("torch" in sys.modules, agents)
+"""
+
+
+def test_checking_and_printing_a_config_imports_no_torch(workdir):
+    """``rlconf run ... --cfg job`` composes and checks the whole config (every agent's hyperparameters, the
+    model's settings, what the env and the body go together with), and so does every refusal of bad input:
+    neither imports torch, which takes seconds (the registry declares what the check needs of each built-in
+    component; the agents' configs live in rlconf.agents.hyperparameters)."""
+    pairs = ["agent=dqn env=classic/cartpole", "agent=ppo env=mujoco/hopper", "agent=rainbow env=atari/pong",
+             "agent=sac env=classic/pendulum", "agent=independent env=pettingzoo/tictactoe",
+             "agent=thompson env=bandit/bernoulli", "agent=neural_linear env=bandit/linear",
+             "agent=q_learning env=tabular/taxi"]
+    refused = ["agent=dqn env=classic/cartpole agent.lr=abc", "agent=dqn env=classic/cartpole approximation=nature_cnn",
+               "agent=dqn env=classic/cartpole body=atari",
+               "agent=independent env=pettingzoo/tictactoe agent.dqn.lr=-1",
+               "agent=independent env=pettingzoo/tictactoe agent.base=independent"]
+    result = subprocess.run([sys.executable, "-c", NO_TORCH_CHECK, json.dumps([pairs, refused])], cwd=workdir,
+                            env=cli_env(), capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "False []", result.stdout[-500:]
+
+
 # -- bad input: exit 2, one line, nothing written ---------------------------------------------------------
 def test_unknown_agent_names_the_nearest_and_the_options(run_cli, workdir):
     line = one_error_line(run_cli("run", "agent=dqnn", "env=classic/cartpole", cwd=workdir))

@@ -129,3 +129,31 @@ def test_whole_numbers_written_as_floats_are_accepted_for_integer_keys():
     for bad in ("steps=1.5", "hardware.n_envs=2.5", "agent.batch_size=0.5"):
         with pytest.raises(ConfigError, match=bad.split("=")[0]):
             validate(composed(bad))
+
+
+def test_the_registry_declares_what_each_built_in_component_declares():
+    """validate() reads an agent's Config, a model's settings, an env family's observations and lives and a
+    body's options from the registry, without importing the component (nor torch): here each is compared with
+    what the component itself says."""
+    import inspect
+
+    from rlconf import registry
+    from rlconf.nn.layers import ACTIVATIONS
+    from rlconf.nn.schemas import ACTIVATION_NAMES
+
+    for name in registry.names("agent"):
+        agent_class = registry.get("agent", name)
+        assert registry.agent_config(name) is agent_class.Config, name
+        assert registry.declared("agent", name, "multiagent", False) == getattr(agent_class, "multiagent", False)
+    for name in registry.names("model"):
+        builder, schema = registry.get("model", name), registry.model_schema(name)
+        assert issubclass(builder, schema) and "torch" not in schema.__module__, name
+    for name in registry.names("environment"):
+        env_class = registry.get("environment", name)
+        for what in ("image_observations", "lives"):
+            assert registry.declared("environment", name, what, False) == getattr(env_class, what, False), (name,
+                                                                                                            what)
+    for name in registry.names("body"):
+        taken = [p for p in inspect.signature(registry.get("body", name)).parameters if p not in ("agent", "name")]
+        assert registry.declared("body", name, "options") == tuple(taken), name
+    assert tuple(ACTIVATIONS) == ACTIVATION_NAMES

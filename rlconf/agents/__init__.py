@@ -1,29 +1,46 @@
-"""Agents: one file per algorithm, each readable top to bottom."""
+"""Agents: one file per algorithm, each readable top to bottom; their hyperparameters in ``hyperparameters``.
 
-from rlconf.agents._agent import (
-    Agent,
-    AgentWrapper,
-    BuildContext,
-    ParallelAgent,
-    ReplayLearner,
-    SingleEnvAgent,
-    TestAgent,
-)
-from rlconf.agents._multiagent import Match, Multiagent, MultiagentBuildContext, MultiagentTestAgent
-from rlconf.agents._policy_gradient import PolicyGradient, PolicyGradientTestAgent
-from rlconf.agents.a2c import A2C
-from rlconf.agents.ddpg import DDPG, DDPGTestAgent
-from rlconf.agents.dqn import DQN, DQNTestAgent
-from rlconf.agents.independent import IndependentMultiagent, IndependentTestAgent
-from rlconf.agents.ppo import PPO
-from rlconf.agents.random_agent import RandomAgent, RandomTestAgent
-from rlconf.agents.sac import SAC, SACTestAgent
-from rlconf.agents.td3 import TD3
-from rlconf.agents.vac import VAC
-from rlconf.agents.vpg import VPG
+Each name is imported where it is first used: reading an agent's hyperparameters (which a config is checked
+against) imports no torch.
+"""
 
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# name -> the module that defines it
+_HOMES = {
+    **dict.fromkeys(["Agent", "AgentWrapper", "BuildContext", "ParallelAgent", "ReplayLearner", "SingleEnvAgent",
+                     "TestAgent"], "rlconf.agents._agent"),
+    **dict.fromkeys(["Match", "Multiagent", "MultiagentBuildContext", "MultiagentTestAgent"],
+                    "rlconf.agents._multiagent"),
+    **dict.fromkeys(["PolicyGradient", "PolicyGradientTestAgent"], "rlconf.agents._policy_gradient"),
+    "A2C": "rlconf.agents.a2c",
+    **dict.fromkeys(["DDPG", "DDPGTestAgent"], "rlconf.agents.ddpg"),
+    **dict.fromkeys(["DQN", "DQNTestAgent"], "rlconf.agents.dqn"),
+    **dict.fromkeys(["IndependentMultiagent", "IndependentTestAgent"], "rlconf.agents.independent"),
+    "PPO": "rlconf.agents.ppo",
+    **dict.fromkeys(["RandomAgent", "RandomTestAgent"], "rlconf.agents.random_agent"),
+    **dict.fromkeys(["SAC", "SACTestAgent"], "rlconf.agents.sac"),
+    "TD3": "rlconf.agents.td3",
+    "VAC": "rlconf.agents.vac",
+    "VPG": "rlconf.agents.vpg",
+}
 __all__ = ["A2C", "DDPG", "DQN", "PPO", "SAC", "TD3", "VAC", "VPG", "Agent", "AgentWrapper", "BuildContext",
            "DDPGTestAgent", "DQNTestAgent", "IndependentMultiagent", "IndependentTestAgent", "Match", "Multiagent",
            "MultiagentBuildContext", "MultiagentTestAgent", "ParallelAgent", "PolicyGradient",
            "PolicyGradientTestAgent", "RandomAgent", "RandomTestAgent", "ReplayLearner", "SACTestAgent",
            "SingleEnvAgent", "TestAgent"]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module 'rlconf.agents' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_HOMES[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -14,42 +14,18 @@ algorithm: what it learns from and when.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from rlconf.agents._agent import Buildable, BuildContext, Checkpointed, ParallelAgent, TestAgent
+from rlconf.agents.hyperparameters import PolicyGradientConfig
 from rlconf.approximation import Approximation, FeatureNetwork, Identity, VNetwork, adam, reinforce_together
-from rlconf.config import require
 from rlconf.core import StateArray
 from rlconf.memory import GeneralizedAdvantageBuffer
 from rlconf.nn import model_settings
 from rlconf.optim import Clock, LinearScheduler, schedule
 from rlconf.policies import StochasticPolicy, action_layout, policy_network, policy_outputs, stochastic_policy
-
-
-@dataclass
-class PolicyGradientConfig:
-    discount_factor: float = 0.99
-    lr: float = 3e-4
-    lr_final: float | None = None  # decay the learning rate linearly to this over the run
-    lr_v: float | None = None  # the value head's learning rate (null: lr); it decays in proportion to lr
-    adam_eps: float = 1e-5
-    clip_grad: float = 0.5  # max gradient norm of policy and value head together (and of the features); 0: off
-    entropy_loss_scaling: float = 0.0  # weight of the entropy bonus, which keeps the policy exploring
-    value_loss_scaling: float = 0.5  # weight of the value loss against the policy loss
-    log_std_init: float = 0.0  # Box actions: the Gaussian's initial log std, in actions normalised to [-1, 1]
-
-    def __post_init__(self):
-        require(self.lr > 0, "agent.lr", self.lr, "must be positive")
-        require(self.lr_v is None or self.lr_v > 0, "agent.lr_v", self.lr_v, "must be positive or null")
-        require(self.lr_final is None or self.lr_final >= 0, "agent.lr_final", self.lr_final,
-                "must be non-negative or null")
-        require(0 <= self.discount_factor <= 1, "agent.discount_factor", self.discount_factor, "must be in [0, 1]")
-        require(self.adam_eps > 0, "agent.adam_eps", self.adam_eps, "must be positive")
-        for key in ("clip_grad", "entropy_loss_scaling", "value_loss_scaling"):
-            require(getattr(self, key) >= 0, f"agent.{key}", getattr(self, key), "must be non-negative")
 
 
 def build_networks(config: PolicyGradientConfig, context: BuildContext,
@@ -149,7 +125,6 @@ class PolicyGradient(Checkpointed, ParallelAgent, Buildable):
 
     def test_agent(self) -> TestAgent:
         return PolicyGradientTestAgent(self.features, self.policy)
-
 
 
 class RolloutPolicyGradient(PolicyGradient):

@@ -18,31 +18,15 @@ ascends ``A * log pi(a | s)`` plus an entropy bonus, A normalised over the rollo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 
 from rlconf.agents._agent import BuildContext
-from rlconf.agents._policy_gradient import PolicyGradientConfig, RolloutPolicyGradient, build_networks, normalized
+from rlconf.agents._policy_gradient import RolloutPolicyGradient, build_networks, normalized
+from rlconf.agents.hyperparameters import A2CConfig
 from rlconf.approximation import Approximation, VNetwork
-from rlconf.config import require
 from rlconf.memory import GeneralizedAdvantageBuffer
 from rlconf.optim import Clock
 from rlconf.policies import StochasticPolicy
-
-
-@dataclass
-class A2CConfig(PolicyGradientConfig):
-    lr: float = 7e-4
-    n_steps: int = 5  # steps per environment in each rollout: one update per rollout
-    entropy_loss_scaling: float = 0.01
-    lam: float = 1.0  # GAE lambda: 1 gives n-step returns
-    normalize_advantages: bool = False  # mean 0, std 1 over each rollout
-
-    def __post_init__(self):
-        super().__post_init__()
-        require(self.n_steps >= 1, "agent.n_steps", self.n_steps, "must be at least 1")
-        require(0 <= self.lam <= 1, "agent.lam", self.lam, "must be in [0, 1]")
 
 
 class A2C(RolloutPolicyGradient):

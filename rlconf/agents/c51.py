@@ -19,31 +19,16 @@ DQN's.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 
 from rlconf.agents._agent import BuildContext
-from rlconf.agents.dqn import DQN, DQNConfig, training_settings
+from rlconf.agents.dqn import DQN, training_settings
+from rlconf.agents.hyperparameters import C51Config, RainbowConfig
 from rlconf.approximation import QDist
-from rlconf.config import require
 from rlconf.memory import Transitions
 from rlconf.nn import model_settings
 from rlconf.optim import Clock
 from rlconf.policies import legal_argmax
-
-
-@dataclass
-class C51Config(DQNConfig):
-    atoms: int = 51
-    v_min: float = -10.0
-    v_max: float = 10.0
-    double_q: bool = False  # the online network picks the next action, the target network values it
-
-    def __post_init__(self):
-        super().__post_init__()
-        require(self.atoms >= 2, "agent.atoms", self.atoms, "must be at least 2")
-        require(self.v_min < self.v_max, "agent.v_min", self.v_min, f"must be below agent.v_max ({self.v_max})")
 
 
 class C51(DQN):
@@ -94,15 +79,6 @@ class _MeanValues:
 
     def eval(self, x: torch.Tensor) -> torch.Tensor:
         return self.q.expected(self.q.eval(x))
-
-
-@dataclass
-class RainbowConfig(C51Config):
-    replay: str = "prioritized"
-    n_steps: int = 3
-    double_q: bool = True
-    epsilon: float = 0.0  # noisy layers explore
-    epsilon_final: float = 0.0
 
 
 class Rainbow(C51):

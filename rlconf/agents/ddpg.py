@@ -19,7 +19,6 @@ TD3 and SAC (td3.py, sac.py) build on the helpers at the end of this file.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import gymnasium as gym
 import numpy as np
@@ -27,32 +26,14 @@ import torch
 import torch.nn.functional as F
 
 from rlconf.agents._agent import Buildable, BuildContext, ParallelAgent, ReplayLearner, TestAgent
+from rlconf.agents.hyperparameters import DDPGConfig
 from rlconf.approximation import PolyakTarget, QContinuous, adam, reinforce_together
-from rlconf.config import ConfigError, require
+from rlconf.config import ConfigError
 from rlconf.core import StateArray
 from rlconf.memory import ReplayBuffer, Transitions, replay_buffer
 from rlconf.nn import model_settings
 from rlconf.optim import Clock
 from rlconf.policies import ActionBounds, DeterministicPolicy
-
-
-@dataclass
-class DDPGConfig:
-    discount_factor: float = 0.99
-    lr_q: float = 1e-3  # the critic's learning rate
-    lr_pi: float = 1e-3  # the policy's learning rate
-    adam_eps: float = 1e-8
-    batch_size: int = 100
-    replay_buffer_size: int = 1_000_000
-    replay_start_size: int = 5_000  # environment steps of uniformly random actions before the first update
-    update_frequency: int = 1  # environment steps between bursts of updates
-    gradient_steps: int = 1  # minibatch updates per burst
-    polyak_rate: float = 0.005  # targets move this fraction of the way to their networks after each update
-    noise: float = 0.1  # exploration: std of the Gaussian added to actions, in half-widths of the Box
-
-    def __post_init__(self):
-        check_off_policy(self)
-        require(self.noise >= 0, "agent.noise", self.noise, "must be non-negative")
 
 
 class DDPG(ReplayLearner, ParallelAgent, Buildable):
@@ -118,7 +99,6 @@ class DDPG(ReplayLearner, ParallelAgent, Buildable):
         return DDPGTestAgent(self.policy)
 
 
-
 class DDPGTestAgent(TestAgent):
     """The policy's action, without exploration noise."""
 
@@ -130,21 +110,6 @@ class DDPGTestAgent(TestAgent):
 
 
 # -- what DDPG, TD3 and SAC share ---------------------------------------------------------------------------
-OFF_POLICY_COUNTS = ("batch_size", "replay_buffer_size", "update_frequency", "gradient_steps")
-
-
-def check_off_policy(config) -> None:
-    """The checks every off-policy actor-critic config needs (the fields DDPGConfig starts with)."""
-    for key in ("lr_q", "lr_pi"):
-        require(getattr(config, key) > 0, f"agent.{key}", getattr(config, key), "must be positive")
-    require(0 <= config.discount_factor <= 1, "agent.discount_factor", config.discount_factor, "must be in [0, 1]")
-    require(0 < config.polyak_rate <= 1, "agent.polyak_rate", config.polyak_rate, "must be in (0, 1]")
-    require(config.replay_start_size >= 0, "agent.replay_start_size", config.replay_start_size,
-            "must be non-negative")
-    for key in OFF_POLICY_COUNTS:
-        require(getattr(config, key) >= 1, f"agent.{key}", getattr(config, key), "must be at least 1")
-
-
 def action_bounds(context: BuildContext, agent: str) -> ActionBounds:
     """The bounds of the continuous actions ``agent`` acts in; anything else is a ConfigError, one line."""
     space = context.action_space

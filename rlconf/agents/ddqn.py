@@ -5,17 +5,11 @@ is importance-weighted, so prioritized replay works)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 
-from rlconf.agents.dqn import DQN, DQNConfig
+from rlconf.agents.dqn import DQN
+from rlconf.agents.hyperparameters import DDQNConfig
 from rlconf.policies import legal_argmax
-
-
-@dataclass
-class DDQNConfig(DQNConfig):
-    replay: str = "prioritized"
 
 
 class DDQN(DQN):

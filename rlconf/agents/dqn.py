@@ -11,15 +11,13 @@ only the legal ones.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 from rlconf.agents._agent import Buildable, BuildContext, ParallelAgent, ReplayLearner, TestAgent
+from rlconf.agents.hyperparameters import DQNConfig
 from rlconf.approximation import FixedTarget, QNetwork, adam, make_target
-from rlconf.config import require
 from rlconf.core import StateArray
 from rlconf.memory import Transitions, replay_buffer
 from rlconf.nn import model_settings
@@ -27,50 +25,8 @@ from rlconf.optim import Clock, schedule
 from rlconf.policies import ACTION_MASK, ParallelGreedyPolicy, global_random_actions, legal_argmax, legal_max
 
 # Element-wise, so prioritized replay can weight each sample.
-LOSSES = {"mse": lambda x, y: F.mse_loss(x, y, reduction="none"),
-          "huber": lambda x, y: F.smooth_l1_loss(x, y, reduction="none")}
-REPLAYS = ("uniform", "prioritized")
-TARGETS = ("fixed", "polyak", "trivial")
-
-
-@dataclass
-class DQNConfig:
-    discount_factor: float = 0.99
-    lr: float = 1e-3
-    lr_final: float | None = None  # decay the learning rate linearly to this over the run
-    adam_eps: float = 1e-8
-    loss: str = "mse"  # mse or huber
-    clip_grad: float = 0.0  # max gradient norm; 0 disables
-    batch_size: int = 64
-    replay_buffer_size: int = 100_000
-    replay_start_size: int = 1_000  # environment steps before the first update
-    update_frequency: int = 4  # environment steps between bursts of updates
-    gradient_steps: int = 1  # minibatch updates per burst
-    target: str = "fixed"  # fixed, polyak or trivial
-    target_update_frequency: int = 1_000  # environment steps (fixed target)
-    target_rate: float = 0.005  # polyak target
-    epsilon: float = 1.0  # exploration: start ...
-    epsilon_final: float = 0.02  # ... end ...
-    epsilon_decay_steps: int = 10_000  # ... after this many environment steps
-    eval_epsilon: float = 0.0  # exploration of the test agent
-    replay: str = "uniform"  # uniform or prioritized
-    n_steps: int = 1  # n-step returns
-    alpha: float = 0.5  # prioritized replay: how much priorities count ...
-    beta: float = 0.5  # ... and the importance correction, annealed to 1 over the run
-    priority_epsilon: float = 1e-5  # added to |TD error| so no transition becomes undrawable
-
-    def __post_init__(self):
-        require(self.loss in LOSSES, "agent.loss", self.loss, f"allowed: {', '.join(LOSSES)}")
-        require(self.target in TARGETS, "agent.target", self.target, f"allowed: {', '.join(TARGETS)}")
-        require(self.lr > 0, "agent.lr", self.lr, "must be positive")
-        require(0 <= self.discount_factor <= 1, "agent.discount_factor", self.discount_factor, "must be in [0, 1]")
-        for key in ("batch_size", "replay_buffer_size", "update_frequency", "gradient_steps",
-                    "target_update_frequency", "epsilon_decay_steps"):
-            require(getattr(self, key) >= 1, f"agent.{key}", getattr(self, key), "must be at least 1")
-        require(self.replay in REPLAYS, "agent.replay", self.replay, f"allowed: {', '.join(REPLAYS)}")
-        require(self.n_steps >= 1, "agent.n_steps", self.n_steps, "must be at least 1")
-        for key in ("epsilon", "epsilon_final", "eval_epsilon", "target_rate", "alpha", "beta"):
-            require(0 <= getattr(self, key) <= 1, f"agent.{key}", getattr(self, key), "must be in [0, 1]")
+LOSS_FUNCTIONS = {"mse": lambda x, y: F.mse_loss(x, y, reduction="none"),
+                  "huber": lambda x, y: F.smooth_l1_loss(x, y, reduction="none")}
 
 
 class DQN(ReplayLearner, ParallelAgent, Buildable):
@@ -86,7 +42,7 @@ class DQN(ReplayLearner, ParallelAgent, Buildable):
         self.replay = replay
         self.clock = clock
         self.config = config
-        self.loss = LOSSES[config.loss]
+        self.loss = LOSS_FUNCTIONS[config.loss]
         # Periods are given in environment steps; with n_envs environments one act() is n_envs steps.
         self._train_every = max(1, config.update_frequency // n_envs)
         self._sync_every = max(1, config.target_update_frequency // n_envs)
@@ -175,7 +131,6 @@ class DQN(ReplayLearner, ParallelAgent, Buildable):
 
     def test_agent(self) -> TestAgent:
         return DQNTestAgent(self.action_values(self.q), self.policy.n_actions, self.config.eval_epsilon)
-
 
 
 class DQNTestAgent(TestAgent):

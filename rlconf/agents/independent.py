@@ -17,72 +17,16 @@ trained player alone against opponents (``random``), seat by seat.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from rlconf import registry
 from rlconf.agents._agent import ParallelAgent
 from rlconf.agents._multiagent import Match, Multiagent, MultiagentBuildContext, MultiagentTestAgent
+from rlconf.agents.hyperparameters import IndependentConfig
 from rlconf.agents.random_agent import RandomTestAgent
-from rlconf.config import ConfigError, check, require
+from rlconf.config import ConfigError, require
 from rlconf.core import MultiagentState, StateArray
-
-OPPONENTS = ("random",)  # what agent.test_against may name
-
-
-@dataclass
-class IndependentConfig:
-    """Which agent each player uses, and the hyperparameters of each agent under its name: ``agent.dqn.lr``
-    (configs/agent/independent.yaml composes each agent's own config there, so every key can be overridden
-    as it is typed and a misspelt one is refused). Other agents (ppo, ...) play with their defaults."""
-
-    base: str = "dqn"  # the agent every player uses (unless named in players)
-    players: dict[str, str] | None = None  # player -> agent name, for players not using base
-    shared: bool = False  # one set of parameters for every player using base (self-play)
-    test_against: str | None = None  # null: the test is self-play; random: each trained seat vs random moves
-    test_seat: str | None = None  # with test_against: the seat tested (null: every learning seat, games shared)
-    dqn: dict[str, Any] = field(default_factory=dict)
-    ddqn: dict[str, Any] = field(default_factory=dict)
-    c51: dict[str, Any] = field(default_factory=dict)
-    rainbow: dict[str, Any] = field(default_factory=dict)
-    random: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self):
-        self.players = dict(self.players or {})  # null in YAML, so that agent.players={...} can replace it
-        require(self.test_against is None or self.test_against in OPPONENTS, "agent.test_against",
-                self.test_against, f"allowed: null, {', '.join(OPPONENTS)}")
-        require(self.test_seat is None or self.test_against is not None, "agent.test_seat", self.test_seat,
-                "chooses the seat tested against agent.test_against; set that too, e.g. agent.test_against=random")
-        for name in {self.base, *self.players.values()}:
-            self.agent_config(name)  # every agent named, and its hyperparameters, checked now
-
-    def agent_config(self, name: str) -> tuple[type, Any]:
-        """The agent class ``name`` and its Config from ``agent.<name>`` (its defaults where there is none).
-        A bad key or value is one line naming it as it was written."""
-        where = "agent.base" if name == self.base else "agent.players"
-        try:
-            agent_class = registry.get("agent", name)
-        except registry.UnknownComponent as error:
-            raise ConfigError(f"{where}: {error}") from None
-        if getattr(agent_class, "multiagent", False):
-            raise ConfigError(f"{where}={name}: is itself a multi-agent agent; allowed: single-agent agents such "
-                              "as dqn, ddqn, c51, rainbow, random")
-        values = {k: v for k, v in (getattr(self, name, None) or {}).items() if k != "name"}
-        return agent_class, _checked(agent_class, values, f"agent.{name}.")
-
-
-def _checked(agent_class: type, values: dict, prefix: str) -> Any:
-    """``values`` as the agent's Config. Its own checks name keys as ``agent.<key>``; here they live under
-    ``prefix``, so the message says so."""
-    try:
-        return check(agent_class.Config, values, prefix)
-    except ConfigError as error:
-        message = str(error)
-        if message.startswith("agent.") and not message.startswith(prefix):
-            message = prefix + message.removeprefix("agent.")
-        raise ConfigError(message) from None
 
 
 class IndependentMultiagent(Multiagent):

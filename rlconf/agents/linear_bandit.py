@@ -15,7 +15,6 @@ The neural-linear agent (rlconf.agents.neural_bandit) runs the same posterior on
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
@@ -23,7 +22,7 @@ import torch
 
 from rlconf.agents._agent import BuildContext, arrays_state, load_arrays
 from rlconf.agents._bandit import BanditAgent, argmax_random_ties
-from rlconf.config import require
+from rlconf.agents.hyperparameters import LinearPosteriorConfig, LinUCBConfig
 from rlconf.optim import Clock
 
 
@@ -119,23 +118,6 @@ def thompson_scores(stats: RidgeStatistics, x: np.ndarray, a0: float, b0: float,
     return stats.predict(x) + np.sqrt(variance * stats.spread(x)) * rng.standard_normal(a.shape)
 
 
-@dataclass
-class LinearPosteriorConfig:
-    """Bayesian linear regression per arm, Thompson sampling (the options of GenRL's LinearPosteriorAgent)."""
-
-    init_pulls: int = 3  # each bandit first pulls every arm this many times in turn
-    lambda_prior: float = 0.25  # prior precision of the weights, beta | sigma^2 ~ N(0, sigma^2 / lambda_prior I)
-    a0: float = 6.0  # inverse-gamma prior of the reward noise variance sigma^2: shape ...
-    b0: float = 6.0  # ... and scale
-    intercept: bool = True  # append a constant feature, so each arm's reward has an offset
-
-    def __post_init__(self):
-        require(self.init_pulls >= 0, "agent.init_pulls", self.init_pulls, "must be 0 or more")
-        require(self.lambda_prior > 0, "agent.lambda_prior", self.lambda_prior, "must be positive")
-        require(self.a0 > 0, "agent.a0", self.a0, "must be positive")
-        require(self.b0 > 0, "agent.b0", self.b0, "must be positive")
-
-
 class LinearBandit(BanditAgent):
     """Ridge statistics per bandit and arm, learnt from every pull; the test agent pulls the best estimate.
     Subclasses choose how to explore."""
@@ -173,21 +155,6 @@ class LinearPosterior(LinearBandit):
     def choose(self, contexts):
         x = with_intercept(contexts, self.config.intercept)
         return argmax_random_ties(thompson_scores(self.stats, x, self.config.a0, self.config.b0, self.rng), self.rng)
-
-
-@dataclass
-class LinUCBConfig:
-    """Ridge regression per arm and an upper confidence bound (Li et al. 2010, disjoint LinUCB)."""
-
-    init_pulls: int = 1  # each bandit first pulls every arm this many times in turn
-    alpha: float = 1.0  # width of the bound: theta . x + alpha sqrt(x^T A^-1 x)
-    lambda_prior: float = 1.0  # ridge penalty: A = lambda I + sum x x^T
-    intercept: bool = True  # append a constant feature, so each arm's reward has an offset
-
-    def __post_init__(self):
-        require(self.init_pulls >= 0, "agent.init_pulls", self.init_pulls, "must be 0 or more")
-        require(self.alpha >= 0, "agent.alpha", self.alpha, "must be 0 or more")
-        require(self.lambda_prior > 0, "agent.lambda_prior", self.lambda_prior, "must be positive")
 
 
 class LinUCB(LinearBandit):

@@ -28,7 +28,6 @@ counts environment steps: pulls summed over the bandits.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
@@ -36,22 +35,19 @@ import torch
 
 from rlconf.agents._agent import BuildContext
 from rlconf.agents._bandit import BanditAgent, argmax_random_ties
-from rlconf.config import ConfigError, require
+from rlconf.agents.hyperparameters import (
+    ArmConfig,
+    BayesianUCBConfig,
+    EpsilonGreedyConfig,
+    GradientBanditConfig,
+    PosteriorConfig,
+    UCBConfig,
+)
+from rlconf.config import ConfigError
 from rlconf.optim import Clock, schedule
-
-PRIORS = ("auto", "beta", "gaussian")
 
 
 # -- the statistics every agent keeps -----------------------------------------------------------------------
-@dataclass
-class ArmConfig:
-    init_pulls: int = 0  # pull every arm this many times in turn before the algorithm chooses
-
-    def __post_init__(self):
-        require(isinstance(self.init_pulls, int) and self.init_pulls >= 0, "agent.init_pulls", self.init_pulls,
-                "must be an integer of at least 0")
-
-
 class ArmStatistics(BanditAgent):
     """Per bandit and arm: how often it was pulled (``counts``) and its mean reward (``means``)."""
 
@@ -92,21 +88,6 @@ class ArmStatistics(BanditAgent):
 
 
 # -- epsilon-greedy -----------------------------------------------------------------------------------------
-@dataclass
-class EpsilonGreedyConfig(ArmConfig):
-    epsilon: float = 0.1  # probability of a uniformly random arm ...
-    epsilon_final: float | None = None  # ... decaying linearly to this (null: constant) ...
-    epsilon_decay_steps: int = 10_000  # ... over this many environment steps (pulls summed over the bandits)
-
-    def __post_init__(self):
-        super().__post_init__()
-        require(0 <= self.epsilon <= 1, "agent.epsilon", self.epsilon, "must be in [0, 1]")
-        require(self.epsilon_final is None or 0 <= self.epsilon_final <= 1, "agent.epsilon_final",
-                self.epsilon_final, "must be in [0, 1], or null for a constant epsilon")
-        require(self.epsilon_decay_steps >= 1, "agent.epsilon_decay_steps", self.epsilon_decay_steps,
-                "must be at least 1")
-
-
 class EpsilonGreedy(ArmStatistics):
     """The arm of the best mean reward (ties at random); a uniformly random arm with probability epsilon."""
 
@@ -124,15 +105,6 @@ class EpsilonGreedy(ArmStatistics):
 
 
 # -- UCB1 ---------------------------------------------------------------------------------------------------
-@dataclass
-class UCBConfig(ArmConfig):
-    confidence: float = 1.0  # scales the bonus: 1 is UCB1 for rewards in [0, 1]; about 2 sigma for sigma-noisy ones
-
-    def __post_init__(self):
-        super().__post_init__()
-        require(self.confidence >= 0, "agent.confidence", self.confidence, "must be 0 or more")
-
-
 class UCB(ArmStatistics):
     """UCB1 (Auer, Cesa-Bianchi and Fischer 2002): the arm of the largest ``mean + c sqrt(2 ln t / n_a)``,
     where ``t`` counts this bandit's pulls and ``n_a`` the arm's; an arm never pulled comes first."""
@@ -151,22 +123,6 @@ class UCB(ArmStatistics):
 
 
 # -- posteriors: Beta-Bernoulli or normal -------------------------------------------------------------------
-@dataclass
-class PosteriorConfig(ArmConfig):
-    prior: str = "auto"  # auto (beta for rewards in [0, 1], else gaussian), beta or gaussian
-    alpha: float = 1.0  # beta prior: pseudo-successes ...
-    beta: float = 1.0  # ... and pseudo-failures of every arm (1, 1: uniform)
-    prior_mean: float = 0.0  # gaussian prior on each arm's mean: its mean ...
-    prior_std: float = 1.0  # ... and standard deviation
-    reward_std: float = 1.0  # gaussian: the (known) standard deviation of an arm's rewards around its mean
-
-    def __post_init__(self):
-        super().__post_init__()
-        require(self.prior in PRIORS, "agent.prior", self.prior, f"allowed: {', '.join(PRIORS)}")
-        for key in ("alpha", "beta", "prior_std", "reward_std"):
-            require(getattr(self, key) > 0, f"agent.{key}", getattr(self, key), "must be positive")
-
-
 def posterior_kind(config: PosteriorConfig, reward_range: tuple[float, float] | None, agent: str) -> str:
     """``beta`` or ``gaussian``: the configured prior, or for ``auto`` the one the rewards' range calls for."""
     in_unit = reward_range is not None and reward_range[0] >= 0 and reward_range[1] <= 1
@@ -221,18 +177,6 @@ class PosteriorAgent(ArmStatistics):
 
 
 # -- Bayesian UCB -------------------------------------------------------------------------------------------
-@dataclass
-class BayesianUCBConfig(PosteriorConfig):
-    quantile: float | None = None  # a fixed posterior quantile; null: 1 - 1/(t (ln T)^c), T the pulls per bandit
-    c: float = 0.0  # the exponent above (Kaufmann et al.: 0 works best in practice, 5 for their proof)
-
-    def __post_init__(self):
-        super().__post_init__()
-        require(self.quantile is None or 0 < self.quantile < 1, "agent.quantile", self.quantile,
-                "must be in (0, 1), or null for 1 - 1/(t (ln T)^c)")
-        require(self.c >= 0, "agent.c", self.c, "must be 0 or more")
-
-
 class BayesianUCB(PosteriorAgent):
     """The arm whose posterior has the largest upper quantile."""
 
@@ -295,19 +239,6 @@ class Thompson(PosteriorAgent):
 
 
 # -- the gradient bandit ------------------------------------------------------------------------------------
-@dataclass
-class GradientBanditConfig(ArmConfig):
-    alpha: float = 0.1  # step size of the preferences
-    baseline: bool = True  # subtract the average reward so far from each reward (false: the reward as it is)
-    temperature: float = 1.0  # pi = softmax(H / temperature)
-
-    def __post_init__(self):
-        super().__post_init__()
-        require(self.alpha > 0, "agent.alpha", self.alpha, "must be positive")
-        require(isinstance(self.baseline, bool), "agent.baseline", self.baseline, "must be true or false")
-        require(self.temperature > 0, "agent.temperature", self.temperature, "must be positive")
-
-
 class GradientBandit(ArmStatistics):
     """Stochastic gradient ascent on the expected reward of pi = softmax(H / tau): after pulling A and
     getting R, every arm's preference moves by ``alpha (R - baseline) (1[a = A] - pi(a)) / tau``. The

@@ -26,7 +26,6 @@ the first, drawing nothing from the agent's generators.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -35,6 +34,13 @@ from torch import nn
 
 from rlconf.agents._agent import BuildContext
 from rlconf.agents._bandit import BanditAgent, argmax_random_ties
+from rlconf.agents.hyperparameters import (
+    BootstrapNeuralConfig,
+    NeuralConfig,
+    NeuralGreedyConfig,
+    NeuralLinearConfig,
+    NoiseSamplingConfig,
+)
 from rlconf.agents.linear_bandit import RidgeStatistics, thompson_scores
 from rlconf.config import ConfigError, require
 from rlconf.nn.builders import model_settings
@@ -170,28 +176,6 @@ class Store:
 
 
 # -- the shared protocol ----------------------------------------------------------------------------------
-@dataclass
-class NeuralConfig:
-    """What every neural bandit agent takes (GenRL's DCBAgent options, renamed as rlconf's other agents)."""
-
-    init_pulls: int = 3  # each bandit first pulls every arm this many times in turn
-    update_every: int = 50  # pulls between training rounds
-    gradient_steps: int = 20  # minibatch updates per round (GenRL's train_epochs)
-    batch_size: int = 64  # pulls per minibatch, drawn with replacement from the store
-    lr: float = 0.01  # Adam's learning rate at the start of a round ...
-    lr_decay: float = 0.1  # ... divided by (1 + lr_decay * t), t the updates so far (of the round: lr_reset)
-    lr_reset: bool = True  # restart the decay every round
-    clip_grad: float = 0.5  # max gradient norm of each network; 0 disables clipping
-
-    def __post_init__(self):
-        require(self.init_pulls >= 0, "agent.init_pulls", self.init_pulls, "must be 0 or more")
-        for key in ("update_every", "gradient_steps", "batch_size"):
-            require(getattr(self, key) >= 1, f"agent.{key}", getattr(self, key), "must be at least 1")
-        require(self.lr > 0, "agent.lr", self.lr, "must be positive")
-        require(self.lr_decay >= 0, "agent.lr_decay", self.lr_decay, "must be 0 or more")
-        require(self.clip_grad >= 0, "agent.clip_grad", self.clip_grad, "must be 0 or more (0: no clipping)")
-
-
 class NeuralBandit(BanditAgent):
     """The store, the networks (``views`` per bandit) and their training rounds; subclasses choose arms."""
 
@@ -289,17 +273,6 @@ class NeuralBandit(BanditAgent):
 
 
 # -- neural greedy ----------------------------------------------------------------------------------------
-@dataclass
-class NeuralGreedyConfig(NeuralConfig):
-    """A network's predicted rewards, epsilon-greedy."""
-
-    epsilon: float = 0.02  # probability of a uniformly random arm
-
-    def __post_init__(self):
-        super().__post_init__()
-        require(0 <= self.epsilon <= 1, "agent.epsilon", self.epsilon, "must lie in [0, 1]")
-
-
 class NeuralGreedy(NeuralBandit):
     Config = NeuralGreedyConfig
     name = "neural_greedy"
@@ -311,22 +284,6 @@ class NeuralGreedy(NeuralBandit):
 
 
 # -- neural linear ----------------------------------------------------------------------------------------
-@dataclass
-class NeuralLinearConfig(NeuralConfig):
-    """Bayesian linear regression on the network's last hidden features, Thompson sampling."""
-
-    lambda_prior: float = 0.25  # prior precision of the weights, beta | sigma^2 ~ N(0, sigma^2 / lambda_prior I)
-    a0: float = 3.0  # inverse-gamma prior of the reward noise variance sigma^2: shape ...
-    b0: float = 3.0  # ... and scale
-    intercept: bool = True  # append a constant feature to the network's
-
-    def __post_init__(self):
-        super().__post_init__()
-        require(self.lambda_prior > 0, "agent.lambda_prior", self.lambda_prior, "must be positive")
-        require(self.a0 > 0, "agent.a0", self.a0, "must be positive")
-        require(self.b0 > 0, "agent.b0", self.b0, "must be positive")
-
-
 class NeuralLinear(NeuralBandit):
     """The network learns features; each arm's posterior over linear weights on them is exact given the
     features, so it is refitted from the whole store whenever the features change (after each round)."""
@@ -367,19 +324,6 @@ class NeuralLinear(NeuralBandit):
 
 
 # -- bootstrap --------------------------------------------------------------------------------------------
-@dataclass
-class BootstrapNeuralConfig(NeuralConfig):
-    """An ensemble of networks on bootstrapped data; each pull follows one drawn at random."""
-
-    ensemble: int = 10  # networks per bandit
-    add_probability: float = 0.95  # chance that a pull joins each network's data
-
-    def __post_init__(self):
-        super().__post_init__()
-        require(self.ensemble >= 1, "agent.ensemble", self.ensemble, "must be at least 1")
-        require(0 < self.add_probability <= 1, "agent.add_probability", self.add_probability, "must lie in (0, 1]")
-
-
 class BootstrapNeural(NeuralBandit):
     Config = BootstrapNeuralConfig
     name = "bootstrap_neural"
@@ -397,31 +341,6 @@ class BootstrapNeural(NeuralBandit):
 
 
 # -- noise sampling ---------------------------------------------------------------------------------------
-@dataclass
-class NoiseSamplingConfig(NeuralConfig):
-    """Greedy under the network with Gaussian noise on its weights."""
-
-    noise_std: float = 0.05  # standard deviation of the noise added to every weight (the start, if it adapts)
-    resample: str = "pull"  # draw fresh noise every pull, or every round (training round)
-    noise_target: float | None = 0.05  # adapt noise_std after each round towards this disagreement between
-    #   the noisy and the clean network (see noise_measure); null: noise_std stays fixed
-    noise_measure: str = "disagreement"  # disagreement: the share of contexts whose arm the noise changes;
-    #   kl: softmax KL as far as epsilon-greedy's with epsilon=noise_target (GenRL, Plappert et al.)
-    noise_adapt: float = 1.01  # the factor noise_std is multiplied or divided by at each adaptation
-    noise_batch_size: int = 256  # stored contexts the disagreement is measured on
-
-    def __post_init__(self):
-        super().__post_init__()
-        require(self.noise_std > 0, "agent.noise_std", self.noise_std, "must be positive")
-        require(self.resample in ("pull", "round"), "agent.resample", self.resample, "allowed: pull, round")
-        require(self.noise_target is None or 0 < self.noise_target < 1, "agent.noise_target", self.noise_target,
-                "must lie in (0, 1), or be null for a fixed noise_std")
-        require(self.noise_measure in ("disagreement", "kl"), "agent.noise_measure", self.noise_measure,
-                "allowed: disagreement, kl")
-        require(self.noise_adapt > 1, "agent.noise_adapt", self.noise_adapt, "must be greater than 1")
-        require(self.noise_batch_size >= 1, "agent.noise_batch_size", self.noise_batch_size, "must be at least 1")
-
-
 class NoiseSampling(NeuralBandit):
     """Each bandit's noise std is its own (``noise_std`` in checkpoints); so is the noise of ``resample:
     round``, kept until the next round."""

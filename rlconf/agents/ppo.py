@@ -9,36 +9,16 @@ Discrete actions get a softmax policy, Box actions a Gaussian (``_policy_gradien
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 import torch.nn.functional as F
 
 from rlconf.agents._agent import BuildContext
-from rlconf.agents._policy_gradient import PolicyGradientConfig, RolloutPolicyGradient, build_networks, normalized
+from rlconf.agents._policy_gradient import RolloutPolicyGradient, build_networks, normalized
+from rlconf.agents.hyperparameters import PPOConfig
 from rlconf.approximation import Approximation, VNetwork
-from rlconf.config import require
 from rlconf.memory import GeneralizedAdvantageBuffer, Rollout
 from rlconf.optim import Clock, LinearScheduler, schedule
 from rlconf.policies import StochasticPolicy
-
-
-@dataclass
-class PPOConfig(PolicyGradientConfig):
-    lam: float = 0.95  # GAE lambda
-    clip: float = 0.2  # surrogate clipping range ...
-    clip_final: float | None = None  # ... optionally decayed linearly to this over the run
-    n_steps: int = 128  # steps per environment in each rollout
-    epochs: int = 4
-    batch_size: int = 64  # minibatch size
-    normalize_advantages: bool = True
-
-    def __post_init__(self):
-        super().__post_init__()
-        require(0 <= self.lam <= 1, "agent.lam", self.lam, "must be in [0, 1]")
-        for key in ("n_steps", "epochs", "batch_size"):
-            require(getattr(self, key) >= 1, f"agent.{key}", getattr(self, key), "must be at least 1")
-        require(self.clip > 0, "agent.clip", self.clip, "must be positive")
 
 
 class PPO(RolloutPolicyGradient):

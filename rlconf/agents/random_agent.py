@@ -5,21 +5,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import gymnasium as gym
 import numpy as np
 import torch
 
 from rlconf.agents._agent import Buildable, BuildContext, ParallelAgent, TestAgent
+from rlconf.agents.hyperparameters import RandomConfig
 from rlconf.config import ConfigError
 from rlconf.core import StateArray
 from rlconf.policies import ACTION_MASK, global_random_actions, random_actions
-
-
-@dataclass
-class RandomConfig:
-    """No hyperparameters."""
 
 
 def check_space(space: gym.Space) -> gym.Space:

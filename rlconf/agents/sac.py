@@ -20,7 +20,6 @@ Every critic update moves the critics' targets a ``polyak_rate`` step; the polic
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -29,7 +28,6 @@ from torch import nn
 from rlconf.agents._agent import Buildable, BuildContext, ParallelAgent, ReplayLearner, TestAgent
 from rlconf.agents.ddpg import (
     action_bounds,
-    check_off_policy,
     critic,
     generator,
     minibatches,
@@ -37,40 +35,13 @@ from rlconf.agents.ddpg import (
     optimizer,
     random_actions,
 )
+from rlconf.agents.hyperparameters import SACConfig
 from rlconf.approximation import Approximation, QContinuous, reinforce_together
-from rlconf.config import require
 from rlconf.core import StateArray
 from rlconf.memory import ReplayBuffer, Transitions
 from rlconf.nn import model_settings
 from rlconf.optim import Clock
 from rlconf.policies import SoftDeterministicPolicy
-
-
-@dataclass
-class SACConfig:
-    discount_factor: float = 0.99
-    lr_q: float = 3e-4  # the critics' learning rate
-    lr_pi: float = 3e-4  # the policy's learning rate
-    lr_temperature: float = 3e-4  # the temperature's learning rate (on log alpha)
-    adam_eps: float = 1e-8
-    batch_size: int = 256
-    replay_buffer_size: int = 1_000_000
-    replay_start_size: int = 10_000  # environment steps of uniformly random actions before the first update
-    update_frequency: int = 1  # environment steps between bursts of updates
-    gradient_steps: int = 1  # minibatch updates per burst
-    polyak_rate: float = 0.005  # targets move this fraction of the way to their networks after each update
-    temperature_initial: float = 1.0  # alpha, the weight of the entropy bonus, to start with (tuned)
-    temperature: float | None = None  # a fixed alpha, never tuned; None: tuned from temperature_initial
-    entropy_target: float | None = None  # the entropy alpha steers towards; None: -dim(A)
-
-    def __post_init__(self):
-        check_off_policy(self)
-        require(self.lr_temperature > 0, "agent.lr_temperature", self.lr_temperature, "must be positive")
-        fixed = self.temperature
-        require(fixed is None or (math.isfinite(fixed) and fixed > 0), "agent.temperature", fixed,
-                "must be a positive finite number (a fixed alpha) or null (tuned)")
-        require(self.temperature_initial > 0, "agent.temperature_initial", self.temperature_initial,
-                "must be positive")
 
 
 class LogTemperature(nn.Module):
@@ -170,7 +141,6 @@ class SAC(ReplayLearner, ParallelAgent, Buildable):
 
     def test_agent(self) -> TestAgent:
         return SACTestAgent(self.policy)
-
 
 
 class SACTestAgent(TestAgent):

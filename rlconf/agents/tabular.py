@@ -30,7 +30,6 @@ no future value; a truncated one (a time limit, ``mask`` 1) bootstraps as usual.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import ClassVar
 
 import gymnasium as gym
@@ -38,60 +37,10 @@ import numpy as np
 import torch
 
 from rlconf.agents._agent import Buildable, BuildContext, Checkpointed, ParallelAgent, TestAgent
-from rlconf.config import ConfigError, require
+from rlconf.agents.hyperparameters import DynaQConfig, QLearningConfig, SarsaLambdaConfig, TabularConfig
+from rlconf.config import ConfigError
 from rlconf.core import StateArray
 from rlconf.optim import Clock, schedule
-
-TRACE_KINDS = ("replacing", "accumulating")
-
-
-@dataclass
-class TabularConfig:
-    """What every tabular agent takes."""
-
-    alpha: float = 0.1  # step size (learning rate) of each update ...
-    alpha_final: float | None = None  # ... decayed linearly to this over the run (None: constant)
-    discount_factor: float = 0.99
-    epsilon: float = 1.0  # exploration: start ...
-    epsilon_final: float = 0.05  # ... end ...
-    epsilon_decay_steps: int = 10_000  # ... after this many environment steps
-    eval_epsilon: float = 0.0  # exploration of the test agent
-    initial_value: float = 0.0  # every q[s, a] before learning (optimistic values explore)
-
-    def __post_init__(self):
-        require(0 < self.alpha <= 1, "agent.alpha", self.alpha, "must be in (0, 1]")
-        require(self.alpha_final is None or 0 <= self.alpha_final <= 1, "agent.alpha_final", self.alpha_final,
-                "must be null or in [0, 1]")
-        require(0 <= self.discount_factor <= 1, "agent.discount_factor", self.discount_factor, "must be in [0, 1]")
-        require(self.epsilon_decay_steps >= 1, "agent.epsilon_decay_steps", self.epsilon_decay_steps,
-                "must be at least 1")
-        for key in ("epsilon", "epsilon_final", "eval_epsilon"):
-            require(0 <= getattr(self, key) <= 1, f"agent.{key}", getattr(self, key), "must be in [0, 1]")
-
-
-@dataclass
-class QLearningConfig(TabularConfig):
-    """Q-learning has no options of its own."""
-
-
-@dataclass
-class SarsaLambdaConfig(TabularConfig):
-    lam: float = 0.9  # lambda: how far back each TD error reaches (0: one-step SARSA)
-    traces: str = "replacing"  # replacing (a visit sets the trace to 1) or accumulating (adds 1)
-
-    def __post_init__(self):
-        super().__post_init__()
-        require(0 <= self.lam <= 1, "agent.lam", self.lam, "must be in [0, 1]")
-        require(self.traces in TRACE_KINDS, "agent.traces", self.traces, f"allowed: {', '.join(TRACE_KINDS)}")
-
-
-@dataclass
-class DynaQConfig(TabularConfig):
-    planning_steps: int = 10  # imagined updates from the learned model after each environment step
-
-    def __post_init__(self):
-        super().__post_init__()
-        require(self.planning_steps >= 0, "agent.planning_steps", self.planning_steps, "must be at least 0")
 
 
 def table_size(space: gym.Space, agent: str, what: str) -> int:

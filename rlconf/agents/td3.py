@@ -10,15 +10,12 @@ Acting, replay and the update schedule are DDPG's (ddpg.py); only the networks a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 import torch.nn.functional as F
 
 from rlconf.agents._agent import BuildContext
 from rlconf.agents.ddpg import (
     DDPG,
-    DDPGConfig,
     action_bounds,
     critic,
     deterministic_policy,
@@ -26,25 +23,11 @@ from rlconf.agents.ddpg import (
     generator,
     off_policy_replay,
 )
+from rlconf.agents.hyperparameters import TD3Config
 from rlconf.approximation import QContinuous, reinforce_together
-from rlconf.config import require
 from rlconf.memory import ReplayBuffer, Transitions
 from rlconf.optim import Clock
 from rlconf.policies import DeterministicPolicy
-
-
-@dataclass
-class TD3Config(DDPGConfig):
-    replay_start_size: int = 10_000  # random steps first: Fujimoto et al. 2018 start with 10k (DDPG's 5k is ALL's)
-    target_noise: float = 0.2  # smoothing: std of the noise on target actions, in half-widths of the Box ...
-    target_noise_clip: float = 0.5  # ... clipped to +-this
-    policy_delay: int = 2  # critic updates per policy (and target) update
-
-    def __post_init__(self):
-        super().__post_init__()
-        for key in ("target_noise", "target_noise_clip"):
-            require(getattr(self, key) >= 0, f"agent.{key}", getattr(self, key), "must be non-negative")
-        require(self.policy_delay >= 1, "agent.policy_delay", self.policy_delay, "must be at least 1")
 
 
 class TD3(DDPG):

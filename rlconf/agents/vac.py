@@ -16,23 +16,15 @@ agent starts learning at its second step.)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 
 from rlconf.agents._agent import BuildContext
-from rlconf.agents._policy_gradient import PolicyGradient, PolicyGradientConfig, build_networks
+from rlconf.agents._policy_gradient import PolicyGradient, build_networks
+from rlconf.agents.hyperparameters import VACConfig
 from rlconf.approximation import Approximation, VNetwork
 from rlconf.core import StateArray
 from rlconf.optim import Clock
 from rlconf.policies import StochasticPolicy
-
-
-@dataclass
-class VACConfig(PolicyGradientConfig):
-    """One-step updates need no settings beyond the shared ones."""
-
-    lr: float = 1e-3
 
 
 class VAC(PolicyGradient):

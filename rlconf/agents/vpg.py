@@ -17,28 +17,16 @@ episodes, mind ``n_envs``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 
 from rlconf.agents._agent import BuildContext
-from rlconf.agents._policy_gradient import PolicyGradient, PolicyGradientConfig, build_networks
+from rlconf.agents._policy_gradient import PolicyGradient, build_networks
+from rlconf.agents.hyperparameters import VPGConfig
 from rlconf.approximation import Approximation, VNetwork
-from rlconf.config import require
 from rlconf.core import StateArray
 from rlconf.memory import CompleteEpisodeBuffer
 from rlconf.optim import Clock
 from rlconf.policies import StochasticPolicy
-
-
-@dataclass
-class VPGConfig(PolicyGradientConfig):
-    lr: float = 1e-3
-    min_batch_size: int = 500  # steps of ended episodes that trigger an update (all ended episodes are used)
-
-    def __post_init__(self):
-        super().__post_init__()
-        require(self.min_batch_size >= 1, "agent.min_batch_size", self.min_batch_size, "must be at least 1")
 
 
 class VPG(PolicyGradient):

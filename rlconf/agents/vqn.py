@@ -9,40 +9,17 @@ to take (on-policy).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import torch
 
 from rlconf.agents._agent import Buildable, BuildContext, Checkpointed, ParallelAgent, TestAgent
 from rlconf.agents.dqn import DQNTestAgent
+from rlconf.agents.hyperparameters import VQNConfig
 from rlconf.approximation import QNetwork, adam
-from rlconf.config import require
 from rlconf.core import StateArray
 from rlconf.nn import model_settings
 from rlconf.optim import Clock, schedule
 from rlconf.policies import ParallelGreedyPolicy
-
-
-@dataclass
-class VQNConfig:
-    discount_factor: float = 0.99
-    lr: float = 1e-2
-    lr_final: float | None = None
-    adam_eps: float = 1e-5
-    clip_grad: float = 0.0
-    epsilon: float = 1.0  # exploration: start ...
-    epsilon_final: float = 0.02  # ... end ...
-    epsilon_decay_steps: int = 10_000  # ... after this many environment steps
-    eval_epsilon: float = 0.0
-
-    def __post_init__(self):
-        require(self.lr > 0, "agent.lr", self.lr, "must be positive")
-        require(0 <= self.discount_factor <= 1, "agent.discount_factor", self.discount_factor, "must be in [0, 1]")
-        require(self.epsilon_decay_steps >= 1, "agent.epsilon_decay_steps", self.epsilon_decay_steps,
-                "must be at least 1")
-        for key in ("epsilon", "epsilon_final", "eval_epsilon"):
-            require(0 <= getattr(self, key) <= 1, f"agent.{key}", getattr(self, key), "must be in [0, 1]")
 
 
 class VQN(Checkpointed, ParallelAgent, Buildable):
@@ -92,7 +69,6 @@ class VQN(Checkpointed, ParallelAgent, Buildable):
 
     def test_agent(self) -> TestAgent:
         return DQNTestAgent(self.q, self.policy.n_actions, self.config.eval_epsilon)
-
 
 
 class VSarsa(VQN):

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -22,7 +21,6 @@ from torch import nn
 from rlconf import registry
 from rlconf.config import require
 from rlconf.nn.layers import (
-    ACTIVATIONS,
     CategoricalDueling,
     ChannelsLast,
     Dueling,
@@ -32,6 +30,7 @@ from rlconf.nn.layers import (
     Scale,
     activation,
 )
+from rlconf.nn.schemas import MLPConfig, NatureCNNConfig
 
 HIDDEN_GAIN = math.sqrt(2)  # orthogonal gain of layers followed by a ReLU-like activation
 
@@ -39,10 +38,11 @@ HIDDEN_GAIN = math.sqrt(2)  # orthogonal gain of layers followed by a ReLU-like 
 class ModelSettings:
     """The builder methods every model offers; a model says what its layers are, this class assembles them.
 
-    A subclass is a dataclass with the fields ``shared``, ``ortho_init``, ``dueling``, ``noisy`` and
-    ``noisy_sigma`` and defines ``_features`` (the layers every head shares), ``_head_hidden`` (the hidden
-    layer sizes each head adds on them; dueling streams get a copy each, as in Wang et al.) and
-    ``_activation``. ``dueling`` and ``noisy`` shape the value-based heads (``q``, ``q_dist``) only.
+    A subclass is also one of the settings dataclasses of rlconf.nn.schemas, which have the fields
+    ``shared``, ``ortho_init``, ``dueling``, ``noisy`` and ``noisy_sigma``, and defines ``_features`` (the
+    layers every head shares), ``_head_hidden`` (the hidden layer sizes each head adds on them; dueling
+    streams get a copy each, as in Wang et al.) and ``_activation``. ``dueling`` and ``noisy`` shape the
+    value-based heads (``q``, ``q_dist``) only.
     """
 
     shared: bool  # actor-critics: one trunk for policy and value heads, or a network each
@@ -52,7 +52,6 @@ class ModelSettings:
     noisy_sigma: float
     # Output layers start at zero (Linear0) unless ortho_init; a model tuned on torch's default says False.
     zero_output: ClassVar[bool] = True
-    images_only: ClassVar[bool] = False  # a network for frames (convolutions), not for vector observations
 
     # -- what agents call ---------------------------------------------------------------------------------
     def q(self, space: gym.Space, n_actions: int) -> nn.Module:
@@ -91,9 +90,6 @@ class ModelSettings:
         raise NotImplementedError
 
     # -- assembly -----------------------------------------------------------------------------------------
-    def _check_heads(self) -> None:
-        require(self.noisy_sigma > 0, "approximation.noisy_sigma", self.noisy_sigma, "must be positive")
-
     def _action_values(self, space: gym.Space, n_actions: int, atoms: int | None) -> nn.Module:
         layers, width = self._features(space)
         per_action = atoms or 1
@@ -159,29 +155,11 @@ def flat_size(space: gym.Space) -> int:
     return int(np.prod(space.shape))
 
 
-@dataclass
-class MLPSettings(ModelSettings):
-    """Fully connected layers on the flattened observation."""
+class MLPSettings(MLPConfig, ModelSettings):
+    """Fully connected layers on the flattened observation (the settings: ``schemas.MLPConfig``)."""
 
-    model: str = "mlp"
-    hidden: list[int] = field(default_factory=lambda: [64, 64])
-    activation: str = "relu"
-    # PPO and other actor-critics: one trunk shared by policy and value heads, or a trunk each.
-    shared: bool = False
-    # Orthogonal initialisation (hidden gain sqrt 2, small policy head), as PPO implementations use.
-    ortho_init: bool = False
-    dueling: bool = False  # value and advantage streams, each with its own last hidden layer
-    noisy: bool = False  # factorised noisy linears in the value-based heads instead of epsilon-greedy
-    noisy_sigma: float = 0.5  # their initial noise scale, divided by sqrt(fan-in)
     # The presets were tuned on torch's default initialisation of the output layer.
     zero_output: ClassVar[bool] = False
-
-    def __post_init__(self):
-        require(self.activation in ACTIVATIONS, "approximation.activation", self.activation,
-                f"allowed: {', '.join(ACTIVATIONS)}")
-        require(all(size >= 1 for size in self.hidden), "approximation.hidden", self.hidden,
-                "layer sizes must be at least 1")
-        self._check_heads()
 
     def _features(self, space: gym.Space) -> tuple[list[nn.Module], int]:
         # Vector observations need no Flatten: one module fewer on the per-step path.
@@ -200,23 +178,9 @@ class MLPSettings(ModelSettings):
 NATURE_CONVS = ((32, 8, 4), (64, 4, 2), (64, 3, 1))
 
 
-@dataclass
-class NatureCNNSettings(ModelSettings):
-    """The Nature DQN convolutions on channels-first frames, then a fully connected layer per head."""
-
-    images_only: ClassVar[bool] = True
-
-    model: str = "nature_cnn"
-    hidden: int = 512  # width of the fully connected layer after the convolutions
-    shared: bool = True  # actor-critics: the convolutions and the hidden layer serve policy and value
-    ortho_init: bool = False
-    dueling: bool = False
-    noisy: bool = False
-    noisy_sigma: float = 0.5
-
-    def __post_init__(self):
-        require(self.hidden >= 1, "approximation.hidden", self.hidden, "must be at least 1")
-        self._check_heads()
+class NatureCNNSettings(NatureCNNConfig, ModelSettings):
+    """The Nature DQN convolutions on channels-first frames, then a fully connected layer per head (the
+    settings: ``schemas.NatureCNNConfig``)."""
 
     def _features(self, space: gym.Space) -> tuple[list[nn.Module], int]:
         require(len(space.shape) == 3, "approximation.model", self.model,

@@ -1,0 +1,63 @@
+"""The settings of the built-in models: the fields of the approximation group, their defaults and the checks
+of their values, importing no torch (a config is checked without it: ``rlconf.config.validate``). The
+builders of rlconf.nn.builders (``MLPSettings``, ``NatureCNNSettings``) are these settings with the methods
+that build the networks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from rlconf.config import require
+
+ACTIVATION_NAMES = ("relu", "tanh", "elu", "gelu", "silu")  # the modules: rlconf.nn.layers.ACTIVATIONS
+
+
+@dataclass
+class MLPConfig:
+    """Fully connected layers on the flattened observation."""
+
+    images_only: ClassVar[bool] = False  # a network for frames (convolutions), not for vector observations
+
+    model: str = "mlp"
+    hidden: list[int] = field(default_factory=lambda: [64, 64])
+    activation: str = "relu"
+    # PPO and other actor-critics: one trunk shared by policy and value heads, or a trunk each.
+    shared: bool = False
+    # Orthogonal initialisation (hidden gain sqrt 2, small policy head), as PPO implementations use.
+    ortho_init: bool = False
+    dueling: bool = False  # value and advantage streams, each with its own last hidden layer
+    noisy: bool = False  # factorised noisy linears in the value-based heads instead of epsilon-greedy
+    noisy_sigma: float = 0.5  # their initial noise scale, divided by sqrt(fan-in)
+
+    def __post_init__(self):
+        require(self.activation in ACTIVATION_NAMES, "approximation.activation", self.activation,
+                f"allowed: {', '.join(ACTIVATION_NAMES)}")
+        require(all(size >= 1 for size in self.hidden), "approximation.hidden", self.hidden,
+                "layer sizes must be at least 1")
+        check_heads(self)
+
+
+@dataclass
+class NatureCNNConfig:
+    """The Nature DQN convolutions on channels-first frames, then a fully connected layer per head."""
+
+    images_only: ClassVar[bool] = True
+
+    model: str = "nature_cnn"
+    hidden: int = 512  # width of the fully connected layer after the convolutions
+    shared: bool = True  # actor-critics: the convolutions and the hidden layer serve policy and value
+    ortho_init: bool = False
+    dueling: bool = False
+    noisy: bool = False
+    noisy_sigma: float = 0.5
+
+    def __post_init__(self):
+        require(self.hidden >= 1, "approximation.hidden", self.hidden, "must be at least 1")
+        check_heads(self)
+
+
+def check_heads(settings: Any) -> None:
+    """What every model's value-based heads need (``dueling`` and ``noisy`` shape only those)."""
+    require(settings.noisy_sigma > 0, "approximation.noisy_sigma", settings.noisy_sigma, "must be positive")
