@@ -310,7 +310,8 @@ def test_a2c_on_pong_runs_as_typed(run_cli, workdir):
     ("agent.min_batch_size=0", ["agent.min_batch_size=0", "at least 1"]),
     ("agent.lr_v=-1", ["agent.lr_v=-1", "positive"]),
     ("agent.entropy_loss_scaling=-0.1", ["agent.entropy_loss_scaling=-0.1", "non-negative"]),
-    ("agent.clip=0.2", ["agent.clip", "available:", "agent.min_batch_size"]),  # PPO's key, not VPG's
+    ("agent.clip=0.2", ["agent.clip", "did you mean 'agent.clip_grad'?",  # PPO's key, not VPG's
+                        "see them all: rlconf run agent=vpg env=classic/cartpole --cfg job"]),
 ])
 def test_bad_policy_gradient_settings_are_one_line(run_cli, workdir, override, words):
     line = one_error_line(run_cli("run", "agent=vpg", "env=classic/cartpole", override, cwd=workdir))
