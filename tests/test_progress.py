@@ -67,7 +67,8 @@ def run_on_a_terminal(args: list[str], cwd, timeout: float = 600) -> tuple[int, 
     import time
 
     master, slave = pty.openpty()
-    process = subprocess.Popen([sys.executable, "-m", "rlconf", "run", *args], cwd=cwd, env=cli_env(),
+    wide = {**cli_env(), "COLUMNS": "400"}  # a long path stays on one line, as on a wide terminal
+    process = subprocess.Popen([sys.executable, "-m", "rlconf", "run", *args], cwd=cwd, env=wide,
                                stdin=subprocess.DEVNULL, stdout=slave, stderr=slave)
     os.close(slave)
     chunks, deadline = [], time.monotonic() + timeout  # a safety net: the loop ends when the run closes the pty

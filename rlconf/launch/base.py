@@ -73,8 +73,13 @@ class RunLauncher(Launcher):
                   file=sys.stderr)
         for job in todo:
             self.record(job, state="queued", queued_at=time.time())
+        began = time.monotonic()
         returns = dict(zip([job.num for job in todo], self.start(todo, sweep_dir), strict=True)) if todo else {}
         results = [_finished(job) if job.summary is not None else returns[job.num] for job in jobs]
+        if todo and self.waits() and not self.quiet:
+            from rlconf.launch.progress import print_table
+
+            print_table(sweep_dir, [job.name for job in jobs], time.monotonic() - began)
         failures = [r for r in results if r.status == JobStatus.FAILED]
         for failure in failures:
             print(f"rlconf: {failure._return_value}", file=sys.stderr)
@@ -90,6 +95,21 @@ class RunLauncher(Launcher):
     def start(self, jobs: list[Job], sweep_dir: Path) -> list[JobReturn]:
         """Launch ``jobs`` (none has finished); one JobReturn each, in order."""
         raise NotImplementedError
+
+    def waits(self) -> bool:
+        """Whether ``start`` returns once the runs have ended (then the sweep ends with a table of them)."""
+        return True
+
+    @property
+    def quiet(self) -> bool:
+        """``quiet=true`` on the command line: no progress and no table, as a run prints nothing."""
+        return bool(self.config is not None and self.config.get("quiet"))
+
+    def progress(self, sweep_dir: Path, jobs: list[Job], at_once: int, where: str = ""):
+        """The sweep's progress while ``start`` waits (``rlconf.launch.progress.SweepProgress``)."""
+        from rlconf.launch.progress import SweepProgress
+
+        return SweepProgress(sweep_dir, [job.name for job in jobs], at_once, quiet=self.quiet, where=where)
 
     def _job(self, num: int, overrides: list[str]) -> Job:
         """The job's run directory, named as ``rlconf.experiments.run`` will name it."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -22,7 +23,7 @@ from collections import deque
 from pathlib import Path
 
 from hydra.core.singleton import Singleton
-from hydra.core.utils import JobReturn
+from hydra.core.utils import JobReturn, JobStatus
 
 from rlconf.launch.base import Job, RunLauncher, failed, log_tail
 from rlconf.launch.slots import Slot, make_slots, visible_gpus
@@ -57,6 +58,8 @@ class LocalRunLauncher(RunLauncher):
         free = list(slots)
         running: dict[int, tuple[subprocess.Popen, Job, Slot, Path]] = {}
         results: dict[int, JobReturn] = {}
+        at_once = min(len(slots), len(jobs))
+        progress = self.progress(sweep_dir, jobs, at_once, f", {at_once} at a time on this machine")
         try:
             while queue or running:
                 while queue and free:
@@ -73,16 +76,25 @@ class LocalRunLauncher(RunLauncher):
                     self.record(job, state="started", pid=process.pid, log=str(log), slot=slot.describe(),
                                 started_at=time.time())
                     running[job.num] = (process, job, slot, task)
+                    progress.started(job.name)
                 for num, (process, job, slot, task) in list(running.items()):
                     if process.poll() is not None:
                         results[num] = _result(process.returncode, job, task)
                         free.append(slot)
                         free.sort(key=lambda s: s.index)
                         del running[num]
+                        progress.ended(job.name, results[num].status == JobStatus.FAILED,
+                                       _exit(process.returncode) + f" (log: {job.run_dir / 'log.txt'})")
+                progress.tick()
                 time.sleep(POLL_SECONDS)
         except KeyboardInterrupt:
+            progress.close()
             _stop(running)
+            print(f"rlconf: sweep stopped; continue it with: rlconf run -m resume={shlex.quote(str(sweep_dir))}",
+                  file=sys.stderr)
             raise
+        finally:
+            progress.close()
         return [results[job.num] if job.num in results else failed(job, "not started") for job in jobs]
 
 
@@ -97,14 +109,17 @@ def _result(returncode: int, job: Job, task: Path) -> JobReturn:
         task.unlink(missing_ok=True)
         return result
     log = job.run_dir / "log.txt"
+    last = log_tail(log)
+    return failed(job, f"run {job.run_dir} {_exit(returncode)}{': ' + last if last else ''} (log: {log})")
+
+
+def _exit(returncode: int) -> str:
+    """How a run's process ended, in words: ``exited with status 1``, ``stopped by SIGKILL``."""
     if returncode < 0 or returncode > 128:
         number = -returncode if returncode < 0 else returncode - 128
-        why = f"stopped by {signal.Signals(number).name}" if number in signal.Signals._value2member_map_ else \
-            f"exited with status {returncode}"
-    else:
-        why = f"exited with status {returncode}"
-    last = log_tail(log)
-    return failed(job, f"run {job.run_dir} {why}{': ' + last if last else ''} (log: {log})")
+        if number in signal.Signals._value2member_map_:
+            return f"stopped by {signal.Signals(number).name}"
+    return f"exited with status {returncode}"
 
 
 def _stop(running: dict) -> None:

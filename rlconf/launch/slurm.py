@@ -65,16 +65,26 @@ class SlurmRunLauncher(RunLauncher):
         if not self.params["wait"]:
             return [JobReturn(overrides=j.overrides, working_dir=str(j.run_dir), task_name=j.name,
                               status=JobStatus.COMPLETED, _return_value=None) for j in jobs]
+        progress = self.progress(sweep_dir, jobs, min(self.params["array_parallelism"], len(jobs)),
+                                 f" in Slurm job array {array}")
         try:
-            return self.wait(jobs, submitted)
+            return self.wait(jobs, submitted, progress)
         except KeyboardInterrupt:
+            progress.close()
             print(f"rlconf: no longer waiting; the jobs go on (scancel {array} stops them)", file=sys.stderr)
             raise
+        finally:
+            progress.close()
 
-    def wait(self, jobs: list[Job], submitted: list) -> list[JobReturn]:
+    def waits(self) -> bool:
+        return bool(self.params["wait"])
+
+    def wait(self, jobs: list[Job], submitted: list, progress=None) -> list[JobReturn]:
         """The jobs' results, as each finishes; a job that ended without one (killed, cancelled, failed
-        outside the run) is a failure that names its log."""
+        outside the run) is a failure that names its log. ``progress``: a SweepProgress told what squeue says."""
         from submitit.core import utils as submitit_utils
+
+        from rlconf.launch.status import QUEUED, RUNNING
 
         results: dict[int, JobReturn] = {}
         ended_at: dict[int, float] = {}
@@ -88,8 +98,15 @@ class SlurmRunLauncher(RunLauncher):
                     outcome, value = submitit_utils.pickle_load(result)
                     results[job.num] = value if outcome == "success" else failed(
                         job, f"run {job.run_dir} failed in Slurm job {slurm_job.job_id}:\n{value}")
+                    if progress is not None:
+                        progress.ended(job.name, results[job.num].status == JobStatus.FAILED,
+                                       f"see {slurm_job.paths.stderr}")
                     continue
                 state = "UNKNOWN" if states is None else states.get(str(slurm_job.job_id), "GONE")
+                if progress is not None and state in RUNNING:
+                    progress.started(job.name)
+                elif progress is not None and state in QUEUED:  # requeued after a time limit or preemption
+                    progress.started(job.name, "queued")
                 if state in ENDED or state == "GONE":
                     first = ended_at.setdefault(job.num, time.monotonic())
                     if time.monotonic() - first > RESULT_GRACE_SECONDS:
@@ -98,9 +115,13 @@ class SlurmRunLauncher(RunLauncher):
                         results[job.num] = failed(job, f"run {job.run_dir}: Slurm job {slurm_job.job_id} ended "
                                                        f"({state}) without a result{': ' + last if last else ''} "
                                                        f"(log: {log})")
+                        if progress is not None:
+                            progress.ended(job.name, True, f"Slurm job {slurm_job.job_id} ended ({state})")
                 else:
                     ended_at.pop(job.num, None)
             if len(results) < len(jobs):
+                if progress is not None:
+                    progress.tick()
                 time.sleep(self.params["poll_seconds"])
         return [results[job.num] for job in jobs]
 
