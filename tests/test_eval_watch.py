@@ -202,7 +202,7 @@ def test_bad_watch_input_is_one_line_and_writes_nothing(dqn_run, tmp_path):
         if pythonpath:
             env["PYTHONPATH"] = str(pythonpath)
         result = subprocess.run([sys.executable, "-m", "rlconf", "watch", *args], cwd=tmp_path, env=env,
-                                capture_output=True, text=True, timeout=120)
+                                capture_output=True, text=True, timeout=600)  # a safety net for a busy machine
         return one_error_line(result)
 
     line = watch(str(dqn_run))
