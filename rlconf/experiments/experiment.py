@@ -325,10 +325,14 @@ class Experiment:
         return evaluate(self.agent.test_agent(), self.test_env(), episodes, seed=self.seed + TEST_SEED_OFFSET,
                         report=report)
 
-    def final_test(self, episodes: int) -> list[float]:
+    def final_test(self, episodes: int, copies: int | None = None) -> list[float]:
         """The run's last test, a phase of its own: on the console (``ConsoleProgress.test``) and in
-        status.json (``phase: test``, refreshed every STATUS_SECONDS: a long test is not a dead run)."""
-        shown = self.progress.test(episodes, getattr(self.test_env(), "n_envs", 1) if episodes else 1)
+        status.json (``phase: test``, refreshed every STATUS_SECONDS: a long test is not a dead run).
+        ``copies``: how many copies of the environment the test env will have, if the caller knows: the phase
+        is then announced before they are built (16 Atari games take seconds on a busy machine)."""
+        if copies is None:
+            copies = getattr(self.test_env(), "n_envs", 1) if episodes else 1
+        shown = self.progress.test(episodes, copies)
         try:
             return self.test(episodes, self._reporter("test", episodes, shown.update))
         finally:

@@ -317,7 +317,8 @@ def _run(settings: Settings, where: resume.Plan, hold, parent_dir, overrides: li
         except Interrupted as stop:
             raise SystemExit(_stopped(stop, experiment, run_dir, status)) from None
         test_start = time.perf_counter()
-        returns = experiment.final_test(settings.run.test_episodes)
+        returns = experiment.final_test(settings.run.test_episodes,
+                                        eval_env_count(settings, settings.run.test_episodes))
         summary = _summary(settings, experiment, returns, time.perf_counter() - test_start, run_dir)
         summary.update(experiment.details())  # multi-agent: each player's test return; bandits: regret
         summary.update(_placement(started_at))
