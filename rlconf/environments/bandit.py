@@ -209,7 +209,7 @@ class BanditEnvironment:
             "reward": torch.from_numpy(rewards),
             "done": torch.full((n,), done),
             "mask": torch.zeros(n),  # nothing follows a pull within its episode
-        }, (n,), self.device)
+        }, (n,)).to(self.device)
 
     def close(self) -> None:
         pass

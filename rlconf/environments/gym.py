@@ -129,8 +129,8 @@ class GymVectorEnvironment:
             "reward": torch.from_numpy(np.asarray(reward, dtype=np.float32)),
             "done": torch.from_numpy(terminated | truncated),
             "mask": torch.from_numpy((~terminated).astype(np.float32)),
-        }, (self.n_envs,), self.device)
-        return state if self.device.type == "cpu" else state.to(self.device)
+        }, (self.n_envs,))  # built where numpy's arrays are, then moved: labelled cuda, .to() would not move it
+        return state.to(self.device)
 
     def close(self) -> None:
         self.env.close()

@@ -423,9 +423,11 @@ def _already_finished(settings: Settings, summary: dict, run_dir: Path, parent_d
 
 
 def _placement(started_at: float) -> dict[str, Any]:
-    """Where and when this attempt ran: the machine, its Slurm job, its GPUs and CPUs."""
+    """Where and when this attempt ran: the machine, its Slurm job, its GPUs and CPUs, and the most GPU memory
+    its tensors held (what a researcher needs to pack runs_per_gpu runs onto one GPU)."""
+    gpu_peak = torch.cuda.max_memory_allocated() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
     return {"host": os.uname().nodename, "slurm_job_id": slurm_job_id(),
-            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"), "gpu_memory_peak_bytes": gpu_peak,
             "cpus": sorted(os.sched_getaffinity(0)), "started_at": started_at, "finished_at": time.time()}
 
 
