@@ -155,3 +155,23 @@ def test_rainbow_uses_double_q_by_default_and_c51_does_not():
         settings, env, _ = build(f"agent={agent}")
         assert settings.agent.double_q is double_q
         env.close()
+
+
+@pytest.mark.parametrize(("agent", "env"), [("dqn", "classic/cartpole"), ("rainbow", "classic/cartpole"),
+                                            ("sac", "classic/pendulum"), ("td3", "classic/pendulum")])
+def test_an_agent_restored_without_its_replay_refills_it_before_learning_again(agent, env):
+    """A checkpoint without the replay (checkpoint.replay=false) restores a clock past replay_start_size: the
+    agent must not update from the few transitions an empty memory holds (a resumed DQN on Pong fell back from
+    -10 to -21 doing so), but act, store, and learn again once the memory holds replay_start_size of them."""
+    overrides = (f"agent={agent}", "agent.replay_start_size=300")
+    _, env1, trained = build(*overrides, env_prefix=f"env={env}")
+    drive(env1, trained, 400)
+    _, env2, resumed = build(*overrides, env_prefix=f"env={env}")
+    resumed.load_state_dict(trained.state_dict())  # the agent's state, the replay left behind
+    restored = parameters(resumed)
+    drive(env2, resumed, 250)
+    assert torch.equal(parameters(resumed), restored), "it learned from a replay holding fewer than 300 transitions"
+    drive(env2, resumed, 360)
+    assert not torch.equal(parameters(resumed), restored), "refilled, it learns again"
+    env1.close()
+    env2.close()

@@ -72,8 +72,8 @@ class DDPG(ReplayLearner, ParallelAgent, Buildable):
         return actions
 
     def _learning(self) -> bool:
-        """Past the random steps, and the replay holds a transition (not so on the very first step)."""
-        return self.clock.steps >= self.config.replay_start_size and len(self.replay) > 0
+        """Past the random steps, with the replay holding as many (refilled after a resume without it)."""
+        return self.clock.steps >= self.config.replay_start_size and self.replay.holds(self.config.replay_start_size)
 
     def _explore(self, states: StateArray) -> torch.Tensor:
         if self.clock.steps < self.config.replay_start_size:

@@ -82,7 +82,7 @@ class DQN(ReplayLearner, ParallelAgent, Buildable):
             # Weights only change inside _train, so copying them just before the next burst is the same
             # as copying them now, and several refreshes between two bursts cost one copy.
             self._target_stale = True
-        if self.clock.steps >= self.config.replay_start_size and self._calls % self._train_every == 0:
+        if self._calls % self._train_every == 0 and self.replay.holds(self.config.replay_start_size):
             self._train()
         return actions
 

@@ -101,8 +101,10 @@ class SAC(ReplayLearner, ParallelAgent, Buildable):
         else:
             actions, _ = self.policy.no_grad(states.as_input())
         self.replay.store(states, actions)
-        # Learning starts after the random steps, once the replay holds a transition (not on the first step).
-        learning = self.clock.steps >= self.config.replay_start_size and len(self.replay) > 0
+        # Learning starts after the random steps, once the replay holds as many (refilled after a resume
+        # without it; on the very first step it holds no complete transition).
+        start = self.config.replay_start_size
+        learning = self.clock.steps >= start and self.replay.holds(start)
         if learning and self._calls % self._train_every == 0:
             self._train()
         return actions

@@ -393,7 +393,9 @@ def _restore(experiment: Experiment, checkpoint: dict | None, run_dir: Path, set
         raise ConfigError(f"cannot resume {run_dir / 'checkpoint.pt'}: {error}") from None
     if checkpoint is not None and "replay" not in checkpoint and experiment.agent.replay_state_dict():
         print(f"rlconf: {run_dir / 'checkpoint.pt'} holds no replay memory (checkpoint.replay=false): "
-              "the resumed run refills it from empty", file=sys.stderr)
+              "the resumed run refills it from empty and learns again once it holds agent.replay_start_size "
+              "transitions",
+              file=sys.stderr)
     if checkpoint is not None and not settings.run.quiet:
         print(f"rlconf: resuming {run_dir} at step {experiment.start_steps:,} "
               f"({experiment.episodes:,} episodes)", file=sys.stderr)

@@ -82,6 +82,13 @@ class ReplayBuffer:
         """The number of transitions that can be sampled (rows with a successor, times environments)."""
         return max(0, self._filled - 1) * self.n_envs
 
+    def holds(self, transitions: int) -> bool:
+        """Whether this memory has recorded ``transitions`` (or is full) and can be sampled: what an agent asks
+        before learning. A run resumed without its replay (``checkpoint.replay=false``) refills it this way
+        before its updates start again, instead of fitting the few transitions an empty memory holds."""
+        recorded = self._filled * self.n_envs
+        return len(self) > 0 and recorded >= min(transitions, self.rows * self.n_envs)
+
     @property
     def newest_row(self) -> int:
         return (self._next_row - 1) % self.rows
@@ -255,6 +262,9 @@ class NStepReplayBuffer:
 
     def __len__(self) -> int:
         return len(self.buffer)
+
+    def holds(self, transitions: int) -> bool:
+        return self.buffer.holds(transitions)
 
     def store(self, states: State, actions: torch.Tensor) -> None:
         self.buffer.store(states, actions)
