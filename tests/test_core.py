@@ -193,3 +193,17 @@ def test_schedule_decays_over_its_steps_from_decay_start():
     assert float(value) == pytest.approx(0.5)
     clock.steps = 150
     assert float(value) == 0.0
+
+
+@pytest.mark.parametrize(("family", "env_id"), [("classic", "CartPole-v1"), ("atari", "ALE/Pong-v5"),
+                                                ("bandit", "bernoulli"), ("contextual_bandit", "linear")])
+def test_an_environment_hands_over_states_on_the_run_device(family, env_id):
+    """States come off numpy on the CPU and must be moved, not only labelled: a state labelled cuda whose tensors
+    stayed on the CPU made every agent fail its first act on a GPU. PyTorch's meta device stands in for one."""
+    from rlconf import registry
+
+    env = registry.get("environment", family)(env_id, 2, device="meta")
+    state = env.reset()
+    assert state.device == torch.device("meta")
+    assert all(value.device.type == "meta" for value in state.values() if torch.is_tensor(value))
+    env.close()
