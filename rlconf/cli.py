@@ -16,7 +16,7 @@ from rlconf.paths import config_dir, launchers_dir
 RUN_USAGE = "usage: rlconf run [-m] [--cfg {job,hydra,all}] [--config-dir DIR] [--hydra-help] key=value ..."
 USAGE = f"""{RUN_USAGE}
        rlconf list [GROUP | components]
-       rlconf status SWEEP_DIR [--lines N]
+       rlconf status DIR [--lines N]   (a run, a sweep, or a folder of them)
        rlconf eval RUN_DIR [--episodes N] [--seed S] [--device D] [--plugins M,...]
        rlconf watch RUN_DIR [--episodes N] [--video OUT.mp4] [--fps F] [--seed S] [--device D] [--plugins M,...]
        rlconf plot RUNS_DIR [--out FILE.png] [--aggregate] [--metric M] ... (rlconf plot --help)
@@ -684,7 +684,7 @@ def launch(overrides: list[str], config_dirs: list[str], multirun: bool, cfg_mod
 def cmd_status(args: list[str]) -> int:
     lines = _take_option(args, "--lines")
     if len(args) != 1 or args[0].startswith("-"):
-        raise UsageError("usage: rlconf status SWEEP_DIR [--lines N]")
+        raise UsageError("usage: rlconf status DIR [--lines N]")
     if lines is not None and (not lines.isdigit() or int(lines) < 1):
         raise UsageError(f"--lines {lines}: must be a positive integer")
     from rlconf.launch.status import StatusError, print_status
