@@ -389,3 +389,13 @@ def test_listing_and_reading_runs_import_no_matplotlib(tmp_path):
     result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=cli_env(), capture_output=True,
                             text=True, timeout=60)
     assert result.returncode == 0, result.stderr
+
+
+def test_a_long_configuration_label_wraps_in_its_legend_instead_of_squeezing_the_panel():
+    from rlconf.analysis.figure import LEGEND_CHARS, legend_entry
+
+    label = "ppo " + " ".join(f"env.kwargs.test_setting_{i}=true" for i in range(4))
+    entry = legend_entry(label, 2)
+    assert entry.replace("\n    ", " ") == f"{label} (2)", "wrapped, nothing lost"
+    assert entry.count("\n") >= 1 and all(len(line) <= LEGEND_CHARS for line in entry.splitlines())
+    assert legend_entry("dqn", 3) == "dqn (3)"

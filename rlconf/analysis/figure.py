@@ -15,6 +15,7 @@ interactive backend is left alone.
 from __future__ import annotations
 
 import math
+import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,6 +34,8 @@ DPI = 100
 MAX_COLUMNS = 3  # env panels per row
 CURVE_PANEL = (5.0, 3.6)  # inches, without its legend
 LEGEND_ROW = 0.2  # inches per line of a legend below a panel
+LEGEND_CHARS = 72  # characters a legend line below a panel holds: longer labels wrap (a layout would otherwise
+#                    shrink the panel to the width of the longest one)
 AGGREGATE_PANEL = (4.0, 3.4)
 AGGREGATE_PANELS = len(STATISTICS) + 1  # one per statistic, then the performance profiles
 STATISTIC_TITLES = {"median": "median (of per-env means)"}  # rliable's aggregate median
@@ -55,9 +58,15 @@ def curve_grid(envs: int) -> tuple[int, int]:
     return math.ceil(envs / columns), columns
 
 
+def legend_entry(label: str, runs: int) -> str:
+    """A configuration's legend entry, with its number of runs, wrapped to the panel's width."""
+    return textwrap.fill(f"{label} ({runs})", LEGEND_CHARS, subsequent_indent="    ", break_on_hyphens=False)
+
+
 def legend_lines(panels: list[Panel]) -> int:
-    """The most lines a panel's legend has: an entry per configuration, and its title if it has one."""
-    return max((len(p.bands) + any(b.shaded for b in p.bands) for p in panels), default=0)
+    """The most lines a panel's legend has: its configurations' wrapped entries, and its title if it has one."""
+    return max((sum(legend_entry(b.label, b.count).count("\n") + 1 for b in p.bands) + any(b.shaded for b in p.bands)
+                for p in panels), default=0)
 
 
 def curve_panel_height(legend_rows: int) -> float:
@@ -131,7 +140,7 @@ def draw_curves(part, panels: list[Panel], window: int, style: dict[str, dict]) 
             ax.plot(band.steps, band.mean, **style[band.label], markevery=marks(len(band.steps), rank, lines),
                     linewidth=NARROWEST + (WIDEST - NARROWEST) * wide,
                     markersize=(4 + 3 * wide) * (1.5 if len(band.steps) == 1 else 1),  # a lone point: larger
-                    label=f"{band.label} ({band.count})")
+                    label=legend_entry(band.label, band.count))
             if band.shaded:
                 ax.fill_between(band.steps, band.lower, band.upper, color=style[band.label]["color"], alpha=0.2,
                                 linewidth=0)
