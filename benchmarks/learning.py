@@ -157,6 +157,7 @@ def test_row(row: Row, seed: int, path: Path) -> dict[str, object]:
             "met": bool(math.isfinite(mean) and mean >= row.target),
             "wall_minutes": round(summary["wall_seconds"] / 60, 1),
             "steps_per_second": round(summary["steps_per_second"], 1),
+            "device": summary["hardware"]["device"],  # speeds are comparable only between runs on one device
             "reference": row.figure, "source": row.source}
 
 
@@ -206,7 +207,10 @@ def table(rows: dict[str, Row], tests: list[dict[str, object]], unfinished: dict
     for row in rows.values():
         mine = [t for t in tests if t["row"] == row.name]
         result = "; ".join(f"s{t['seed']}: {_score(t['test_return_mean'])} ± {_score(t['test_return_std'])}"
-                           + ("" if str(t["met"]) == "True" else " (missed)") for t in mine)
+                           + ("" if str(t["met"]) == "True" else " (missed)")
+                           + ("" if t.get("device", "cpu") == "cpu" else f" (on {t['device']})") for t in mine)
+        if len(mine) > 1:
+            result += f"; mean of seeds {_score(sum(float(t['test_return_mean']) for t in mine) / len(mine))}"
         result = "; ".join(filter(None, [result, *unfinished.get(row.name, [])])) or "not run yet"
         shown = mine or row.name in unfinished
         figure = f"[{row.env}.png](benchmarks/results/learning/{row.env}.png)" if shown else "–"

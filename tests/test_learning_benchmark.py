@@ -69,7 +69,7 @@ def test_a_row_is_trained_reported_and_skipped_once_finished(rows_file, tmp_path
     assert any(row["train_return"] for row in curve)
     with (out / "tests.csv").open() as f:
         (test,) = list(csv.DictReader(f))
-    assert test["row"] == "tiny-cartpole" and test["test_episodes"] == "3"
+    assert test["row"] == "tiny-cartpole" and test["test_episodes"] == "3" and test["device"] == "cpu"
     assert test["met"] == str(float(test["test_return_mean"]) >= 5)
     assert (out / "classic-cartpole.png").stat().st_size > 1000
     table = (out / "table.md").read_text().splitlines()
