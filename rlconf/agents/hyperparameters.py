@@ -22,6 +22,14 @@ PRIORS = ("auto", "beta", "gaussian")  # the posteriors of the multi-armed bandi
 TRACE_KINDS = ("replacing", "accumulating")  # SARSA(lambda)'s eligibility traces
 
 
+
+def require_epsilon_schedule(config) -> None:
+    """An epsilon-greedy schedule's settings: probabilities (start, end, test), decaying over at least a step."""
+    require(config.epsilon_decay_steps >= 1, "agent.epsilon_decay_steps", config.epsilon_decay_steps,
+            "must be at least 1")
+    for key in ("epsilon", "epsilon_final", "eval_epsilon"):
+        require(0 <= getattr(config, key) <= 1, f"agent.{key}", getattr(config, key), "must be in [0, 1]")
+
 # -- value-based: DQN and its kin (dqn.py, ddqn.py, c51.py, vqn.py) --------------------------------------------
 @dataclass
 class DQNConfig:
@@ -105,10 +113,7 @@ class VQNConfig:
     def __post_init__(self):
         require(self.lr > 0, "agent.lr", self.lr, "must be positive")
         require(0 <= self.discount_factor <= 1, "agent.discount_factor", self.discount_factor, "must be in [0, 1]")
-        require(self.epsilon_decay_steps >= 1, "agent.epsilon_decay_steps", self.epsilon_decay_steps,
-                "must be at least 1")
-        for key in ("epsilon", "epsilon_final", "eval_epsilon"):
-            require(0 <= getattr(self, key) <= 1, f"agent.{key}", getattr(self, key), "must be in [0, 1]")
+        require_epsilon_schedule(self)
 
 
 # -- policy gradient (_policy_gradient.py, vpg.py, vac.py, a2c.py, ppo.py) ------------------------------------
@@ -538,10 +543,7 @@ class TabularConfig:
         require(self.alpha_final is None or 0 <= self.alpha_final <= 1, "agent.alpha_final", self.alpha_final,
                 "must be null or in [0, 1]")
         require(0 <= self.discount_factor <= 1, "agent.discount_factor", self.discount_factor, "must be in [0, 1]")
-        require(self.epsilon_decay_steps >= 1, "agent.epsilon_decay_steps", self.epsilon_decay_steps,
-                "must be at least 1")
-        for key in ("epsilon", "epsilon_final", "eval_epsilon"):
-            require(0 <= getattr(self, key) <= 1, f"agent.{key}", getattr(self, key), "must be in [0, 1]")
+        require_epsilon_schedule(self)
 
 
 @dataclass
