@@ -208,7 +208,8 @@ def table(rows: dict[str, Row], tests: list[dict[str, object]], unfinished: dict
         mine = [t for t in tests if t["row"] == row.name]
         result = "; ".join(f"s{t['seed']}: {_score(t['test_return_mean'])} ± {_score(t['test_return_std'])}"
                            + ("" if str(t["met"]) == "True" else " (missed)")
-                           + ("" if t.get("device", "cpu") == "cpu" else f" (on {t['device']})") for t in mine)
+                           + ("" if (t.get("device") or "cpu") == "cpu" else f" (on {t['device']})")  # older rows: none
+                           for t in mine)
         if len(mine) > 1:
             result += f"; mean of seeds {_score(sum(float(t['test_return_mean']) for t in mine) / len(mine))}"
         result = "; ".join(filter(None, [result, *unfinished.get(row.name, [])])) or "not run yet"

@@ -40,6 +40,16 @@ def test_scores_are_shown_with_the_precision_a_target_needs():
     assert score(7557.45) == "7,557"
 
 
+def test_the_table_marks_seeds_trained_off_the_cpu_and_averages_seeds():
+    script = _script()
+    row = next(iter(script.load_rows().values()))
+    common = {"row": row.name, "test_return_std": 0.0, "met": "True"}
+    tests = [{**common, "seed": 0, "test_return_mean": 17.0, "device": ""},  # a row written before devices were
+             {**common, "seed": 1, "test_return_mean": 20.0, "device": "cuda"}]
+    line = script.table({row.name: row}, tests, {}).splitlines()[2]
+    assert "s0: 17.0 ± 0.0; s1: 20.0 ± 0.0 (on cuda); mean of seeds 18.5" in line
+
+
 def learning(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(SCRIPT), *args], cwd=cwd, capture_output=True, text=True,
                           timeout=600)
