@@ -19,7 +19,6 @@ import contextlib
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console, Group
 from rich.live import Live
@@ -125,9 +124,8 @@ class SweepProgress:
     def _progress(self, name: str) -> str:
         """How far a running run has got, as its status.json says."""
         run = self._runs.get(name)
-        extra = _status_extra(self.sweep_dir / name)
-        if extra.get("phase") == "test" and extra.get("test_episodes"):
-            return f"testing {extra.get('test_episodes_done', 0):,}/{extra['test_episodes']:,} episodes"
+        if run is not None and run.testing:
+            return f"testing {run.testing[0]:,}/{run.testing[1]:,} episodes"
         if run is None or not run.steps:
             return "starting"
         total = f"/{run.total_steps:,} steps ({run.steps / run.total_steps:.0%})" if run.total_steps else " steps"
@@ -185,13 +183,6 @@ def print_table(sweep_dir: Path, names: Sequence[str], seconds: float, console: 
     out.append(f"rlconf: results: {table}" if table.exists() else "rlconf: no run finished: no sweep.csv")
     for line in out:
         console.print(line, highlight=False, soft_wrap=True, markup=False)
-
-
-def _status_extra(run_dir: Path) -> dict[str, Any]:
-    """status.json's test phase keys (rlconf status does not show them)."""
-    from rlconf.experiments.rundir import read_json
-
-    return read_json(run_dir / "status.json") or {}
 
 
 def _num(value: float | None) -> str:

@@ -47,6 +47,7 @@ class RunStatus:
     episodes: int | None = None
     last_return: float | None = None
     test_return: float | None = None
+    testing: tuple[int, int] | None = None  # (episodes done, episodes) while the final test runs
     where: str = ""
     log: Path | None = None
     note: str = ""
@@ -112,6 +113,8 @@ def _status(run_dir: Path, name: str, job: dict, status: dict | None, summary: d
     if status:
         out.steps, out.total_steps = status.get("steps"), status.get("total_steps")
         out.episodes, out.last_return = status.get("episodes"), status.get("last_return")
+        if status.get("phase") == "test" and status.get("test_episodes"):
+            out.testing = (status.get("test_episodes_done", 0), status["test_episodes"])
     if summary is not None:
         out.state = "done"
         out.steps, out.episodes = summary.get("steps"), summary.get("episodes")
