@@ -302,7 +302,7 @@ def with_resume(overrides: list[str], multirun: bool) -> list[str]:
 
     DIR's files are data (rlconf.experiments.saved): no Hydra setting but a sweep's launcher and sweeper
     parameters, no interpolation, no ``_target_``, and its plugins only when they are given here too."""
-    from rlconf.config import ConfigError
+    from rlconf.errors import ConfigError
     from rlconf.experiments.resume import check_same_choice
     from rlconf.experiments.saved import check_plugins
 
@@ -560,7 +560,8 @@ def check_composition(overrides: list[str], config_dirs: list[str]):
     and the checked settings."""
     from omegaconf import OmegaConf, open_dict
 
-    from rlconf.config import ConfigError, validate
+    from rlconf.config import validate
+    from rlconf.errors import ConfigError
     from rlconf.experiments.resume import check_resumable
 
     try:
@@ -656,7 +657,7 @@ def launch(overrides: list[str], config_dirs: list[str], multirun: bool, cfg_mod
         from rlconf.experiments.progress import announce
 
         announce(cfg)  # a first line before torch is imported: seconds, not a blank screen
-        from rlconf.config import ConfigError
+        from rlconf.errors import ConfigError
         from rlconf.experiments.experiment import RunFailed
         from rlconf.experiments.run import run
 
@@ -742,7 +743,7 @@ def cmd_eval(args: list[str]) -> int:
         "--episodes", "--seed", "--device", "--plugins"))
     run_dir = _run_dir_argument(args, EVAL_USAGE)
     episodes, seed = _count(episodes, "--episodes"), _count(seed, "--seed", minimum=0)
-    from rlconf.config import ConfigError
+    from rlconf.errors import ConfigError
     from rlconf.experiments.playback import PlaybackError, eval_line, evaluate_run, write_eval
     from rlconf.experiments.rundir import write_failure
 
@@ -768,7 +769,7 @@ def cmd_watch(args: list[str]) -> int:
         "--episodes", "--video", "--fps", "--seed", "--device", "--plugins"))
     run_dir = _run_dir_argument(args, WATCH_USAGE)
     episodes, seed = _count(episodes, "--episodes") or 1, _count(seed, "--seed", minimum=0)
-    from rlconf.config import ConfigError
+    from rlconf.errors import ConfigError
     from rlconf.experiments.playback import PlaybackError, watch_line, watch_run
 
     try:

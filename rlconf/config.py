@@ -22,26 +22,11 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from rlconf import registry
+from rlconf.errors import ConfigError, require
 
 # How environment copies are stepped: auto, in this process (sync), in subprocesses (async), or by the
 # simulator's own vector version (native). Environment adapters read the same tuple.
 VECTORIZATION_MODES = ("auto", "sync", "async", "native")
-
-
-class ConfigError(ValueError):
-    """Bad input: the message is one line meant for the user."""
-
-
-def first_line(error: BaseException) -> str:
-    """An exception as one line for a message: its type and the first line of its text."""
-    text = str(error).strip()
-    return f"{type(error).__name__}: {text.splitlines()[0]}" if text else type(error).__name__
-
-
-def require(ok: bool, key: str, value: Any, allowed: str) -> None:
-    """Raise a ConfigError naming ``key``, its ``value`` and what is ``allowed`` unless ``ok``."""
-    if not ok:
-        raise ConfigError(f"{key}={value}: {allowed}")
 
 
 @dataclass

@@ -15,9 +15,10 @@ pytest.importorskip("ale_py", reason="the atari extra is not installed: pip inst
 
 from rlconf.agents import ParallelAgent, TestAgent  # noqa: E402
 from rlconf.bodies import Body, ClipRewards, DeepmindAtariBody, EpisodicLives, FrameStack, body_options  # noqa: E402
-from rlconf.config import BodySettings, ConfigError  # noqa: E402
+from rlconf.config import BodySettings  # noqa: E402
 from rlconf.core import StateArray  # noqa: E402
 from rlconf.environments.atari import AtariEnvironment, write_configs  # noqa: E402
+from rlconf.errors import ConfigError  # noqa: E402
 from rlconf.paths import config_dir  # noqa: E402
 
 SIMULATORS = ["sync", "native"]  # gymnasium's AtariPreprocessing in this process; ale-py's C++ vector env

@@ -23,8 +23,9 @@ from rlconf.agents.ddpg import minibatches
 from rlconf.approximation import PolyakTarget, QContinuous
 from rlconf.bodies import NormalizeObservations, NormalizeRewards, RunningMeanStd, TimeFeature
 from rlconf.cli import compose
-from rlconf.config import ConfigError, validate
+from rlconf.config import validate
 from rlconf.core import StateArray
+from rlconf.errors import ConfigError
 from rlconf.experiments.run import build_agent, make_env
 from rlconf.logging import LoggerGroup
 from rlconf.memory import ReplayBuffer, Transitions, replay_buffer

@@ -18,8 +18,8 @@ from conftest import assert_run_refused
 from rlconf import registry
 from rlconf.agents._agent import BuildContext
 from rlconf.agents.multi_armed import beta_cdf, beta_quantile
-from rlconf.config import ConfigError
 from rlconf.environments.bandit import BernoulliArms, GaussianArms, MultiArmedBandit
+from rlconf.errors import ConfigError
 from rlconf.experiments import rng
 
 AGENTS = ("epsilon_greedy", "ucb", "bayesian_ucb", "thompson", "gradient_bandit")

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from conftest import FAST_RUN, one_error_line, only_run_dir
 from torch import nn
 
-from rlconf.config import ConfigError
+from rlconf.errors import ConfigError
 from rlconf.nn import (
     Aggregation,
     CategoricalDueling,

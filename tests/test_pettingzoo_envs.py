@@ -15,7 +15,6 @@ import torch
 pytest.importorskip("pettingzoo", reason="the pettingzoo extra is not installed: pip install -e '.[dev,pettingzoo]'")
 
 from rlconf import registry  # noqa: E402
-from rlconf.config import ConfigError  # noqa: E402
 from rlconf.core import MultiagentState  # noqa: E402
 from rlconf.environments.pettingzoo import (  # noqa: E402
     MultiagentAtariEnvironment,
@@ -24,6 +23,7 @@ from rlconf.environments.pettingzoo import (  # noqa: E402
     game_seed,
     import_env_module,
 )
+from rlconf.errors import ConfigError  # noqa: E402
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "env" / "pettingzoo"
 BOARDS = {"tictactoe": "pettingzoo.classic.tictactoe_v3", "connect_four": "pettingzoo.classic.connect_four_v3"}

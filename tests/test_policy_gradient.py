@@ -19,8 +19,8 @@ from test_agents import build, drive, parameters
 from rlconf.agents import PolicyGradient
 from rlconf.agents.a2c import A2CConfig
 from rlconf.approximation import adam
-from rlconf.config import ConfigError
 from rlconf.core import StateArray
+from rlconf.errors import ConfigError
 from rlconf.memory import CompleteEpisodeBuffer
 from rlconf.nn import MLPSettings
 from rlconf.policies import (

@@ -12,8 +12,8 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from rlconf.config import ConfigError
 from rlconf.core import State, StateArray
+from rlconf.errors import ConfigError
 
 
 class Learner:

@@ -22,8 +22,8 @@ import numpy as np
 import torch
 
 from rlconf.agents._agent import Buildable, BuildContext, Checkpointed, ParallelAgent, TestAgent
-from rlconf.config import ConfigError
 from rlconf.core import StateArray
+from rlconf.errors import ConfigError
 from rlconf.optim import Clock
 
 

@@ -28,8 +28,8 @@ import torch.nn.functional as F
 from rlconf.agents._agent import Buildable, BuildContext, ParallelAgent, ReplayLearner, TestAgent
 from rlconf.agents.hyperparameters import DDPGConfig
 from rlconf.approximation import PolyakTarget, QContinuous, adam, reinforce_together
-from rlconf.config import ConfigError
 from rlconf.core import StateArray
+from rlconf.errors import ConfigError
 from rlconf.memory import ReplayBuffer, Transitions, replay_buffer
 from rlconf.nn import model_settings
 from rlconf.optim import Clock

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlconf import registry
-from rlconf.config import ConfigError, check, require
+from rlconf.config import check
+from rlconf.errors import ConfigError, require
 
 LOSSES = ("mse", "huber")  # DQN's TD losses (dqn.LOSS_FUNCTIONS)
 REPLAYS = ("uniform", "prioritized")

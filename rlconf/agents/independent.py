@@ -25,8 +25,8 @@ from rlconf.agents._agent import ParallelAgent
 from rlconf.agents._multiagent import Match, Multiagent, MultiagentBuildContext, MultiagentTestAgent
 from rlconf.agents.hyperparameters import IndependentConfig
 from rlconf.agents.random_agent import RandomTestAgent
-from rlconf.config import ConfigError, require
 from rlconf.core import MultiagentState, StateArray
+from rlconf.errors import ConfigError, require
 
 
 class IndependentMultiagent(Multiagent):

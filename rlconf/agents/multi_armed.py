@@ -43,7 +43,7 @@ from rlconf.agents.hyperparameters import (
     PosteriorConfig,
     UCBConfig,
 )
-from rlconf.config import ConfigError
+from rlconf.errors import ConfigError
 from rlconf.optim import Clock, schedule
 
 

@@ -42,7 +42,7 @@ from rlconf.agents.hyperparameters import (
     NoiseSamplingConfig,
 )
 from rlconf.agents.linear_bandit import RidgeStatistics, thompson_scores
-from rlconf.config import ConfigError, require
+from rlconf.errors import ConfigError, require
 from rlconf.nn.builders import model_settings
 from rlconf.nn.layers import Linear0
 from rlconf.optim import Clock

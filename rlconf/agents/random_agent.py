@@ -11,8 +11,8 @@ import torch
 
 from rlconf.agents._agent import Buildable, BuildContext, ParallelAgent, TestAgent
 from rlconf.agents.hyperparameters import RandomConfig
-from rlconf.config import ConfigError
 from rlconf.core import StateArray
+from rlconf.errors import ConfigError
 from rlconf.policies import ACTION_MASK, global_random_actions, random_actions
 
 

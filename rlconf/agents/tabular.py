@@ -38,8 +38,8 @@ import torch
 
 from rlconf.agents._agent import Buildable, BuildContext, Checkpointed, ParallelAgent, TestAgent
 from rlconf.agents.hyperparameters import DynaQConfig, QLearningConfig, SarsaLambdaConfig, TabularConfig
-from rlconf.config import ConfigError
 from rlconf.core import StateArray
+from rlconf.errors import ConfigError
 from rlconf.optim import Clock, schedule
 
 

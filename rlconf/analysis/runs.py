@@ -108,7 +108,7 @@ def read_table(path: Path) -> dict[str, np.ndarray]:
 
 def read_identity(run_dir: Path) -> tuple[str, str, int, dict[str, str]]:
     """(agent, env, seed, settings) from the run's resolved config.yaml."""
-    from rlconf.config import ConfigError
+    from rlconf.errors import ConfigError
     from rlconf.experiments.saved import read_config
 
     try:

@@ -46,9 +46,10 @@ import numpy as np
 import torch
 
 from rlconf import registry
-from rlconf.config import VECTORIZATION_MODES, ConfigError, require
+from rlconf.config import VECTORIZATION_MODES
 from rlconf.core import StateArray
 from rlconf.environments.gym import GymVectorEnvironment
+from rlconf.errors import ConfigError, require
 
 FRAME_SHAPE = (1, 84, 84)  # one grayscale frame, channels first
 

@@ -27,9 +27,9 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from rlconf.config import ConfigError, require
 from rlconf.core import StateArray
 from rlconf.environments.gym import Episode
+from rlconf.errors import ConfigError, require
 
 # Tags mixed into the seeds of the problem's and the rewards' generators, so that neither stream is the one
 # another component draws from the same seed.

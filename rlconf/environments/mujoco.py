@@ -22,8 +22,8 @@ from functools import partial
 
 import gymnasium as gym
 
-from rlconf.config import ConfigError, first_line
 from rlconf.environments.gym import GymVectorEnvironment, has_display
+from rlconf.errors import ConfigError, first_line
 
 
 class MujocoEnvironment(GymVectorEnvironment):

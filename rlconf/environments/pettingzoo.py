@@ -34,8 +34,9 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from rlconf.config import VECTORIZATION_MODES, ConfigError, require
+from rlconf.config import VECTORIZATION_MODES
 from rlconf.core import MultiagentState
+from rlconf.errors import ConfigError, require
 
 FRAME_SHAPE = (1, 84, 84)  # one grey frame, channels first, as the single-agent Atari adapter hands over
 FRAME_SPACE = gym.spaces.Box(0, 255, FRAME_SHAPE, np.uint8)

@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from rlconf.approximation import NonFinite
-from rlconf.config import first_line
+from rlconf.errors import first_line
 from rlconf.experiments import rng
 from rlconf.experiments.evaluate import evaluate
 from rlconf.experiments.progress import ConsoleProgress

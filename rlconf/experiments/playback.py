@@ -25,8 +25,9 @@ from typing import Any
 import numpy as np
 from omegaconf import OmegaConf
 
-from rlconf.config import ConfigError, Settings, first_line
+from rlconf.config import Settings
 from rlconf.environments.gym import has_display
+from rlconf.errors import ConfigError, first_line
 from rlconf.experiments.evaluate import evaluate
 from rlconf.experiments.experiment import TEST_SEED_OFFSET, load_checkpoint
 from rlconf.experiments.multiagent import play_test

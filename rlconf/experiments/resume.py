@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rlconf.config import ConfigError
+from rlconf.errors import ConfigError
 from rlconf.experiments.rundir import read_json, sweep_run_name
 from rlconf.experiments.saved import read_config
 

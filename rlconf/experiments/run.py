@@ -26,7 +26,8 @@ from omegaconf import DictConfig, OmegaConf
 from rlconf import registry
 from rlconf.agents import BuildContext, Multiagent, MultiagentBuildContext, ParallelAgent, SingleEnvAgent
 from rlconf.bodies import NormalizeObservations, NormalizeRewards, RunningMeanStd, body_options
-from rlconf.config import ConfigError, Settings, first_line, redact, validate
+from rlconf.config import Settings, redact, validate
+from rlconf.errors import ConfigError, first_line
 from rlconf.experiments import preemption, resume, rng
 from rlconf.experiments.bandit import BanditExperiment, regret_line
 from rlconf.experiments.experiment import Experiment, Interrupted, RunFailed, load_checkpoint

@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from rlconf.config import ConfigError
+from rlconf.errors import ConfigError
 
 # Hydra settings a sweep's multirun.yaml may carry back into ``-m resume=SWEEP``: the launcher's and the
 # sweeper's parameters (partition, time limit, trials), never a ``_target_`` among them.

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import yaml
 
-from rlconf.config import ConfigError, redact
+from rlconf.config import redact
+from rlconf.errors import ConfigError
 from rlconf.experiments.rundir import atomic_write, is_placement, read_json, write_text
 from rlconf.experiments.saved import load_yaml
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rlconf.config import require
+from rlconf.errors import require
 from rlconf.logging.base import Logger, LoggerContext
 
 EPISODE_FIELDS = ["step", "episode", "return", "length", "wall_seconds"]

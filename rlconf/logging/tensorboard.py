@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from rlconf.config import require
+from rlconf.errors import require
 from rlconf.logging.base import TRAIN_RETURN, Logger, LoggerContext
 
 TRAIN_RETURN_EACH_EPISODE = f"{TRAIN_RETURN}_each_episode"

@@ -13,7 +13,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from rlconf.config import first_line, redact, require
+from rlconf.config import redact
+from rlconf.errors import first_line, require
 from rlconf.experiments.rundir import read_json, write_json
 from rlconf.logging.base import Logger, LoggerContext
 

@@ -24,8 +24,8 @@ from typing import NamedTuple
 import gymnasium as gym
 import torch
 
-from rlconf.config import ConfigError
 from rlconf.core import State
+from rlconf.errors import ConfigError
 
 
 class Transitions(NamedTuple):

@@ -19,7 +19,7 @@ import numpy as np
 from torch import nn
 
 from rlconf import registry
-from rlconf.config import require
+from rlconf.errors import require
 from rlconf.nn.layers import (
     CategoricalDueling,
     ChannelsLast,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from rlconf.config import require
+from rlconf.errors import require
 
 ACTIVATION_NAMES = ("relu", "tanh", "elu", "gelu", "silu")  # the modules: rlconf.nn.layers.ACTIVATIONS
 

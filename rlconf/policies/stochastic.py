@@ -14,7 +14,7 @@ import gymnasium as gym
 import torch
 from torch import nn
 
-from rlconf.config import ConfigError
+from rlconf.errors import ConfigError
 from rlconf.policies.bounds import ActionBounds
 from rlconf.policies.gaussian import GaussianHead, GaussianPolicy
 from rlconf.policies.softmax import SoftmaxPolicy
