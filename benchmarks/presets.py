@@ -14,8 +14,7 @@ from typing import Any
 
 from torch import nn
 
-from rlconf.cli import compose
-from rlconf.config import Settings, validate
+from rlconf.config import Settings, compose, validate
 
 ACTIVATIONS: dict[str, type[nn.Module]] = {"relu": nn.ReLU, "tanh": nn.Tanh, "elu": nn.ELU, "gelu": nn.GELU,
                                            "silu": nn.SiLU}

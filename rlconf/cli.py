@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from rlconf.paths import config_dir, launchers_dir
+from rlconf.paths import config_dir
 
 RUN_USAGE = "usage: rlconf run [-m] [--cfg {job,hydra,all}] [--config-dir DIR] [--hydra-help] key=value ..."
 USAGE = f"""{RUN_USAGE}
@@ -86,16 +86,9 @@ def fail(message: str) -> None:
 
 # -- config groups on disk ------------------------------------------------------------------------------
 def search_dirs(extra: list[str]) -> list[Path]:
+    from rlconf.config import searchpath  # the config module is imported where a command needs it
+
     return [config_dir(), *searchpath(extra)]
-
-
-def searchpath(extra: list[str]) -> list[Path]:
-    """Config folders besides the primary one: the shipped launchers, then the user's own."""
-    return [launchers_dir(), *(Path(d).resolve() for d in extra)]
-
-
-def searchpath_override(extra: list[str]) -> str:
-    return f"hydra.searchpath=[{','.join('file://' + str(d) for d in searchpath(extra))}]"
 
 
 def group_options(dirs: list[Path]) -> dict[str, dict[str, str]]:
@@ -546,21 +539,12 @@ def check_launcher(hydra_cfg) -> None:
             raise UsageError("launcher=slurm: sbatch is not on PATH (submit from a Slurm login node)")
 
 
-def compose(overrides: list[str], config_dirs: list[str], hydra_config: bool = False):
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-
-    with initialize_config_dir(config_dir=str(config_dir()), version_base=None):
-        return hydra_compose(config_name="config", overrides=[*overrides, searchpath_override(config_dirs)],
-                             return_hydra_config=hydra_config)
-
-
 def check_composition(overrides: list[str], config_dirs: list[str]):
     """Compose and validate; returns the composed config with its ``hydra`` node (for the launcher's checks)
     and the checked settings."""
     from omegaconf import OmegaConf, open_dict
 
-    from rlconf.config import validate
+    from rlconf.config import compose, validate
     from rlconf.errors import ConfigError
     from rlconf.experiments.resume import check_resumable
 
@@ -600,7 +584,7 @@ def _unknown_key_message(key: str, overrides: list[str], config_dirs: list[str])
     """Name the keys that do exist where ``key`` was asked for (composed without the bad override)."""
     from omegaconf import DictConfig, OmegaConf
 
-    from rlconf.config import config_keys
+    from rlconf.config import compose, config_keys
     from rlconf.registry import unknown_message
 
     parent = key.rpartition(".")[0]
@@ -639,6 +623,8 @@ def _defer_keys_of_swept_groups(overrides: list[str], groups: set[str]) -> list[
 def launch(overrides: list[str], config_dirs: list[str], multirun: bool, cfg_mode: str | None) -> int:
     """Hand the checked overrides to Hydra, which composes again and runs (or sweeps) the job."""
     import hydra
+
+    from rlconf.config import searchpath_override
 
     if multirun:
         overrides = _defer_keys_of_swept_groups(overrides, set(group_options(search_dirs(config_dirs))))

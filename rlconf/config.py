@@ -1,9 +1,9 @@
 """Typed settings for a composed run config, and the checks that turn bad input into one clear line.
 
-Hydra composes YAML into a DictConfig; ``validate`` checks every group against a dataclass schema (the
-top-level keys and the env, hardware, body and logger groups here; the agent's and the model's schemas
-come from the registry) before anything is built. Any problem raises ``ConfigError`` whose message names
-the key, the value and what is allowed.
+Hydra composes YAML into a DictConfig (``compose``, as ``rlconf run`` does); ``validate`` checks every group
+against a dataclass schema (the top-level keys and the env, hardware, body and logger groups here; the agent's
+and the model's schemas come from the registry) before anything is built. Any problem raises ``ConfigError``
+whose message names the key, the value and what is allowed.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import re
 import types
 import typing
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -23,6 +24,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from rlconf import registry
 from rlconf.errors import ConfigError, require
+from rlconf.paths import config_dir, launchers_dir
 
 # How environment copies are stepped: auto, in this process (sync), in subprocesses (async), or by the
 # simulator's own vector version (native). Environment adapters read the same tuple.
@@ -441,3 +443,25 @@ def validate(cfg: DictConfig) -> Settings:
     approximation = dataclasses.asdict(check(model_schema, approximation, "approximation."))
     return Settings(run=run, agent_name=agent_name, agent=agent, approximation=approximation, agent_target=target,
                     **groups)
+
+
+# -- composing a run's config: the same YAML groups ``rlconf run`` reads ----------------------------------
+def searchpath(extra: list[str]) -> list[Path]:
+    """Config folders besides the primary one: the shipped launchers, then the user's own."""
+    return [launchers_dir(), *(Path(d).resolve() for d in extra)]
+
+
+def searchpath_override(extra: list[str]) -> str:
+    """The Hydra override that puts ``searchpath(extra)`` on the search path of a composition."""
+    return f"hydra.searchpath=[{','.join('file://' + str(d) for d in searchpath(extra))}]"
+
+
+def compose(overrides: list[str], config_dirs: list[str], hydra_config: bool = False) -> DictConfig:
+    """The config ``rlconf run`` composes from ``overrides``, the user's ``config_dirs`` on the search path;
+    ``hydra_config``: with its ``hydra`` node (what the launcher's checks read)."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(config_dir()), version_base=None):
+        return hydra_compose(config_name="config", overrides=[*overrides, searchpath_override(config_dirs)],
+                             return_hydra_config=hydra_config)

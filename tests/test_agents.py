@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from rlconf.cli import compose
-from rlconf.config import validate
+from rlconf.config import compose, validate
 from rlconf.experiments.run import build_agent, make_env
 from rlconf.logging import LoggerGroup
 from rlconf.memory import Transitions

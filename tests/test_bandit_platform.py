@@ -12,7 +12,7 @@ import pytest
 import torch
 from conftest import assert_run_refused, one_error_line, only_run_dir
 
-from rlconf.cli import compose
+from rlconf.config import compose
 from rlconf.environments.bandit import ContextualBandit, MultiArmedBandit, read_labelled_csv
 from rlconf.errors import ConfigError
 from rlconf.experiments.run import run

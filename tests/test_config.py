@@ -7,8 +7,7 @@ from omegaconf import OmegaConf
 
 from rlconf.agents.dqn import DQN, DQNConfig
 from rlconf.agents.ppo import PPOConfig
-from rlconf.cli import compose
-from rlconf.config import EnvSettings, HardwareSettings, RunSettings, Settings, check, validate
+from rlconf.config import EnvSettings, HardwareSettings, RunSettings, Settings, check, compose, validate
 from rlconf.errors import ConfigError
 from rlconf.paths import config_dir
 

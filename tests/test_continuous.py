@@ -22,8 +22,7 @@ from rlconf.agents import sac as sac_module
 from rlconf.agents.ddpg import minibatches
 from rlconf.approximation import PolyakTarget, QContinuous
 from rlconf.bodies import NormalizeObservations, NormalizeRewards, RunningMeanStd, TimeFeature
-from rlconf.cli import compose
-from rlconf.config import validate
+from rlconf.config import compose, validate
 from rlconf.core import StateArray
 from rlconf.errors import ConfigError
 from rlconf.experiments.run import build_agent, make_env

@@ -252,7 +252,7 @@ CHECKPOINTED = [
 
 
 def build(overrides) -> tuple:
-    from rlconf.cli import compose
+    from rlconf.config import compose
     from rlconf.experiments.run import build_agent, make_env, prepare
     from rlconf.logging import LoggerGroup
 

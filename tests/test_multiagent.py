@@ -40,7 +40,7 @@ def read_rows(path: Path) -> list[dict[str, str]]:
 
 
 def settings_for(*overrides: str):
-    from rlconf.cli import compose
+    from rlconf.config import compose
 
     return validate(compose([*TICTACTOE, *overrides], []))
 

@@ -140,7 +140,7 @@ def test_ctrl_c_says_how_to_continue(tmp_path, workdir):
 def test_the_final_test_reports_to_status_json_as_it_goes(tmp_path):
     """status.json says a run is testing (phase, episodes done of N) from the test's first step, so rlconf
     status and a sweep's progress tell a long test from a dead run."""
-    from rlconf.cli import compose
+    from rlconf.config import compose
     from rlconf.experiments.experiment import Experiment
     from rlconf.experiments.progress import ConsoleProgress
     from rlconf.experiments.run import build_agent, eval_env_count, make_env, prepare
@@ -166,7 +166,7 @@ def test_the_final_test_reports_to_status_json_as_it_goes(tmp_path):
 @pytest.mark.parametrize(("episodes", "eval_envs", "copies"), [(30, 16, 15), (5, 16, 5), (100, 16, 15),
                                                                 (1, 16, 1), (0, 16, 1), (32, 16, 16)])
 def test_tests_use_as_few_copies_as_play_their_episodes_in_as_few_rounds(episodes, eval_envs, copies):
-    from rlconf.cli import compose
+    from rlconf.config import compose
     from rlconf.experiments.run import eval_env_count, prepare
 
     settings = prepare(compose([*CARTPOLE, f"hardware.eval_envs={eval_envs}"], []))
