@@ -16,6 +16,8 @@ import pytest
 import torch
 from conftest import FAST_RUN, cli_env, one_error_line, only_run_dir, wait_while_running
 
+from rlconf.experiments.rundir import finished_summary
+
 CARTPOLE = ["agent=dqn", "env=classic/cartpole"]
 
 
@@ -258,3 +260,12 @@ def test_episodes_reach_the_disk_as_the_run_goes_and_a_resume_still_cuts_them_ba
     rows = read_rows(run_dir / "episodes.csv")
     assert [int(r["episode"]) for r in rows] == [1, 2], "cut back to the step-0 checkpoint, then 2 episodes"
     assert [int(r["step"]) for r in rows] == [2000, 4000]
+
+
+def test_a_run_has_finished_once_its_summary_reaches_the_budget(tmp_path: Path):
+    """One decision, shared by a resumed run and a launcher's skipping of finished sweep jobs."""
+    assert finished_summary(tmp_path, 100) is None  # no summary.json: never finished
+    (tmp_path / "summary.json").write_text(json.dumps({"steps": 100, "test_return_mean": 1.5}))
+    assert finished_summary(tmp_path, 100) == {"steps": 100, "test_return_mean": 1.5}
+    assert finished_summary(tmp_path, 99) is not None  # a vector env may step past its budget
+    assert finished_summary(tmp_path, 101) is None  # resumed with a longer budget: not finished any more

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rlconf.errors import ConfigError
-from rlconf.experiments.rundir import read_json, sweep_run_name
+from rlconf.experiments.rundir import finished_summary, sweep_run_name
 from rlconf.experiments.saved import read_config
 
 RESUME_MAY_CHANGE = ("steps", "quiet", "verbose", "logdir", "resume", "plugins", "eval_every", "eval_episodes",
@@ -106,7 +106,7 @@ def plan(steps: int, resume: str | None, parent_dir: str | Path | None, name: tu
     if not run_dir.exists():
         return Plan(run_dir)
     checkpoint = run_dir / "checkpoint.pt"
-    summary = read_json(run_dir / "summary.json")
-    if summary is not None and summary.get("steps", 0) >= steps:
+    summary = finished_summary(run_dir, steps)
+    if summary is not None:
         return Plan(run_dir, existing=True, checkpoint=checkpoint, summary=summary)
     return Plan(run_dir, existing=True, checkpoint=checkpoint if checkpoint.exists() else None)

@@ -191,3 +191,10 @@ def read_json(path: str | Path) -> dict[str, Any] | None:
         return json.loads(Path(path).read_text())
     except (OSError, ValueError):
         return None
+
+
+def finished_summary(run_dir: str | Path, steps: int) -> dict[str, Any] | None:
+    """The summary.json of the run in ``run_dir`` when it has finished a budget of ``steps``, else None: a run
+    resumed with a longer budget has not finished, though it holds the summary of its shorter one."""
+    summary = read_json(Path(run_dir) / "summary.json")
+    return summary if summary is not None and summary.get("steps", 0) >= steps else None

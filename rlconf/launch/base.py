@@ -114,7 +114,7 @@ class RunLauncher(Launcher):
     def _job(self, num: int, overrides: list[str]) -> Job:
         """The job's run directory, named as ``rlconf.experiments.run`` will name it."""
         from rlconf.config import validate
-        from rlconf.experiments.rundir import read_json, sweep_run_name
+        from rlconf.experiments.rundir import finished_summary, sweep_run_name
 
         assert self.hydra_context is not None and self.config is not None
         config = self.hydra_context.config_loader.load_sweep_config(self.config, overrides)
@@ -124,9 +124,7 @@ class RunLauncher(Launcher):
         settings = validate(config)
         name = sweep_run_name(settings.agent_name, settings.env.name, settings.run.seed, task_overrides)
         run_dir = Path(str(self.config.hydra.sweep.dir)) / name
-        summary = read_json(run_dir / "summary.json")
-        return Job(num, overrides, run_dir, summary if summary and summary.get("steps", 0) >= settings.run.steps
-                   else None)
+        return Job(num, overrides, run_dir, finished_summary(run_dir, settings.run.steps))
 
     def record(self, job: Job, **fields: Any) -> None:
         """Add ``fields`` to the job's ``job.json`` (creating the run directory)."""
