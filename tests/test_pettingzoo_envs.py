@@ -15,7 +15,7 @@ import torch
 pytest.importorskip("pettingzoo", reason="the pettingzoo extra is not installed: pip install -e '.[dev,pettingzoo]'")
 
 from rlconf import registry  # noqa: E402
-from rlconf.core import MultiagentState  # noqa: E402
+from rlconf.core import EnvKind, MultiagentState  # noqa: E402
 from rlconf.environments.pettingzoo import (  # noqa: E402
     MultiagentAtariEnvironment,
     MultiagentEnvironment,
@@ -77,7 +77,7 @@ def check_game(env: MultiagentEnvironment, shown: list[MultiagentState], episode
 @pytest.mark.parametrize("game", list(BOARDS))
 def test_board_games_alternate_turns_and_end_zero_sum(game):
     env = MultiagentEnvironment(BOARDS[game], name=f"pettingzoo/{game}")
-    assert env.multiagent and env.n_envs == 1 and env.frames_per_step == 1
+    assert env.kind is EnvKind.MULTI_AGENT and env.n_envs == 1 and env.frames_per_step == 1
     assert env.observation_space == env.observation_spaces[env.agents[0]]
     games = play(env, 30)
     turns = 0

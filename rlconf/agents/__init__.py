@@ -16,6 +16,7 @@ _HOMES = {
     **dict.fromkeys(["Match", "Multiagent", "MultiagentBuildContext", "MultiagentTestAgent"],
                     "rlconf.agents._multiagent"),
     **dict.fromkeys(["PolicyGradient", "PolicyGradientTestAgent"], "rlconf.agents._policy_gradient"),
+    "Plays": "rlconf.agents._plays",
     "A2C": "rlconf.agents.a2c",
     **dict.fromkeys(["DDPG", "DDPGTestAgent"], "rlconf.agents.ddpg"),
     **dict.fromkeys(["DQN", "DQNTestAgent"], "rlconf.agents.dqn"),
@@ -29,7 +30,7 @@ _HOMES = {
 }
 __all__ = ["A2C", "DDPG", "DQN", "PPO", "SAC", "TD3", "VAC", "VPG", "Agent", "AgentWrapper", "BuildContext",
            "DDPGTestAgent", "DQNTestAgent", "IndependentMultiagent", "IndependentTestAgent", "Match", "Multiagent",
-           "MultiagentBuildContext", "MultiagentTestAgent", "ParallelAgent", "PolicyGradient",
+           "MultiagentBuildContext", "MultiagentTestAgent", "ParallelAgent", "Plays", "PolicyGradient",
            "PolicyGradientTestAgent", "RandomAgent", "RandomTestAgent", "ReplayLearner", "SACTestAgent",
            "SingleEnvAgent", "TestAgent"]
 

@@ -12,6 +12,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from rlconf.agents._plays import DISCRETE
 from rlconf.core import State, StateArray
 from rlconf.errors import ConfigError
 
@@ -150,9 +151,8 @@ class BuildContext:
 
     def n_actions(self, agent: str) -> int:
         """The number of discrete actions, for agents that choose among them; other spaces: one clear line."""
-        if not isinstance(self.action_space, gym.spaces.Discrete):
-            raise ConfigError(f"agent={agent}: needs discrete actions, not {self.action_space}; allowed: envs with "
-                              "Discrete actions, e.g. env=classic/cartpole or env=atari/<game> (rlconf list env)")
+        if DISCRETE.refuses_actions(self.action_space):  # built without the run's pairing check (tests do)
+            raise ConfigError(DISCRETE.actions_refusal(agent, self.action_space))
         return int(self.action_space.n)
 
     @property

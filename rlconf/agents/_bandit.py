@@ -16,13 +16,14 @@ and ``greedy(contexts)``, the arms their test agent pulls: the best by the curre
 from __future__ import annotations
 
 from abc import abstractmethod
-from typing import ClassVar
 
+import gymnasium as gym
 import numpy as np
 import torch
 
 from rlconf.agents._agent import Buildable, BuildContext, Checkpointed, ParallelAgent, TestAgent
-from rlconf.core import StateArray
+from rlconf.agents._plays import Plays
+from rlconf.core import EnvKind, StateArray
 from rlconf.errors import ConfigError
 from rlconf.optim import Clock
 
@@ -30,7 +31,7 @@ from rlconf.optim import Clock
 class BanditAgent(Checkpointed, ParallelAgent, Buildable):
     """An agent for ``n_envs`` bandits at once (see the module's docstring)."""
 
-    bandit: ClassVar[bool] = True  # plays bandit environments, and only those
+    plays = Plays(frozenset({EnvKind.BANDIT}), (gym.spaces.Discrete,))  # bandits, and only those
     counters = {"pulls": "pulls"}
 
     def __init__(self, n_bandits: int, arms: int, clock: Clock, init_pulls: int = 0):

@@ -14,12 +14,13 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 import gymnasium as gym
 
 from rlconf.agents._agent import Learner, ParallelAgent
-from rlconf.core import MultiagentState
+from rlconf.agents._plays import Plays
+from rlconf.core import EnvKind, MultiagentState
 
 
 class MultiagentTestAgent(ABC):
@@ -42,7 +43,8 @@ class Match:
 class Multiagent(Learner):
     """A multi-agent learner: ``act(state)`` acts (and learns) for the player ``state.agent``."""
 
-    multiagent: ClassVar[bool] = True  # tells the builder and the loop apart from single-agent agents
+    # Whole games, every player's seat; each player's own agent checks that player's spaces.
+    plays = Plays(frozenset({EnvKind.MULTI_AGENT}), (gym.Space,))
 
     @abstractmethod
     def act(self, state: MultiagentState) -> Any: ...

@@ -16,9 +16,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import gymnasium as gym
 import torch
 
 from rlconf.agents._agent import Buildable, BuildContext, Checkpointed, ParallelAgent, TestAgent
+from rlconf.agents._plays import Plays
 from rlconf.agents.hyperparameters import PolicyGradientConfig
 from rlconf.approximation import Approximation, FeatureNetwork, Identity, VNetwork, adam, reinforce_together
 from rlconf.core import StateArray
@@ -82,6 +84,7 @@ class PolicyGradient(Checkpointed, ParallelAgent, Buildable):
     generator that makes sampling reproducible from the run's seed (checkpoints save it with every other
     generator of the run, ``experiments.rng``)."""
 
+    plays = Plays.single_agent(gym.spaces.Discrete, gym.spaces.Box)  # softmax or Gaussian policies
     checkpointed = ("features", "policy", "v")
 
     def __init__(self, features: Approximation, policy: StochasticPolicy, v: VNetwork, clock: Clock,

@@ -26,6 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from rlconf.agents._agent import Buildable, BuildContext, ParallelAgent, ReplayLearner, TestAgent
+from rlconf.agents._plays import CONTINUOUS
 from rlconf.agents.hyperparameters import DDPGConfig
 from rlconf.approximation import PolyakTarget, QContinuous, adam, reinforce_together
 from rlconf.core import StateArray
@@ -38,6 +39,7 @@ from rlconf.policies import ActionBounds, DeterministicPolicy
 
 class DDPG(ReplayLearner, ParallelAgent, Buildable):
     Config = DDPGConfig
+    plays = CONTINUOUS
     checkpointed = ("q", "policy")
     counters = {"calls": "_calls"}
 

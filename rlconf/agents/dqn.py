@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from rlconf.agents._agent import Buildable, BuildContext, ParallelAgent, ReplayLearner, TestAgent
+from rlconf.agents._plays import DISCRETE
 from rlconf.agents.hyperparameters import DQNConfig
 from rlconf.approximation import FixedTarget, QNetwork, adam, make_target
 from rlconf.core import StateArray
@@ -31,6 +32,7 @@ LOSS_FUNCTIONS = {"mse": lambda x, y: F.mse_loss(x, y, reduction="none"),
 
 class DQN(ReplayLearner, ParallelAgent, Buildable):
     Config = DQNConfig
+    plays = DISCRETE
     checkpointed = ("q",)
     counters = {"calls": "_calls", "target_stale": "_target_stale"}
     targets_per_burst = True  # targets depend on the target network alone (not so for double Q-learning)

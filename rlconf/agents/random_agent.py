@@ -10,8 +10,9 @@ import numpy as np
 import torch
 
 from rlconf.agents._agent import Buildable, BuildContext, ParallelAgent, TestAgent
+from rlconf.agents._plays import Plays
 from rlconf.agents.hyperparameters import RandomConfig
-from rlconf.core import StateArray
+from rlconf.core import EnvKind, StateArray
 from rlconf.errors import ConfigError
 from rlconf.policies import ACTION_MASK, global_random_actions, random_actions
 
@@ -28,7 +29,7 @@ class RandomAgent(ParallelAgent, Buildable):
     """Uniform random actions for every environment, drawn from its own seeded generator."""
 
     Config = RandomConfig
-    plays_anything = True  # a baseline for bandits too
+    plays = Plays(frozenset({EnvKind.SINGLE_AGENT, EnvKind.BANDIT}), (gym.Space,))  # a baseline for bandits too
 
     def __init__(self, action_space: gym.Space, rng: np.random.Generator):
         self.action_space = check_space(action_space)

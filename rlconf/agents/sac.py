@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from rlconf.agents._agent import Buildable, BuildContext, ParallelAgent, ReplayLearner, TestAgent
+from rlconf.agents._plays import CONTINUOUS
 from rlconf.agents.ddpg import (
     action_bounds,
     critic,
@@ -57,6 +58,7 @@ class LogTemperature(nn.Module):
 
 class SAC(ReplayLearner, ParallelAgent, Buildable):
     Config = SACConfig
+    plays = CONTINUOUS
     checkpointed = ("q_1", "q_2", "policy", "temperature")
     counters = {"calls": "_calls"}
 

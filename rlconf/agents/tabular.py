@@ -37,6 +37,7 @@ import numpy as np
 import torch
 
 from rlconf.agents._agent import Buildable, BuildContext, Checkpointed, ParallelAgent, TestAgent
+from rlconf.agents._plays import DISCRETE
 from rlconf.agents.hyperparameters import DynaQConfig, QLearningConfig, SarsaLambdaConfig, TabularConfig
 from rlconf.core import StateArray
 from rlconf.errors import ConfigError
@@ -56,6 +57,7 @@ class TabularAgent(Checkpointed, ParallelAgent, Buildable):
     what ``_step`` learns from a transition."""
 
     name: ClassVar[str]  # as configs and error messages call the agent
+    plays = DISCRETE
     arrays = ("q",)
 
     def __init__(self, config: TabularConfig, n_states: int, n_actions: int, n_envs: int, *,

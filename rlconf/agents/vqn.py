@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from rlconf.agents._agent import Buildable, BuildContext, Checkpointed, ParallelAgent, TestAgent
+from rlconf.agents._plays import DISCRETE
 from rlconf.agents.dqn import DQNTestAgent
 from rlconf.agents.hyperparameters import VQNConfig
 from rlconf.approximation import QNetwork, adam
@@ -24,6 +25,7 @@ from rlconf.policies import ParallelGreedyPolicy
 
 class VQN(Checkpointed, ParallelAgent, Buildable):
     Config = VQNConfig
+    plays = DISCRETE
     checkpointed = ("q",)
 
     def __init__(self, q: QNetwork, policy: ParallelGreedyPolicy, clock: Clock, config: VQNConfig):

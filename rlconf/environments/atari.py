@@ -144,15 +144,15 @@ class AtariEnvironment(GymVectorEnvironment):
         _import_ale()
         self.settings = AtariSettings.from_kwargs(kwargs)
         self.game = game_of(env_id)
+        env = make_atari_vector_env(env_id, self.game, n_envs, self.settings, vectorization,
+                                    self.settings.episode_steps(max_episode_steps), render_mode, tuple(wrappers))
+        self._adopt(env, name or env_id, n_envs, device)
+        self.observation_space = gym.spaces.Box(0, 255, FRAME_SHAPE, np.uint8)
         self.frames_per_step = self.settings.frame_skip
         self.simulator_fps = 60  # the 2600's NTSC frames per second: a video plays in real time at 60 / frame_skip
         self._lives = np.zeros(n_envs, np.int64)  # lives at the previous state, 0 after a finished game
         self._fire_next = np.zeros(n_envs, dtype=bool)  # a game's first state, or a life lost and the game goes on
         self._ended = np.ones(n_envs, dtype=bool)  # the last state ended its game: the next one starts a game
-        super().__init__(env_id, n_envs, kwargs=kwargs, vectorization=vectorization,
-                         max_episode_steps=max_episode_steps, device=device, name=name, render_mode=render_mode,
-                         wrappers=wrappers)
-        self.observation_space = gym.spaces.Box(0, 255, FRAME_SHAPE, np.uint8)
         self.fire_action: int | None = None  # played in tests at a game's start and after a lost life
         if test and self.settings.test_frames_without_reward:
             self.stall_steps = math.ceil(self.settings.test_frames_without_reward / self.settings.frame_skip)
@@ -170,22 +170,6 @@ class AtariEnvironment(GymVectorEnvironment):
             actions = torch.where(fire, torch.full_like(actions, self.fire_action), actions)
         return super().step(actions)
 
-    def _make_env(self, env_id: str, n_envs: int, kwargs: dict, vectorization: str,
-                  max_episode_steps: int | None) -> gym.vector.VectorEnv:
-        if vectorization not in VECTORIZATION_MODES:
-            raise ValueError(f"hardware.vectorization={vectorization}: allowed: {', '.join(VECTORIZATION_MODES)}")
-        if vectorization == "auto":
-            vectorization = "native"
-        steps = self.settings.episode_steps(max_episode_steps)
-        if self.render_mode or self.wrappers:
-            make = partial(make_preprocessed_env, env_id, self.settings, steps, self.render_mode, self.wrappers)
-            return gym.vector.SyncVectorEnv([make] * n_envs)
-        if vectorization == "native":
-            return make_native_env(self.game, n_envs, self.settings, steps)
-        make = partial(make_preprocessed_env, env_id, self.settings, steps)
-        vector_class = gym.vector.SyncVectorEnv if vectorization == "sync" else gym.vector.AsyncVectorEnv
-        return vector_class([make] * n_envs)
-
     def _state(self, observation, reward, terminated, truncated, info: dict) -> StateArray:
         lives = np.asarray(info["lives"])
         life_lost = lives < self._lives
@@ -196,6 +180,25 @@ class AtariEnvironment(GymVectorEnvironment):
         state = super()._state(frames, reward, terminated, truncated, info)
         state["life_lost"] = torch.from_numpy(life_lost).to(state.device)
         return state
+
+
+def make_atari_vector_env(env_id: str, game: str, n_envs: int, settings: AtariSettings, vectorization: str,
+                          episode_steps: int, render_mode: str | None = None,
+                          wrappers: tuple = ()) -> gym.vector.VectorEnv:
+    """The simulator behind ``AtariEnvironment``: ale-py's native vector env, or gymnasium's ALE env under
+    ``AtariPreprocessing`` in this process (always when rendering or wrapped) or in subprocesses."""
+    if vectorization not in VECTORIZATION_MODES:
+        raise ValueError(f"hardware.vectorization={vectorization}: allowed: {', '.join(VECTORIZATION_MODES)}")
+    if vectorization == "auto":
+        vectorization = "native"
+    if render_mode or wrappers:
+        make = partial(make_preprocessed_env, env_id, settings, episode_steps, render_mode, wrappers)
+        return gym.vector.SyncVectorEnv([make] * n_envs)
+    if vectorization == "native":
+        return make_native_env(game, n_envs, settings, episode_steps)
+    make = partial(make_preprocessed_env, env_id, settings, episode_steps)
+    vector_class = gym.vector.SyncVectorEnv if vectorization == "sync" else gym.vector.AsyncVectorEnv
+    return vector_class([make] * n_envs)
 
 
 def _import_ale():

@@ -27,7 +27,8 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from rlconf.core import StateArray
+from rlconf.core import EnvKind, StateArray
+from rlconf.environments.base import Environment
 from rlconf.environments.gym import Episode
 from rlconf.errors import ConfigError, require
 
@@ -146,11 +147,11 @@ class LabelledRows(BanditProblem):
         return chosen  # the label's arm pays 1, every other 0: nothing random
 
 
-class BanditEnvironment:
-    """``n_envs`` bandits pulled together behind the loop's ``reset`` / ``step`` of StateArrays."""
+class BanditEnvironment(Environment):
+    """``n_envs`` bandits pulled together behind the loop's ``reset`` / ``step`` of StateArrays. Its arms'
+    parameters are drawn from the ``seed`` it is built with (the run's)."""
 
-    bandit = True
-    frames_per_step = 1
+    kind = EnvKind.BANDIT
     problems: dict[str, Any] = {}  # env.id -> builder(kwargs, n, rng) -> BanditProblem
 
     def __init__(self, env_id: str, n_envs: int = 1, *, kwargs: dict | None = None, seed: int = 0,

@@ -21,7 +21,8 @@ import numpy as np
 import torch
 
 from rlconf.config import VECTORIZATION_MODES
-from rlconf.core import StateArray
+from rlconf.core import EnvKind, StateArray
+from rlconf.environments.base import Environment
 
 
 @dataclass
@@ -42,22 +43,53 @@ def simulator_seed(seed: int) -> int:
     return seed % SIMULATOR_SEEDS
 
 
-class GymVectorEnvironment:
-    """``n_envs`` copies of a gymnasium environment behind one ``reset`` / ``step`` of StateArrays."""
+def make_vector_env(env_id: str, n_envs: int, kwargs: dict, vectorization: str, max_episode_steps: int | None,
+                    render_mode: str | None = None, wrappers: Sequence[Callable[[gym.Env], gym.Env]] = ()
+                    ) -> gym.vector.VectorEnv:
+    """Gymnasium's fastest vectorisation that fits: its native vector version when there is one and more
+    than one copy is asked for (CartPole's is 3x faster than stepping copies at 8 envs), subprocesses on
+    request (``async``), else copies stepped in this process (``sync``, always when rendering or wrapped)."""
+    if vectorization not in VECTORIZATION_MODES:
+        raise ValueError(f"hardware.vectorization={vectorization}: allowed: {', '.join(VECTORIZATION_MODES)}")
+    spec = gym.spec(env_id)
+    if vectorization == "auto":
+        vectorization = "native" if spec.vector_entry_point is not None and n_envs > 1 else "sync"
+    if render_mode or wrappers:  # a window or a recorder per copy, in this process
+        vectorization = "sync"
+    mode = {"native": "vector_entry_point", "sync": "sync", "async": "async"}[vectorization]
+    extra = dict(kwargs)
+    if max_episode_steps is not None:
+        extra["max_episode_steps"] = max_episode_steps
+    if render_mode is not None:
+        extra["render_mode"] = render_mode
+    return gym.make_vec(env_id, num_envs=n_envs, vectorization_mode=mode, wrappers=list(wrappers) or None, **extra)
 
-    frames_per_step = 1  # simulator frames per agent step (Atari's frame skip makes it 4)
+
+class GymVectorEnvironment(Environment):
+    """``n_envs`` copies of a gymnasium environment behind one ``reset`` / ``step`` of StateArrays.
+
+    A family whose simulator needs more than gymnasium's ids (MuJoCo) names its own ``vector_env``, which is
+    given everything it reads; one whose settings shape the adapter too (Atari) builds its vector env in its
+    constructor and hands it to ``_adopt``. Either way construction depends on no attribute set before it."""
+
+    kind = EnvKind.SINGLE_AGENT
     image_observations = False  # observations are frames (the image networks' input), not vectors
+    vector_env = staticmethod(make_vector_env)  # (env_id, n_envs, kwargs, vectorization, max_episode_steps, ...)
 
     def __init__(self, env_id: str, n_envs: int = 1, *, kwargs: dict | None = None,
                  vectorization: str = "auto", max_episode_steps: int | None = None,
                  device: str | torch.device = "cpu", name: str | None = None, render_mode: str | None = None,
                  wrappers: Sequence[Callable[[gym.Env], gym.Env]] = ()):
-        self.name = name or env_id
+        env = self.vector_env(env_id, n_envs, kwargs or {}, vectorization, max_episode_steps, render_mode,
+                              tuple(wrappers))
+        self._adopt(env, name or env_id, n_envs, device)
+
+    def _adopt(self, env: gym.vector.VectorEnv, name: str, n_envs: int, device: str | torch.device) -> None:
+        """Become the adapter of the vector env ``env`` (its ``n_envs`` copies), handing states to ``device``."""
+        self.name = name
         self.n_envs = n_envs
         self.device = torch.device(device)
-        self.render_mode = render_mode  # read by _make_env, as are the wrappers
-        self.wrappers = tuple(wrappers)
-        self.env = self._make_env(env_id, n_envs, kwargs or {}, vectorization, max_episode_steps)
+        self.env = env
         self.observation_space = _float32(self.env.single_observation_space)
         self.action_space = self.env.single_action_space
         # Continuous actions are clipped to the Box here, the one place every agent's actions pass.
@@ -116,12 +148,6 @@ class GymVectorEnvironment:
         self._idle[stalled] = 0
         return stalled
 
-    def _make_env(self, env_id: str, n_envs: int, kwargs: dict, vectorization: str,
-                  max_episode_steps: int | None) -> gym.vector.VectorEnv:
-        """The vector environment behind this adapter; families with their own simulators override it."""
-        return make_vector_env(env_id, n_envs, kwargs, vectorization, max_episode_steps, self.render_mode,
-                               self.wrappers)
-
     def _state(self, observation, reward, terminated, truncated, info: dict) -> StateArray:
         """The StateArray of one reset or step; ``info`` is there for families that report more keys."""
         state = StateArray({
@@ -150,25 +176,3 @@ def _float32(space: gym.Space) -> gym.Space:
 
 def _bounds(space: gym.Space) -> tuple[np.ndarray, np.ndarray] | None:
     return (space.low, space.high) if isinstance(space, gym.spaces.Box) else None
-
-
-def make_vector_env(env_id: str, n_envs: int, kwargs: dict, vectorization: str, max_episode_steps: int | None,
-                    render_mode: str | None = None, wrappers: Sequence[Callable[[gym.Env], gym.Env]] = ()
-                    ) -> gym.vector.VectorEnv:
-    """Gymnasium's fastest vectorisation that fits: its native vector version when there is one and more
-    than one copy is asked for (CartPole's is 3x faster than stepping copies at 8 envs), subprocesses on
-    request (``async``), else copies stepped in this process (``sync``, always when rendering or wrapped)."""
-    if vectorization not in VECTORIZATION_MODES:
-        raise ValueError(f"hardware.vectorization={vectorization}: allowed: {', '.join(VECTORIZATION_MODES)}")
-    spec = gym.spec(env_id)
-    if vectorization == "auto":
-        vectorization = "native" if spec.vector_entry_point is not None and n_envs > 1 else "sync"
-    if render_mode or wrappers:  # a window or a recorder per copy, in this process
-        vectorization = "sync"
-    mode = {"native": "vector_entry_point", "sync": "sync", "async": "async"}[vectorization]
-    extra = dict(kwargs)
-    if max_episode_steps is not None:
-        extra["max_episode_steps"] = max_episode_steps
-    if render_mode is not None:
-        extra["render_mode"] = render_mode
-    return gym.make_vec(env_id, num_envs=n_envs, vectorization_mode=mode, wrappers=list(wrappers) or None, **extra)

@@ -18,27 +18,34 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Callable
 from functools import partial
 
 import gymnasium as gym
 
-from rlconf.environments.gym import GymVectorEnvironment, has_display
+from rlconf.environments.gym import GymVectorEnvironment, has_display, make_vector_env
 from rlconf.errors import ConfigError, first_line
+
+
+def make_mujoco_vector_env(env_id: str, n_envs: int, kwargs: dict, vectorization: str,
+                           max_episode_steps: int | None, render_mode: str | None,
+                           wrappers: tuple[Callable[[gym.Env], gym.Env], ...]) -> gym.vector.VectorEnv:
+    """``make_vector_env``'s vector env, MuJoCo imported first (and its renderer chosen) and, in subprocesses,
+    imported by each of them."""
+    if render_mode in ("rgb_array", "depth_array") and not os.environ.get("MUJOCO_GL") and not has_display():
+        os.environ["MUJOCO_GL"] = "egl"  # read when MuJoCo and its renderer are imported: before import_mujoco
+    import_mujoco()
+    rendering = render_mode or wrappers  # in this process (make_vector_env's sync)
+    if vectorization == "async" and not rendering:  # each subprocess routes MuJoCo's warnings too
+        make = partial(make_mujoco_env, env_id, kwargs, max_episode_steps)
+        return gym.vector.AsyncVectorEnv([make] * n_envs)
+    return make_vector_env(env_id, n_envs, kwargs, vectorization, max_episode_steps, render_mode, wrappers)
 
 
 class MujocoEnvironment(GymVectorEnvironment):
     """``n_envs`` copies of a gymnasium MuJoCo task behind StateArrays."""
 
-    def _make_env(self, env_id: str, n_envs: int, kwargs: dict, vectorization: str,
-                  max_episode_steps: int | None) -> gym.vector.VectorEnv:
-        if self.render_mode in ("rgb_array", "depth_array") and not os.environ.get("MUJOCO_GL") and not has_display():
-            os.environ["MUJOCO_GL"] = "egl"  # read when MuJoCo and its renderer are imported: before import_mujoco
-        import_mujoco()
-        rendering = self.render_mode or self.wrappers  # in this process (GymVectorEnvironment's sync)
-        if vectorization == "async" and not rendering:  # each subprocess routes MuJoCo's warnings too
-            make = partial(make_mujoco_env, env_id, kwargs, max_episode_steps)
-            return gym.vector.AsyncVectorEnv([make] * n_envs)
-        return super()._make_env(env_id, n_envs, kwargs, vectorization, max_episode_steps)
+    vector_env = staticmethod(make_mujoco_vector_env)
 
 
 def import_mujoco():

@@ -35,7 +35,8 @@ import numpy as np
 import torch
 
 from rlconf.config import VECTORIZATION_MODES
-from rlconf.core import MultiagentState
+from rlconf.core import EnvKind, MultiagentState
+from rlconf.environments.base import Environment
 from rlconf.errors import ConfigError, require
 
 FRAME_SHAPE = (1, 84, 84)  # one grey frame, channels first, as the single-agent Atari adapter hands over
@@ -61,16 +62,15 @@ class _View:
     masked: bool = False  # raw observations are {"observation", "action_mask"} dicts
 
 
-class MultiagentEnvironment:
+class MultiagentEnvironment(Environment):
     """One PettingZoo game behind ``reset`` / ``step`` of MultiagentStates (see the module docstring).
 
     ``env_id`` names the module of the game (``pettingzoo.classic.tictactoe_v3``, ``mpe2.simple_spread_v3``);
     ``kwargs`` go to its ``env()`` constructor. ``max_episode_steps`` truncates a game after that many turns.
     """
 
-    multiagent = True
+    kind = EnvKind.MULTI_AGENT
     n_envs = 1
-    frames_per_step: float = 1  # simulator frames per turn (Atari: the frame skip shared by the players)
     frames = False  # image observations become one grey 84x84 frame (the butterfly family)
     image_observations = False  # observations are frames (the image networks' input), not vectors
 

@@ -26,12 +26,13 @@ import numpy as np
 from omegaconf import OmegaConf
 
 from rlconf.config import Settings
+from rlconf.core import EnvKind
 from rlconf.environments.gym import has_display
 from rlconf.errors import ConfigError, first_line
 from rlconf.experiments.evaluate import evaluate
 from rlconf.experiments.experiment import TEST_SEED_OFFSET, load_checkpoint
 from rlconf.experiments.multiagent import play_test
-from rlconf.experiments.run import build_agent, check_device, eval_env_count, is_bandit, make_env, prepare
+from rlconf.experiments.run import build_agent, check_device, env_kind, eval_env_count, make_env, prepare
 from rlconf.experiments.rundir import CHECKPOINT, CONFIG, check_trained_run, write_json
 from rlconf.experiments.saved import check_plugins, read_config
 from rlconf.logging import LoggerGroup
@@ -128,7 +129,7 @@ def evaluate_run(run_dir: str | Path, episodes: int | None = None, seed: int | N
     try:
         agent = playback.agent(env)
         start = time.perf_counter()
-        if getattr(env, "multiagent", False):  # the run's test protocol (self-play, or seats against opponents)
+        if env.kind is EnvKind.MULTI_AGENT:  # the run's test protocol (self-play, or seats against opponents)
             played = play_test(agent, env, episodes, seed)
             returns, details = played.returns, played.details()
         else:
@@ -142,7 +143,7 @@ def evaluate_run(run_dir: str | Path, episodes: int | None = None, seed: int | N
         "checkpoint_step": playback.step, "episodes": len(returns), "seed": seed,
         "mean": float(r.mean()), "std": float(r.std()), "min": float(r.min()), "max": float(r.max()),
         "returns": [float(x) for x in returns], "device": settings.hardware.device,
-        "seconds": round(seconds, 3), "time": time.time(), "bandit": is_bandit(settings), **details,
+        "seconds": round(seconds, 3), "time": time.time(), "bandit": env_kind(settings) is EnvKind.BANDIT, **details,
     }
     return result
 
@@ -228,7 +229,7 @@ def watch_run(run_dir: str | Path, episodes: int = 1, video: str | Path | None =
         except ImportError:
             raise PlaybackError(MOVIEPY_MISSING) from None
     playback = load_run(run_dir, device, plugins)
-    if is_bandit(playback.settings):
+    if env_kind(playback.settings) is EnvKind.BANDIT:
         raise PlaybackError(f"env={playback.settings.env.name} is a bandit: it has no frames to watch; "
                             f"rlconf eval {run_dir} replays its greedy pulls")
     seed = playback.test_seed if seed is None else seed
@@ -275,7 +276,7 @@ def _video_fps(video, env) -> float:
     """Real time: the renderer's frames per second, over the simulator frames an agent step takes (Atari's
     frame skip: 4 emulator frames are one recorded frame)."""
     fps = getattr(env, "simulator_fps", None) or video.metadata.get("render_fps") or 30
-    return max(1, round(fps / getattr(env, "frames_per_step", 1)))
+    return max(1, round(fps / env.frames_per_step))
 
 
 def watch_line(result: dict[str, Any], episodes: int) -> str:

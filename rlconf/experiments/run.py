@@ -15,7 +15,8 @@ import signal
 import sys
 import time
 import traceback
-from dataclasses import asdict, replace
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +28,14 @@ from rlconf import registry
 from rlconf.agents import BuildContext, Multiagent, MultiagentBuildContext, ParallelAgent, SingleEnvAgent
 from rlconf.bodies import NormalizeObservations, NormalizeRewards, RunningMeanStd, body_options
 from rlconf.config import Settings, redact, validate
+from rlconf.core import EnvKind
+from rlconf.environments import Environment
 from rlconf.errors import ConfigError, first_line
 from rlconf.experiments import preemption, resume, rng
 from rlconf.experiments.bandit import BanditExperiment, regret_line
 from rlconf.experiments.experiment import Experiment, Interrupted, RunFailed, load_checkpoint
 from rlconf.experiments.multiagent import MultiagentExperiment
+from rlconf.experiments.pairing import compatible
 from rlconf.experiments.progress import ConsoleProgress, on_terminal, retract
 from rlconf.experiments.rundir import (
     RunDirBusy,
@@ -60,9 +64,9 @@ def make_env(settings: Settings, n_envs: int, render_mode: str | None = None, wr
     ``AtariEnvironment``."""
     env_class = registry.get("environment", settings.env.family)
     extra = {"render_mode": render_mode, "wrappers": tuple(wrappers)} if render_mode else {}
-    if test and getattr(env_class, "test_bounds", False):
+    if test and env_class.test_bounds:
         extra["test"] = True
-    if getattr(env_class, "bandit", False):  # the arms' parameters are drawn from the run's seed
+    if env_class.kind is EnvKind.BANDIT:  # the arms' parameters are drawn from the run's seed
         extra["seed"] = settings.run.seed
     try:
         return env_class(settings.env.id, n_envs, kwargs=settings.env.kwargs,
@@ -86,23 +90,19 @@ def eval_env_count(settings: Settings, episodes: int) -> int:
     environment plays one game at a time): at most ``hardware.eval_envs``, and no more than it takes to play
     them in as few rounds (30 episodes in 16 copies take two rounds, which 15 copies play without the 2 idle
     copies of the last round: copies that have played their share step on, unseen, until all have)."""
-    if is_multiagent(settings):
+    kind = env_kind(settings)
+    if kind is EnvKind.MULTI_AGENT:
         return 1
-    if is_bandit(settings):  # the same bandits as in training, each with its own arms and the agent's estimates
+    if kind is EnvKind.BANDIT:  # the same bandits as in training, each with its own arms and the agent's estimates
         return settings.hardware.n_envs
     episodes = max(episodes, 1)
     rounds = -(-episodes // settings.hardware.eval_envs)
     return -(-episodes // rounds)
 
 
-def is_multiagent(settings: Settings) -> bool:
-    """Whether the run's environment family is multi-agent (PettingZoo's): its class says so."""
-    return bool(getattr(registry.get("environment", settings.env.family), "multiagent", False))
-
-
-def is_bandit(settings: Settings) -> bool:
-    """Whether the run's environment is a bandit (one pull per episode): its class says so."""
-    return bool(getattr(registry.get("environment", settings.env.family), "bandit", False))
+def env_kind(settings: Settings) -> EnvKind:
+    """The kind of the run's environment, as its family's class declares it (known before it is built)."""
+    return registry.get("environment", settings.env.family).kind
 
 
 def check_device(device: str) -> None:
@@ -120,32 +120,18 @@ def check_device(device: str) -> None:
 def build_agent(settings: Settings, env, logger) -> ParallelAgent | Multiagent:
     """The agent, built for what it will see through its body, wrapped in that body (and, outside it, in
     reward and observation normalisation: ``body.normalize_rewards``, ``body.normalize_observations``). In a
-    multi-agent environment, the multi-agent agent, whose players' agents are each built and wrapped so."""
-    if getattr(env, "multiagent", False):
+    multi-agent environment, the multi-agent agent, whose players' agents are each built and wrapped so. An
+    agent that cannot play ``env`` (``pairing.compatible``) is one line, before anything is built."""
+    refusal = compatible(settings.agent_class, env, settings.agent_name)
+    if refusal is not None:
+        raise ConfigError(refusal)
+    if env.kind is EnvKind.MULTI_AGENT:
         return build_multiagent(settings, env, logger)
-    if getattr(settings.agent_class, "multiagent", False):
-        raise ConfigError(f"agent={settings.agent_name}: plays multi-agent environments, not env={settings.env.name}; "
-                          "allowed: env=pettingzoo/<game> (rlconf list env)")
-    check_bandit_pairing(settings, env)
     context = BuildContext(
         observation_space=env.observation_space, action_space=env.action_space, n_envs=settings.hardware.n_envs,
         device=torch.device(settings.hardware.device), total_steps=settings.run.steps,
-        approximation=settings.approximation, logger=logger, seed=settings.run.seed,
-        reward_range=getattr(env, "reward_range", None))
+        approximation=settings.approximation, logger=logger, seed=settings.run.seed, reward_range=env.reward_range)
     return embodied_agent(settings, settings.agent_class, settings.agent, context, settings.agent_name)
-
-
-def check_bandit_pairing(settings: Settings, env) -> None:
-    """Bandit agents play bandits, and bandits are played by bandit agents (or the random baseline): a
-    sequential agent would bootstrap across pulls that have nothing to do with each other."""
-    agent_bandit = getattr(settings.agent_class, "bandit", False)
-    if getattr(settings.agent_class, "plays_anything", False) or agent_bandit == getattr(env, "bandit", False):
-        return
-    if agent_bandit:
-        raise ConfigError(f"agent={settings.agent_name}: plays bandits, not env={settings.env.name}; "
-                          "allowed: env=bandit/<problem> (rlconf list env)")
-    raise ConfigError(f"agent={settings.agent_name}: learns from episodes of many steps; env={settings.env.name} is a "
-                      "bandit (one pull per episode); allowed: a bandit agent (rlconf list agent) or agent=random")
 
 
 def embodied_agent(settings: Settings, agent_class, config, context: BuildContext, name: str) -> ParallelAgent:
@@ -176,9 +162,6 @@ def build_multiagent(settings: Settings, env, logger) -> Multiagent:
     """The multi-agent agent (``agent=independent``): each player's agent is built like a single-agent run's
     (``embodied_agent``), for that player's spaces, on one game (n_envs 1), with a budget of the player's share
     of the turns, a seed of its own, and a logger that names it (``loss/q/player_1``)."""
-    if not getattr(settings.agent_class, "multiagent", False):
-        raise ConfigError(f"agent={settings.agent_name}: env={settings.env.name} is a multi-agent env; train one "
-                          f"{settings.agent_name} per player with agent=independent agent.base={settings.agent_name}")
     players = list(env.agents)
 
     def build(player: str, agent_class, config, shared: dict | None) -> ParallelAgent:
@@ -246,34 +229,61 @@ def _run_or_skip(cfg: DictConfig, parent_dir: str | Path | None, overrides: list
         claimed = where.run_dir is not None and where.run_dir.exists()
         if claimed:
             _hold(held, where.run_dir)
-        return _run(settings, where, None if claimed else lambda run_dir: _hold(held, run_dir), parent_dir,
-                    overrides, resolved, started_at)
+        built = build(settings, where)
+        run_dir = make_run_directory(settings, where)
+        if not claimed:
+            _hold(held, run_dir)
+        write_run_config(run_dir, where, resolved, overrides, settings.run.quiet)
+        sweep_dir = parent_dir or (run_dir.parent if (run_dir.parent / "multirun.yaml").exists() else None)
+        experiment = choose_experiment(settings, built, run_dir, resolved, where.existing, sweep_dir)
+        summary = finish(settings, experiment, built.checkpoint, where, started_at)
+        if sweep_dir is not None:  # a sweep's run, or one of them resumed on its own
+            write_sweep_table(sweep_dir)
+        experiment.progress.print(_summary_line(f"{settings.agent_name} {settings.env.name}", summary,
+                                                settings.run.steps))
+        return summary
 
 
-def _run(settings: Settings, where: resume.Plan, hold, parent_dir, overrides: list[str], resolved: dict,
-         started_at: float) -> dict:
-    """``run`` once the run's place is known; ``hold(run_dir)`` claims a directory not yet claimed."""
-    hardware = settings.hardware
+@dataclass
+class Built:
+    """What a run is made of, built before anything is written: bad input leaves no run directory."""
+
+    env: Environment
+    agent: ParallelAgent | Multiagent
+    logger: LoggerGroup  # the agent logs through it; its backends open with the run directory (choose_experiment)
+    checkpoint: dict | None  # the attempt it continues, checked against the agent
+
+
+def build(settings: Settings, where: resume.Plan) -> Built:
+    """The run's environment, its agent, and the checkpoint it resumes from: one of another agent is refused
+    before the run directory is touched."""
     logger = LoggerGroup([], verbose=settings.run.verbose, debug_every=settings.logger.debug_every)
-    env = make_env(settings, hardware.n_envs)
+    env = make_env(settings, settings.hardware.n_envs)
     agent = build_agent(settings, env, logger)
     checkpoint = _load_checkpoint(where.checkpoint) if where.checkpoint else None
-    if checkpoint is not None:  # a checkpoint of another agent is refused before the directory is touched
+    if checkpoint is not None:
         try:
             Experiment.check_restorable(agent, checkpoint)
         except (ValueError, KeyError, RuntimeError, TypeError) as error:
             raise ConfigError(f"cannot resume {where.checkpoint}: {first_line(error)}") from None
+    return Built(env, agent, logger, checkpoint)
 
+
+def make_run_directory(settings: Settings, where: resume.Plan) -> Path:
+    """The run's directory: the one it resumes, or a new one (made now that everything is built)."""
     try:
         run_dir = where.run_dir or make_run_dir(settings.run.logdir, settings.agent_name, settings.env.name,
                                                 settings.run.seed)
         run_dir.mkdir(parents=True, exist_ok=True)
     except OSError as error:  # a disk that filled since check_logdir
         raise RunFailed(f"{write_failure(error)}; nothing was kept") from None
-    if hold is not None:
-        hold(run_dir)
+    return run_dir
+
+
+def write_run_config(run_dir: Path, where: resume.Plan, resolved: dict, overrides: list[str], quiet: bool) -> None:
+    """config.yaml and overrides.yaml beside the run; a resumed run is not finished any more (summary.json)."""
     retract()
-    if not settings.run.quiet and not where.existing and on_terminal():  # a resumed run says so (_restore)
+    if not quiet and not where.existing and on_terminal():  # a resumed run says so (_restore)
         print(f"rlconf: run directory {run_dir}", file=sys.stderr, flush=True)  # off a terminal: the summary's
     try:
         write_text(run_dir / "config.yaml", OmegaConf.to_yaml(resolved))
@@ -282,33 +292,55 @@ def _run(settings: Settings, where: resume.Plan, hold, parent_dir, overrides: li
         (run_dir / "summary.json").unlink(missing_ok=True)  # resumed with a longer budget: not finished any more
     except OSError as error:  # a full disk before the run began: a fresh run leaves nothing behind
         raise RunFailed(f"{write_failure(error)}; {_nothing_kept(run_dir, where)}") from None
-    sweep_dir = parent_dir or (run_dir.parent if (run_dir.parent / "multirun.yaml").exists() else None)
-    context = LoggerContext(run_dir, config=resolved, name=run_dir.name,
-                            sweep=Path(sweep_dir).name if sweep_dir else None,
-                            frames_per_step=getattr(env, "frames_per_step", 1), resumed=where.existing,
-                            quiet=settings.run.quiet, agents=list(getattr(env, "agents", [])),
-                            arms=getattr(env, "arms", 0))  # only bandit environments have arms
-    logger.loggers = [registry.get("logger", name).from_config(options, context)
-                      for name, options in settings.logger.backends.items()]
-    title = f"{settings.agent_name} {settings.env.name}"
-    progress = ConsoleProgress(title, settings.run.steps, quiet=settings.run.quiet)
 
+
+# The experiment loop of each kind of environment, and its options from the settings.
+EXPERIMENTS: dict[EnvKind, tuple[type[Experiment], Callable[[Settings], dict[str, Any]]]] = {
+    EnvKind.SINGLE_AGENT: (Experiment, lambda settings: {}),
+    EnvKind.MULTI_AGENT: (MultiagentExperiment, lambda settings: {}),
+    EnvKind.BANDIT: (BanditExperiment, lambda settings: {"pulls_every": settings.logger.pulls_every}),
+}
+
+
+def choose_experiment(settings: Settings, built: Built, run_dir: Path, resolved: dict, resumed: bool,
+                      sweep_dir: str | Path | None) -> Experiment:
+    """The loop for the environment's kind (``EXPERIMENTS``), logging to the backends of the logger group,
+    which open in ``run_dir`` now, and writing the run's status.json as it goes."""
+    env = built.env
+    context = LoggerContext(run_dir, config=resolved, name=run_dir.name,
+                            sweep=Path(sweep_dir).name if sweep_dir else None, frames_per_step=env.frames_per_step,
+                            resumed=resumed, quiet=settings.run.quiet, agents=list(env.agents), arms=env.arms)
+    built.logger.loggers = [registry.get("logger", name).from_config(options, context)
+                            for name, options in settings.logger.backends.items()]
+    experiment_class, options = EXPERIMENTS[env.kind]
+    test_envs = eval_env_count(settings, settings.run.test_episodes)
+    experiment = experiment_class(
+        built.agent, env, lambda: make_env(settings, test_envs, test=True), built.logger, run_dir,
+        steps=settings.run.steps, seed=settings.run.seed, eval_every=settings.run.eval_every,
+        eval_episodes=settings.run.eval_episodes, checkpoint_every=settings.run.checkpoint_every,
+        progress=ConsoleProgress(f"{settings.agent_name} {settings.env.name}", settings.run.steps,
+                                 quiet=settings.run.quiet),
+        checkpoint_extra={"config": resolved}, save_replay=settings.run.checkpoint.replay,
+        scalars_every=settings.logger.scalars_every, **options(settings))
+    experiment.on_status = status_writer(run_dir, experiment)
+    return experiment
+
+
+def status_writer(run_dir: Path, experiment: Experiment) -> Callable[..., None]:
+    """``status(state, **fields)``: the run's status.json, with the experiment's progress so far."""
     def status(state: str, **extra: Any) -> None:
-        write_status(run_dir, state, steps=env.steps, total_steps=settings.run.steps,
+        write_status(run_dir, state, steps=experiment.env.steps, total_steps=experiment.budget,
                      episodes=experiment.episodes, last_return=experiment.last_return,
                      resumes=experiment.resumes, **extra)
 
-    experiment_class, extra = Experiment, {}
-    if getattr(env, "multiagent", False):
-        experiment_class = MultiagentExperiment
-    elif getattr(env, "bandit", False):
-        experiment_class, extra = BanditExperiment, {"pulls_every": settings.logger.pulls_every}
-    experiment = experiment_class(
-        agent, env, lambda: make_env(settings, eval_env_count(settings, settings.run.test_episodes), test=True),
-        logger, run_dir, steps=settings.run.steps, seed=settings.run.seed, eval_every=settings.run.eval_every,
-        eval_episodes=settings.run.eval_episodes, checkpoint_every=settings.run.checkpoint_every,
-        progress=progress, checkpoint_extra={"config": resolved}, save_replay=settings.run.checkpoint.replay,
-        on_status=status, scalars_every=settings.logger.scalars_every, **extra)
+    return status
+
+
+def finish(settings: Settings, experiment: Experiment, checkpoint: dict | None, where: resume.Plan,
+           started_at: float) -> dict[str, Any]:
+    """Train (from the checkpoint, when resuming), test, and write the summary; returns it. A failure leaves
+    its line in error.txt and status.json, or nothing of a fresh run that kept nothing."""
+    run_dir, status, test_episodes = experiment.run_dir, experiment.on_status, settings.run.test_episodes
     try:
         if where.existing:
             _restore(experiment, checkpoint, run_dir, settings)
@@ -318,13 +350,12 @@ def _run(settings: Settings, where: resume.Plan, hold, parent_dir, overrides: li
         except Interrupted as stop:
             raise SystemExit(_stopped(stop, experiment, run_dir, status)) from None
         test_start = time.perf_counter()
-        returns = experiment.final_test(settings.run.test_episodes,
-                                        eval_env_count(settings, settings.run.test_episodes))
+        returns = experiment.final_test(test_episodes, eval_env_count(settings, test_episodes))
         summary = _summary(settings, experiment, returns, time.perf_counter() - test_start, run_dir)
         summary.update(experiment.details())  # multi-agent: each player's test return; bandits: regret
         summary.update(_placement(started_at))
         if returns:
-            logger.add_evaluation(env.steps, returns)
+            experiment.logger.add_evaluation(experiment.env.steps, returns)
         write_json(run_dir / "summary.json", summary)
         status("done")
     except KeyboardInterrupt:  # a second Ctrl-C: stopped without a new checkpoint
@@ -342,14 +373,11 @@ def _run(settings: Settings, where: resume.Plan, hold, parent_dir, overrides: li
         status("failed", error=first_line(error))
         raise
     finally:
-        progress.stop()
+        experiment.progress.stop()
         # After a fault (a full disk) closing may fail too; that must not hide the line saying what happened.
         with contextlib.suppress(OSError) if sys.exc_info()[0] is not None else contextlib.nullcontext():
-            logger.close()
+            experiment.logger.close()
             experiment.close()
-    if sweep_dir is not None:  # a sweep's run, or one of them resumed on its own
-        write_sweep_table(sweep_dir)
-    progress.print(_summary_line(title, summary, settings.run.steps))
     return summary
 
 
@@ -444,7 +472,7 @@ def _summary(settings: Settings, experiment: Experiment, returns: list[float], t
         "env_id": settings.env.id,
         "seed": settings.run.seed,
         "steps": steps,
-        "frames": round(steps * getattr(experiment.env, "frames_per_step", 1)),
+        "frames": round(steps * experiment.env.frames_per_step),
         "episodes": experiment.episodes,
         "wall_seconds": round(experiment.train_seconds, 3),
         "steps_per_second": round(steps / max(experiment.train_seconds, 1e-9), 1),
@@ -462,7 +490,7 @@ def _summary(settings: Settings, experiment: Experiment, returns: list[float], t
 
 def _stalled(experiment: Experiment) -> dict[str, int]:
     """How many test episodes were cut short for want of rewards, where the test env does that (Atari)."""
-    stall_steps = getattr(experiment.test_env(), "stall_steps", None) if experiment.test_stalled else None
+    stall_steps = experiment.test_env().stall_steps if experiment.test_stalled else None
     return {"test_episodes_stalled": experiment.test_stalled, "test_stall_steps": stall_steps} if stall_steps else {}
 
 

@@ -1,0 +1,49 @@
+"""The one interface every environment adapter offers the builder and the experiment loop.
+
+An adapter declares its ``kind`` (``EnvKind``): the loop that runs it and the agents that can play it follow
+from that, never from probing for attributes. What only some kinds or families have is declared here with an
+honest default, so the loop reads it from every environment alike: a family that differs says so in its class.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar, Protocol
+
+import gymnasium as gym
+
+from rlconf.core import EnvKind
+
+
+class Environment(Protocol):
+    """``reset`` / ``step`` / ``close`` over ``n_envs`` copies (one game for the multi-agent kind), with the
+    spaces an agent is built for and the counts the loop reports. Adapters subclass it for its defaults."""
+
+    kind: ClassVar[EnvKind]
+    # Built with ``test=True``, the family bounds the games of tests (Atari: see AtariEnvironment); others
+    # take no ``test`` argument.
+    test_bounds: ClassVar[bool] = False
+
+    name: str
+    n_envs: int
+    steps: int  # environment steps taken so far (turns, pulls), over all copies
+    completed: list  # the episodes that ended on the last step
+    observation_space: gym.Space
+    action_space: gym.Space
+    frames_per_step: float = 1  # simulator frames per agent step (Atari's frame skip makes it 4)
+    # Test episodes are cut short after this many steps without a reward; None: never (all but Atari's tests).
+    stall_steps: int | None = None
+    # The rewards a step can give, (low, high); None: unknown (gymnasium dropped reward_range). Bandits know.
+    reward_range: tuple[float, float] | None = None
+    agents: Sequence[str] = ()  # the players of a multi-agent game; other kinds have none
+    arms: int = 0  # the arms of a bandit; other kinds have none
+
+    def reset(self, seed: int | None = None) -> Any:
+        """The first state of every copy (a StateArray; a MultiagentState for the multi-agent kind)."""
+        ...
+
+    def step(self, actions: Any) -> Any:
+        """Apply one action per copy (the current player's, multi-agent); the next state."""
+        ...
+
+    def close(self) -> None: ...

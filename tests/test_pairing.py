@@ -1,0 +1,94 @@
+"""Which agents play which environments: the kinds environments declare, what agents declare they play, and
+every refusal of a pairing, each one line from ``pairing.compatible``, on real environments."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import pytest
+
+from rlconf import registry
+from rlconf.agents import Plays
+from rlconf.core import EnvKind
+from rlconf.environments import Environment, GymVectorEnvironment
+from rlconf.environments.bandit import MultiArmedBandit
+from rlconf.experiments.pairing import compatible
+
+
+@pytest.fixture(scope="module")
+def envs():
+    made = {"cartpole": GymVectorEnvironment("CartPole-v1", 1, name="classic/cartpole"),
+            "pendulum": GymVectorEnvironment("Pendulum-v1", 1, name="classic/pendulum"),
+            "bernoulli": MultiArmedBandit("bernoulli", 1, name="bandit/bernoulli")}
+    yield made
+    for env in made.values():
+        env.close()
+
+
+@pytest.fixture(scope="module")
+def tictactoe():
+    pytest.importorskip("pettingzoo", reason="the pettingzoo extra is not installed")
+    from rlconf.environments.pettingzoo import MultiagentEnvironment
+
+    env = MultiagentEnvironment("pettingzoo.classic.tictactoe_v3", name="pettingzoo/tictactoe")
+    yield env
+    env.close()
+
+
+def test_every_agent_declares_what_it_plays_and_every_env_family_its_kind():
+    for name in registry.names("agent"):
+        try:
+            agent_class = registry.get("agent", name)
+        except ModuleNotFoundError:  # an optional extra
+            continue
+        assert isinstance(agent_class.plays, Plays), name
+    for name in registry.names("environment"):
+        try:
+            env_class = registry.get("environment", name)
+        except ModuleNotFoundError:
+            continue
+        assert Environment in env_class.__mro__ and isinstance(env_class.kind, EnvKind), name
+
+
+@pytest.mark.parametrize(("agent", "env", "refusal"), [
+    ("dqn", "cartpole", None),
+    ("ppo", "pendulum", None),
+    ("ucb", "bernoulli", None),
+    ("random", "bernoulli", None),  # the baseline plays bandits too
+    ("random", "pendulum", None),
+    ("dqn", "pendulum", "agent=dqn: needs discrete actions, not Box(-2.0, 2.0, (1,), float32); allowed: envs with "
+                        "Discrete actions, e.g. env=classic/cartpole or env=atari/<game> (rlconf list env)"),
+    ("sac", "cartpole", "agent=sac: needs continuous (Box) actions, not Discrete(2); allowed: envs with Box actions, "
+                        "e.g. env=classic/pendulum or env=mujoco/half_cheetah (rlconf list env)"),
+    ("dqn", "bernoulli", "agent=dqn: learns from episodes of many steps; env=bandit/bernoulli is a bandit (one pull "
+                         "per episode); allowed: a bandit agent (rlconf list agent) or agent=random"),
+    ("ucb", "cartpole", "agent=ucb: plays bandits, not env=classic/cartpole; allowed: env=bandit/<problem> "
+                        "(rlconf list env)"),
+    ("independent", "cartpole", "agent=independent: plays multi-agent environments, not env=classic/cartpole; "
+                                "allowed: env=pettingzoo/<game> (rlconf list env)"),
+])
+def test_compatible_gives_each_refusal_in_one_line(envs, agent, env, refusal):
+    assert compatible(registry.get("agent", agent), envs[env], agent) == refusal
+
+
+def test_a_multiagent_game_is_played_by_a_multiagent_agent_only(tictactoe):
+    assert compatible(registry.get("agent", "independent"), tictactoe, "independent") is None
+    assert compatible(registry.get("agent", "dqn"), tictactoe, "dqn") == (
+        "agent=dqn: env=pettingzoo/tictactoe is a multi-agent env; train one dqn per player with agent=independent "
+        "agent.base=dqn")
+
+
+def test_an_agent_class_that_declares_nothing_plays_single_agent_envs_of_any_action_space(envs):
+    class Undeclared:  # a plugin written without rlconf's agent classes
+        @classmethod
+        def from_config(cls, config, context): ...
+
+    assert compatible(Undeclared, envs["pendulum"], "mine") is None
+    assert compatible(Undeclared, envs["cartpole"], "mine") is None
+    assert compatible(Undeclared, envs["bernoulli"], "mine").startswith("agent=mine: learns from episodes")
+
+
+def test_policy_gradient_agents_declare_both_action_kinds():
+    plays = registry.get("agent", "ppo").plays
+    assert not plays.refuses_actions(gym.spaces.Discrete(3))
+    assert not plays.refuses_actions(gym.spaces.Box(-1, 1, (2,)))
+    assert plays.refuses_actions(gym.spaces.MultiBinary(2))
