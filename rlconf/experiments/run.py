@@ -57,7 +57,7 @@ EXTRAS = {"atari": "atari", "mujoco": "mujoco", "pettingzoo": "pettingzoo", "pet
 
 
 def make_env(settings: Settings, n_envs: int, render_mode: str | None = None, wrappers: tuple = (),
-             test: bool = False):
+             test: bool = False) -> Environment:
     """The run's environment with ``n_envs`` copies. ``render_mode`` (``human``, ``rgb_array``) and
     ``wrappers`` (gymnasium wrappers of each copy, e.g. RecordVideo) are for watching: ``rlconf watch``.
     ``test``: the copies play tests, which families that declare ``test_bounds`` (Atari) bound: see
