@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import operator
 from collections import Counter
 from collections.abc import Callable, Collection
 from importlib.metadata import entry_points
@@ -56,7 +57,7 @@ _BUILTIN: dict[str, dict[str, tuple[str, str, dict[str, Any]]]] = {
                    {"config": "RandomConfig"}),
         "independent": ("rlconf.agents.independent:IndependentMultiagent",
                         "multi-agent (PettingZoo): one agent per player (agent.base), or shared for self-play",
-                        {"config": "IndependentConfig", "multiagent": True}),
+                        {"config": "IndependentConfig", "plays.multiagent": True}),
         "epsilon_greedy": ("rlconf.agents.multi_armed:EpsilonGreedy",
                            "multi-armed bandit: the best mean so far, a random arm with probability epsilon",
                            {"config": "EpsilonGreedyConfig"}),
@@ -229,10 +230,13 @@ def get(kind: str, name: str) -> Any:
 
 
 def declared(kind: str, name: str, what: str, default: Any = None) -> Any:
-    """What the component ``name`` declares (``lives``, ``multiagent``, ...), known without importing a
-    built-in one; a plugin's is its class attribute."""
+    """What the component ``name`` declares (``lives``, ``plays.multiagent``, ...), known without importing a
+    built-in one; a plugin's is its class attribute (``what`` a dotted path of attributes)."""
     if name in _USER[kind] or name not in _BUILTIN.get(kind, {}):
-        return getattr(get(kind, name), what, default)
+        try:
+            return operator.attrgetter(what)(get(kind, name))
+        except AttributeError:
+            return default
     return _BUILTIN[kind][name][2].get(what, default)
 
 

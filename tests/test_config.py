@@ -144,7 +144,7 @@ def test_the_registry_declares_what_each_built_in_component_declares():
     for name in registry.names("agent"):
         agent_class = registry.get("agent", name)
         assert registry.agent_config(name) is agent_class.Config, name
-        assert registry.declared("agent", name, "multiagent", False) == agent_class.plays.multiagent, name
+        assert registry.declared("agent", name, "plays.multiagent", False) == agent_class.plays.multiagent, name
     for name in registry.names("model"):
         builder, schema = registry.get("model", name), registry.model_schema(name)
         assert issubclass(builder, schema) and "torch" not in schema.__module__, name

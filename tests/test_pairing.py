@@ -92,3 +92,16 @@ def test_policy_gradient_agents_declare_both_action_kinds():
     assert not plays.refuses_actions(gym.spaces.Discrete(3))
     assert not plays.refuses_actions(gym.spaces.Box(-1, 1, (2,)))
     assert plays.refuses_actions(gym.spaces.MultiBinary(2))
+
+
+def test_a_plugin_declares_what_it_plays_as_a_built_in_agent_does(monkeypatch):
+    """Checking ``agent.base`` reads whether an agent is itself multi-agent without building it: a plugin's
+    ``plays`` answers as the registry's table does for the built-in ones."""
+    from rlconf.agents import Multiagent, ParallelAgent
+
+    monkeypatch.setitem(registry._USER, "agent", dict(registry._USER["agent"]))
+    registry.register("agent", "my_teams")(type("MyTeams", (Multiagent,), {}))
+    registry.register("agent", "my_single")(type("MySingle", (ParallelAgent,), {}))
+    assert registry.declared("agent", "my_teams", "plays.multiagent", False) is True
+    assert registry.declared("agent", "my_single", "plays.multiagent", False) is False  # declares nothing
+    assert registry.declared("agent", "independent", "plays.multiagent", False) is True

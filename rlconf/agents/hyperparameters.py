@@ -306,7 +306,7 @@ class IndependentConfig:
             config_class = registry.agent_config(name)
         except registry.UnknownComponent as error:
             raise ConfigError(f"{where}: {error}") from None
-        if registry.declared("agent", name, "multiagent", False):
+        if registry.declared("agent", name, "plays.multiagent", False):
             raise ConfigError(f"{where}={name}: is itself a multi-agent agent; allowed: single-agent agents such "
                               "as dqn, ddqn, c51, rainbow, random")
         values = {k: v for k, v in (getattr(self, name, None) or {}).items() if k != "name"}
