@@ -46,6 +46,7 @@ Compose a run from config groups (GROUP=OPTION) and keys (key=value), check it, 
   rlconf run agent=ppo env=classic/cartpole seed=3 steps=50000 logger=[csv,tensorboard]
   rlconf run agent=dqn env=atari/pong agent.lr=1e-4 hardware=gpu
   rlconf run -m agent=dqn,ppo env=classic/cartpole seed=0,1,2     (a sweep: a run per combination)
+  rlconf run experiment=atari_pong_ppo                             (a whole setting by name: rlconf list experiment)
   rlconf run resume=runs/<run dir>                                 (go on from a stopped run's checkpoint)
 
 options:
@@ -63,7 +64,8 @@ the overrides it was launched with, and a sweep directory's multirun.yaml Hydra'
 Hydra's own help follows.
 """
 
-HIDDEN_GROUPS = {"family", "preset", "hydra"}
+HIDDEN_GROUPS = {"family", "hydra"}  # set by the chosen env, and Hydra's own: never listed
+IMPLICIT_GROUPS = {"preset"}  # chosen by the agent and the env's family: listed, but not offered as a choice
 EXAMPLE = "agent=dqn env=classic/cartpole"  # a pair that runs anywhere in seconds, for messages
 REQUIRED_GROUPS = ("agent", "env")
 CFG_MODES = ("job", "hydra", "all")
@@ -98,8 +100,23 @@ def group_options(dirs: list[Path]) -> dict[str, dict[str, str]]:
         for path in sorted(root.glob("*/**/*.yaml")):
             group = path.relative_to(root).parts[0]
             option = path.relative_to(root / group).with_suffix("").as_posix()
-            groups.setdefault(group, {})[option] = _description(path)
+            # A preset's first comment is a paragraph (what it is, what was measured, where its values come
+            # from): its first sentence describes it in a line.
+            describe = _first_sentence if group == "preset" else _description
+            groups.setdefault(group, {})[option] = describe(path)
     return groups
+
+
+def _first_comment(path: Path) -> list[str]:
+    """The lines of the file's first comment (below any ``@package`` line), without their ``#``."""
+    lines: list[str] = []
+    for line in path.read_text().splitlines():
+        stripped = line.strip()
+        if stripped.startswith("#") and "@package" not in stripped:
+            lines.append(stripped.lstrip("#").strip())
+        elif lines or (stripped and not stripped.startswith("#")):
+            break
+    return lines
 
 
 def _description(path: Path) -> str:
@@ -107,13 +124,7 @@ def _description(path: Path) -> str:
     continues on the next comment line when that starts in lower case (a usage example, a second sentence
     in capitals, or a note after a closing bracket starts something else)."""
     text = ""
-    for line in path.read_text().splitlines():
-        stripped = line.strip()
-        if not stripped.startswith("#") or "@package" in stripped:
-            if text or (stripped and not stripped.startswith("#")):
-                break
-            continue
-        part = stripped.lstrip("#").strip()
+    for part in _first_comment(path):
         if not text:
             text = part
         elif text[-1:].isalpha() and part[:1].islower():
@@ -121,6 +132,15 @@ def _description(path: Path) -> str:
         else:
             break
     return text
+
+
+def _first_sentence(path: Path) -> str:
+    """The first sentence of the file's first comment, however many lines it was wrapped onto."""
+    import re
+
+    text = " ".join(_first_comment(path))
+    end = re.search(r"\.\s+(?=[A-Z])", text)
+    return text[: end.start() + 1] if end else text
 
 
 # -- rlconf list ----------------------------------------------------------------------------------------
@@ -197,7 +217,23 @@ def cmd_run(args: list[str]) -> int:
     check_typed(overrides)
     overrides = with_resume(overrides, multirun)
     overrides = precheck(overrides, config_dirs, multirun)
+    if cfg_mode:  # a YAML comment, so what --cfg prints still parses
+        print(f"# preset: {applied_preset(overrides, config_dirs)}", flush=True)
     return launch(overrides, config_dirs, multirun, cfg_mode)
+
+
+def applied_preset(overrides: list[str], config_dirs: list[str]) -> str:
+    """Which preset the defaults list applied (``optional preset: ${family}/${agent}``, chosen silently),
+    and its file: ``atari/dqn (configs/preset/atari/dqn.yaml)``, or ``none`` where the pair has none."""
+    from rlconf.config import compose
+
+    choice = compose(overrides, config_dirs, hydra_config=True).hydra.runtime.choices.get("preset")
+    for root in search_dirs(config_dirs):
+        path = root / "preset" / f"{choice}.yaml"
+        if choice and path.is_file():
+            shown = path.relative_to(config_dir().parent) if root == config_dir() else path
+            return f"{choice} ({shown})"
+    return "none"
 
 
 def run_help(config_dirs: list[str]) -> str:
@@ -205,7 +241,8 @@ def run_help(config_dirs: list[str]) -> str:
     and the top-level keys with their defaults and what they do, read from configs/config.yaml."""
     from rlconf.registry import choices
 
-    groups = {g: o for g, o in group_options(search_dirs(config_dirs)).items() if g not in HIDDEN_GROUPS}
+    groups = {g: o for g, o in group_options(search_dirs(config_dirs)).items()
+              if g not in HIDDEN_GROUPS | IMPLICIT_GROUPS}
     width = max(map(len, groups))
     lines = [RUN_HELP, "config groups (GROUP=OPTION; rlconf list GROUP shows every option and what it is):"]
     for group, options in sorted(groups.items(), key=lambda item: (item[0] not in REQUIRED_GROUPS, item[0])):
@@ -420,7 +457,7 @@ def precheck(overrides: list[str], config_dirs: list[str], multirun: bool) -> li
                     see = "" if key in HIDDEN_GROUPS else f"rlconf list {key}"
                     raise UsageError(unknown_message(key, value, sorted(groups[key]), see))
     for group in REQUIRED_GROUPS:
-        if group not in choices:
+        if group not in choices and choices.get("experiment", ["null"]) == ["null"]:  # an experiment names both
             from rlconf.registry import MESSAGE_LIMIT
             from rlconf.registry import choices as available
 
@@ -594,7 +631,8 @@ def _unknown_key_message(key: str, overrides: list[str], config_dirs: list[str])
         node = OmegaConf.select(composed, parent) if parent else composed
     except Exception:
         node = None
-    picks = " ".join(f"{group}={value}" for group in REQUIRED_GROUPS if (value := _last_value(others, group)))
+    picks = " ".join(f"{group}={value}" for group in ("experiment", *REQUIRED_GROUPS)
+                     if (value := _last_value(others, group)))
     see = f"rlconf run {picks or 'agent=... env=...'} --cfg {'hydra' if key.startswith('hydra.') else 'job'}"
     if not isinstance(node, DictConfig):
         return f"unknown key {key!r}; see the composed config with: {see}"

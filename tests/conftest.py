@@ -1,4 +1,6 @@
-"""Shared helpers: the real ``rlconf`` command in a subprocess, and the run directories it leaves.
+"""Shared helpers: the real ``rlconf`` command (in a subprocess or in this process), the run directories it
+leaves and its one-line refusals; agents built as a run builds them and driven by their environments; states
+as an environment adapter hands them over.
 
 Nothing here hides a failure: no warning filters beyond the project's own, no retries, no skips.
 """
@@ -15,6 +17,8 @@ from typing import TypeVar
 
 import pytest
 import torch
+
+from rlconf.core import StateArray
 
 # In-process tests compute on one thread, as runs do by default (hardware.torch_threads=1): with pytest -n 2
 # on 2 cores, torch's default of a thread per core would oversubscribe the machine several times over.
@@ -79,6 +83,19 @@ def one_error_line(result: subprocess.CompletedProcess) -> str:
     return lines[0]
 
 
+def run_main(args: list[str], capsys: pytest.CaptureFixture) -> subprocess.CompletedProcess:
+    """``rlconf ARGS`` in this process (``rlconf.cli.main``): its exit status and what it printed, as
+    ``run_cli`` returns them, so ``one_error_line`` judges both alike."""
+    from rlconf.cli import main
+
+    try:
+        code = main(args)
+    except SystemExit as stop:
+        code = stop.code
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(["rlconf", *args], code, out, err)
+
+
 def assert_run_refused(run_cli, args: list[str], words: list[str], workdir: Path, logdir: Path) -> None:
     """``rlconf run ARGS`` is refused in one line naming every one of ``words``, and writes nothing."""
     line = one_error_line(run_cli("run", *args, f"logdir={logdir}", cwd=workdir))
@@ -100,3 +117,43 @@ def wait_while_running(process: subprocess.Popen, ready: Callable[[], T], what: 
         assert time.monotonic() < deadline, f"no {what} in {timeout:.0f} s"
         time.sleep(0.05)
     return result
+
+
+# -- agents built as a run builds them, and driven by their environments ------------------------------------
+def build(*overrides: str) -> tuple:
+    """What ``rlconf run OVERRIDES`` builds before it trains: the checked settings, the training environments
+    and the agent inside its body, with the process seeded as a run seeds it (``OVERRIDES`` name the env)."""
+    from rlconf.config import compose
+    from rlconf.experiments.run import build_agent, make_env, prepare
+    from rlconf.logging import LoggerGroup
+
+    settings = prepare(compose(list(overrides), []))
+    env = make_env(settings, settings.hardware.n_envs)
+    return settings, env, build_agent(settings, env, LoggerGroup([]))
+
+
+def drive(env, agent, steps: int, seed: int = 0) -> StateArray:
+    """``agent`` acting in ``env`` from a reset with ``seed`` until the environments have taken ``steps``
+    steps in all; the last states."""
+    state = env.reset(seed=seed)
+    while env.steps < steps:
+        state = env.step(agent.act(state))
+    return state
+
+
+def parameters(agent) -> torch.Tensor:
+    """Every weight of the agent's networks, flattened into one tensor: has it learned?"""
+    state = agent.state_dict()
+    tensors = [v for approx in state.values() if isinstance(approx, dict) and "model" in approx
+               for v in approx["model"].values()]
+    return torch.cat([t.flatten() for t in tensors])
+
+
+def states(observation, reward, done, mask=None, **extra) -> StateArray:
+    """States as an environment adapter hands them over, a row per environment: ``mask`` is 0 where an
+    episode terminated (by default wherever one is done); ``extra`` fields ride along (``life_lost``, ...)."""
+    done = torch.as_tensor(done, dtype=torch.bool)
+    mask = (~done).float() if mask is None else torch.as_tensor(mask, dtype=torch.float32)
+    fields = {"observation": torch.as_tensor(observation), "reward": torch.as_tensor(reward, dtype=torch.float32),
+              "done": done, "mask": mask, **extra}
+    return StateArray(fields, (len(done),))

@@ -5,31 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from conftest import build, drive, one_error_line, parameters
 
-from rlconf.config import compose, validate
-from rlconf.experiments.run import build_agent, make_env
-from rlconf.logging import LoggerGroup
 from rlconf.memory import Transitions
 
-
-def build(*overrides: str, env_prefix: str | None = "env=classic/cartpole"):
-    settings = validate(compose([*([env_prefix] if env_prefix else []), *overrides], []))
-    env = make_env(settings, settings.hardware.n_envs)
-    return settings, env, build_agent(settings, env, LoggerGroup([]))
-
-
-def parameters(agent) -> torch.Tensor:
-    state = agent.state_dict()
-    tensors = [v for approx in state.values() if isinstance(approx, dict) and "model" in approx
-               for v in approx["model"].values()]
-    return torch.cat([t.flatten() for t in tensors])
-
-
-def drive(env, agent, steps: int, seed: int = 0):
-    state = env.reset(seed=seed)
-    while env.steps < steps:
-        state = env.step(agent.act(state))
-    return state
+CARTPOLE = "env=classic/cartpole"
 
 
 @pytest.mark.parametrize("overrides", [
@@ -41,14 +21,14 @@ def drive(env, agent, steps: int, seed: int = 0):
     ("agent=dqn", "agent.replay_start_size=200", "agent.target=polyak", "hardware.n_envs=3"),
 ])
 def test_agent_learns_something_and_checkpoints_round_trip(overrides):
-    settings, env, agent = build(*overrides)
+    settings, env, agent = build(CARTPOLE, *overrides)
     before = parameters(agent)
     drive(env, agent, 1_000)
     after = parameters(agent)
     assert not torch.equal(before, after), "the agent never updated its networks"
 
     # A fresh agent loaded from the checkpoint state acts exactly like the trained one.
-    _, env2, clone = build(*overrides)
+    _, env2, clone = build(CARTPOLE, *overrides)
     clone.load_state_dict(agent.state_dict())
     probe = env2.reset(seed=123)
     with torch.no_grad():
@@ -58,7 +38,7 @@ def test_agent_learns_something_and_checkpoints_round_trip(overrides):
 
 
 def test_ppo_learning_rate_and_clip_follow_their_linear_schedules():
-    settings, env, agent = build("agent=ppo", "steps=4096", "agent.lr_final=0", "agent.clip_final=0")
+    settings, env, agent = build(CARTPOLE, "agent=ppo", "steps=4096", "agent.lr_final=0", "agent.clip_final=0")
     ppo = agent.agent
     drive(env, agent, 2048)
     lr = ppo.policy.optimizer.param_groups[0]["lr"]
@@ -69,7 +49,7 @@ def test_ppo_learning_rate_and_clip_follow_their_linear_schedules():
 
 @pytest.mark.parametrize("agent", ["dqn", "ddqn", "c51", "rainbow", "vqn", "vsarsa"])
 def test_value_based_agents_train_and_test_on_cartpole(agent):
-    settings, env, trained = build(f"agent={agent}", "steps=4000", "agent.replay_start_size=500"
+    settings, env, trained = build(CARTPOLE, f"agent={agent}", "steps=4000", "agent.replay_start_size=500"
                                    if agent not in ("vqn", "vsarsa") else "agent.lr=1e-3")
     before = parameters(trained)
     drive(env, trained, 1_500)
@@ -81,7 +61,7 @@ def test_value_based_agents_train_and_test_on_cartpole(agent):
 
 
 def test_prioritized_replay_learns_priorities_from_td_errors():
-    _, env, agent = build("agent=ddqn", "agent.replay_start_size=300", "agent.update_frequency=4",
+    _, env, agent = build(CARTPOLE, "agent=ddqn", "agent.replay_start_size=300", "agent.update_frequency=4",
                           "agent.gradient_steps=1")
     drive(env, agent, 1_000)
     replay = agent.agent.replay
@@ -96,8 +76,7 @@ def test_prioritized_replay_learns_priorities_from_td_errors():
 def test_discrete_agents_refuse_continuous_actions_in_one_line(agent, run_cli, tmp_path):
     result = run_cli("run", f"agent={agent}", "env=classic/pendulum", "steps=100", f"logdir={tmp_path / 'runs'}",
                      cwd=tmp_path)
-    assert result.returncode == 2
-    assert result.stderr.strip() == (f"rlconf: error: agent={agent}: needs discrete actions, not "
+    assert one_error_line(result) == (f"rlconf: error: agent={agent}: needs discrete actions, not "
                                      "Box(-2.0, 2.0, (1,), float32); allowed: envs with Discrete actions, e.g. "
                                      "env=classic/cartpole or env=atari/<game> (rlconf list env)")
     assert not (tmp_path / "runs").exists()  # nothing half-written
@@ -127,8 +106,8 @@ def test_distributional_targets_choose_the_next_action_as_configured(agent, doub
     """Rainbow (double_q): the online network picks the next action, the target network's distribution of
     that action is shifted, discounted and projected; C51: the target network picks it too."""
     torch.manual_seed(0)
-    _, env, built = build(f"agent={agent}", f"agent.double_q={str(double_q).lower()}", "approximation.noisy=false",
-                          "agent.n_steps=1")
+    _, env, built = build(CARTPOLE, f"agent={agent}", f"agent.double_q={str(double_q).lower()}",
+                          "approximation.noisy=false", "agent.n_steps=1")
     learner = built.agent
     assert learner.config.double_q is double_q
     with torch.no_grad():  # a target network that disagrees with the online one
@@ -151,7 +130,7 @@ def test_distributional_targets_choose_the_next_action_as_configured(agent, doub
 
 def test_rainbow_uses_double_q_by_default_and_c51_does_not():
     for agent, double_q in (("rainbow", True), ("c51", False)):
-        settings, env, _ = build(f"agent={agent}")
+        settings, env, _ = build(CARTPOLE, f"agent={agent}")
         assert settings.agent.double_q is double_q
         env.close()
 
@@ -163,9 +142,9 @@ def test_an_agent_restored_without_its_replay_refills_it_before_learning_again(a
     agent must not update from the few transitions an empty memory holds (a resumed DQN on Pong fell back from
     -10 to -21 doing so), but act, store, and learn again once the memory holds replay_start_size of them."""
     overrides = (f"agent={agent}", "agent.replay_start_size=300")
-    _, env1, trained = build(*overrides, env_prefix=f"env={env}")
+    _, env1, trained = build(f"env={env}", *overrides)
     drive(env1, trained, 400)
-    _, env2, resumed = build(*overrides, env_prefix=f"env={env}")
+    _, env2, resumed = build(f"env={env}", *overrides)
     resumed.load_state_dict(trained.state_dict())  # the agent's state, the replay left behind
     restored = parameters(resumed)
     drive(env2, resumed, 250)

@@ -8,7 +8,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-from conftest import one_error_line
+from conftest import one_error_line, states
 from omegaconf import OmegaConf
 
 pytest.importorskip("ale_py", reason="the atari extra is not installed: pip install -e '.[dev,atari]'")
@@ -304,12 +304,12 @@ class Recorder(ParallelAgent):
         return self.testers[-1]
 
 
-def states(frames: list[int], done=(False, False), reward=(0.0, 0.0), life_lost=(False, False)) -> StateArray:
-    """Two environments' states; frame ``k`` is an image filled with the value ``k``."""
+def frame_states(frames: list[int], done=None, reward=None, life_lost=None) -> StateArray:
+    """A state per frame (an environment each); frame ``k`` is an image filled with the value ``k``."""
     observation = torch.tensor(frames, dtype=torch.uint8).view(-1, 1, 1, 1).expand(-1, 1, 84, 84).clone()
-    done = torch.tensor(done)
-    return StateArray({"observation": observation, "reward": torch.tensor(reward), "done": done,
-                       "mask": (~done).float(), "life_lost": torch.tensor(life_lost)}, (len(frames),))
+    nothing = [False] * len(frames)
+    return states(observation, reward or [0.0] * len(frames), done or nothing,
+                  life_lost=torch.tensor(life_lost or nothing))
 
 
 def stacked(state: StateArray) -> list[list[int]]:
@@ -320,11 +320,11 @@ def stacked(state: StateArray) -> list[list[int]]:
 def test_frame_stack_fills_at_episode_starts_and_rolls_otherwise():
     agent = Recorder()
     body = FrameStack(agent, size=3)
-    body.act(states([1, 10]))
-    body.act(states([2, 11]))
-    body.act(states([3, 12], done=(True, False)))  # env 0's game ends: its next state starts a new one
-    body.act(states([50, 13]))
-    body.act(states([51, 14]))
+    body.act(frame_states([1, 10]))
+    body.act(frame_states([2, 11]))
+    body.act(frame_states([3, 12], done=(True, False)))  # env 0's game ends: its next state starts a new one
+    body.act(frame_states([50, 13]))
+    body.act(frame_states([51, 14]))
     assert [stacked(s) for s in agent.seen] == [
         [[1, 1, 1], [10, 10, 10]],
         [[1, 1, 2], [10, 10, 11]],
@@ -340,30 +340,30 @@ def test_frame_stack_fills_at_episode_starts_and_rolls_otherwise():
 def test_frame_stack_test_agent_starts_its_own_stacks():
     agent = Recorder()
     body = FrameStack(agent, size=2)
-    body.act(states([1, 2]))
-    body.test_agent().act(states([7, 8, 9]))  # another environment, with three copies
+    body.act(frame_states([1, 2]))
+    body.test_agent().act(frame_states([7, 8, 9]))  # another environment, with three copies
     assert stacked(agent.testers[0].seen[0]) == [[7, 7], [8, 8], [9, 9]]
-    body.act(states([3, 4]))
+    body.act(frame_states([3, 4]))
     assert stacked(agent.seen[1]) == [[1, 3], [2, 4]]  # training's stacks are untouched
 
 
 def test_clip_rewards_gives_the_agent_the_sign():
     agent = Recorder()
-    ClipRewards(agent).act(states([0, 0], reward=(-3.0, 7.0)))
-    ClipRewards(agent).act(states([0, 0], reward=(0.0, 0.5)))
+    ClipRewards(agent).act(frame_states([0, 0], reward=(-3.0, 7.0)))
+    ClipRewards(agent).act(frame_states([0, 0], reward=(0.0, 0.5)))
     assert [s.reward.tolist() for s in agent.seen] == [[-1.0, 1.0], [0.0, 1.0]]
 
 
 def test_episodic_lives_ends_the_agents_episode_on_a_lost_life_in_training_only():
     agent = Recorder()
     body = EpisodicLives(agent)
-    body.act(states([0, 0], life_lost=(True, False)))
+    body.act(frame_states([0, 0], life_lost=(True, False)))
     seen = agent.seen[0]
     assert seen.done.tolist() == [True, False] and seen.mask.tolist() == [0.0, 1.0]
 
     tester = body.test_agent()
     assert isinstance(tester, Recorder)  # the test agent plays whole games
-    tester.act(states([0, 0], life_lost=(True, False)))
+    tester.act(frame_states([0, 0], life_lost=(True, False)))
     assert tester.seen[0].done.tolist() == [False, False] and tester.seen[0].mask.tolist() == [1.0, 1.0]
 
 
@@ -440,8 +440,6 @@ def test_an_atari_env_picks_the_atari_family_body_and_approximation(run_cli, wor
     cfg = OmegaConf.create(result.stdout)
     assert cfg.family == "atari" and cfg.env.family == "atari" and cfg.env.id == "ALE/Breakout-v5"
     assert dict(cfg.body) == {"name": "atari", "frame_stack": 4, "clip_rewards": True, "episodic_lives": True}
-    if not (config_dir() / "approximation" / "nature_cnn.yaml").exists():
-        pytest.skip("configs/approximation/nature_cnn.yaml does not exist yet (the CNN is another change)")
     assert cfg.approximation.model == "nature_cnn"
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from test_agents import build, drive, parameters
+from conftest import build, drive, parameters
 
 pytest.importorskip("ale_py")
 
@@ -15,8 +15,7 @@ pytest.importorskip("ale_py")
 @pytest.mark.parametrize("agent", ["dqn", "ddqn", "c51", "rainbow", "vqn", "vsarsa"])
 def test_agent_runs_2000_steps_on_atari(agent, game):
     replay = [] if agent in ("vqn", "vsarsa") else ["agent.replay_start_size=300", "agent.replay_buffer_size=5000"]
-    settings, env, trained = build(f"agent={agent}", f"env=atari/{game}", "hardware.n_envs=2", *replay,
-                                   env_prefix=None)
+    settings, env, trained = build(f"agent={agent}", f"env=atari/{game}", "hardware.n_envs=2", *replay)
     before = parameters(trained)
     state = drive(env, trained, 2_000)
     assert env.steps >= 2_000

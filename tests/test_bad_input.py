@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import FAST_RUN, only_run_dir, run_cli_in
+from conftest import FAST_RUN, one_error_line, only_run_dir, run_cli_in, run_main
 
-from rlconf.cli import main
 from rlconf.paths import config_dir
 
 CARTPOLE = ["agent=dqn", "env=classic/cartpole"]
@@ -319,21 +318,15 @@ def test_bad_input_is_one_line_exit_2_and_nothing_left_behind(args, words, tmp_p
     before = {p: p.stat().st_mtime_ns for d in (finished_run, broken_runs) for p in d.rglob("*")}
     monkeypatch.chdir(workdir)
     monkeypatch.delenv("RLCONF_NO_SUCH_VAR", raising=False)
-    with pytest.raises(SystemExit) as stopped:
-        main(args)
-    out, err = capsys.readouterr()
-    assert stopped.value.code == 2, (args, out, err)
-    assert "Traceback" not in err and out == "", (out, err)
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("rlconf: error: "), err
-    shown = lines[0]  # its length, the input it names aside: the test's own folders, a long value typed
+    line = one_error_line(run_main(args, capsys))
+    shown = line  # its length, the input it names aside: the test's own folders, a long value typed
     for value in sorted((a.partition("=")[2] for a in args), key=len, reverse=True):
         shown = shown.replace(value, "{VALUE}") if len(value) > 40 else shown
     for name, path in places.items():
         shown = shown.replace(path, "{" + name + "}")
     assert len(shown) <= 300, f"{len(shown)} characters: {shown}"
     for word in words:
-        assert word in lines[0], (word, lines[0])
+        assert word in line, (word, line)
     assert list(workdir.iterdir()) == [], "nothing is written where the command ran"
     assert {p: p.stat().st_mtime_ns for d in (finished_run, broken_runs) for p in d.rglob("*")} == before
 
@@ -361,8 +354,5 @@ def test_the_readme_shows_several_refusals():
 @pytest.mark.parametrize(("command", "line"), readme_refusals(), ids=[c for c, _ in readme_refusals()])
 def test_the_readme_refusals_print_what_it_shows(command, line, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(SystemExit) as stopped:
-        main(command.split())
-    assert stopped.value.code == 2
-    assert capsys.readouterr().err.strip() == line
+    assert one_error_line(run_main(command.split(), capsys)) == line
     assert list(tmp_path.iterdir()) == []

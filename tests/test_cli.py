@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 import torch
+import yaml
 from conftest import FAST_RUN, assert_run_refused, cli_env, one_error_line, only_run_dir, run_dirs
 from omegaconf import OmegaConf
 
 from rlconf import registry
+from rlconf.paths import config_dir
 
 RUN_DIR_NAME = re.compile(r"^(?P<agent>[a-z_]+)_(?P<env>[a-z_-]+)_(?P<stamp>\d{8}-\d{6})_s(?P<seed>\d+)(-\d+)?$")
 SUMMARY_KEYS = {"steps", "episodes", "wall_seconds", "steps_per_second", "test_return_mean", "test_return_std",
@@ -65,8 +67,8 @@ def test_list_shows_every_public_group_and_hides_internal_ones(run_cli, workdir)
     result = run_cli("list", cwd=workdir)
     assert result.returncode == 0, result.stderr
     headers = {line[:-1] for line in result.stdout.splitlines() if line and not line.startswith(" ")}
-    assert {"agent", "env", "approximation", "body", "hardware", "logger"} <= headers
-    assert not headers & {"family", "preset", "hydra"}
+    assert {"agent", "env", "approximation", "body", "hardware", "logger", "preset", "experiment"} <= headers
+    assert not headers & {"family", "hydra"}
     assert "classic/cartpole" in result.stdout
     assert list(workdir.iterdir()) == []
 
@@ -77,6 +79,31 @@ def test_list_shows_a_description_wrapped_over_comment_lines(run_cli, workdir):
     wandb = next(line for line in result.stdout.splitlines() if line.split()[:1] == ["wandb"])
     assert "One wandb run per rlconf run; the runs of a sweep share a group." in wandb
     assert wandb.endswith("falls back to offline."), wandb
+
+
+def listed(stdout: str) -> dict[str, str]:
+    """``rlconf list GROUP``'s lines below its header, as option -> description."""
+    return dict(line.strip().split(maxsplit=1) for line in stdout.splitlines()[1:])
+
+
+def test_list_preset_shows_each_family_and_agent_with_its_first_sentence(run_cli, workdir):
+    result = run_cli("list", "preset", cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    presets = listed(result.stdout)
+    root = config_dir() / "preset"
+    assert sorted(presets) == sorted(p.relative_to(root).with_suffix("").as_posix() for p in root.glob("*/*.yaml"))
+    assert presets["classic/dqn"] == ("DQN on classic control: greedy CartPole-v1 >= 475 within 50k steps (11 of "
+                                      "12 seeds measured).")  # its first sentence, not the paragraph that follows
+    assert presets["atari/vac"].endswith("shared Nature CNN; the value head learns at 5e-4, the policy and "
+                                         "features at 1e-4")  # a sentence wrapped onto a second line
+
+
+def test_list_experiment_shows_the_settings_pinned_by_name(run_cli, workdir):
+    result = run_cli("list", "experiment", cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    experiments = listed(result.stdout)
+    assert {"atari_pong_ppo", "mujoco_half_cheetah_sac"} <= set(experiments)
+    assert experiments["atari_pong_ppo"].startswith("PPO on Pong without sticky actions")
 
 
 def test_list_components_reads_the_registry(run_cli, workdir):
@@ -174,6 +201,13 @@ def test_unknown_env_names_the_families_and_the_nearest_not_every_env(run_cli, w
     assert "atari/breakout" not in line and len(line) <= 300
 
 
+def test_cfg_job_says_where_no_preset_applies(run_cli, workdir):
+    result = run_cli("run", "agent=thompson", "env=bandit/bernoulli", "--cfg", "job", cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0] == "# preset: none"
+    assert yaml.safe_load(result.stdout)["agent"]["name"] == "thompson"
+
+
 CARTPOLE = ["agent=dqn", "env=classic/cartpole"]
 
 
@@ -188,6 +222,7 @@ CARTPOLE = ["agent=dqn", "env=classic/cartpole"]
     ([*CARTPOLE, "hardware.n_envs=0"], ["hardware.n_envs=0"]),
     ([*CARTPOLE, "logger=nosuch"], ["logger", "'nosuch'", "tensorboard"]),
     ([*CARTPOLE, "preset=nosuch"], ["preset", "'nosuch'"]),
+    (["experiment=atari_pong_pp"], ["experiment", "'atari_pong_pp'", "did you mean 'atari_pong_ppo'"]),
     ([*CARTPOLE, "family=nosuch"], ["family", "'nosuch'"]),
     ([*CARTPOLE, "env.id=NoSuchEnv-v9"], ["env.id=NoSuchEnv-v9"]),
     ([*CARTPOLE, "plugins=[no_such_plugin_module]"], ["plugins", "no_such_plugin_module"]),
@@ -206,6 +241,8 @@ def test_cfg_job_prints_the_composed_config_and_runs_nothing(run_cli, workdir, t
     logdir = tmp_path / "logs"
     result = run_cli("run", *CARTPOLE, "--cfg", "job", f"logdir={logdir}", cwd=workdir)
     assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0] == "# preset: classic/dqn (configs/preset/classic/dqn.yaml)"
+    assert yaml.safe_load(result.stdout)["agent"]["name"] == "dqn"  # the preset's line is a comment: still YAML
     config = OmegaConf.create(result.stdout)
     assert config.env.id == "CartPole-v1"
     assert "lr:" in result.stdout and config.agent.name == "dqn"

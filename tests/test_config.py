@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import yaml
 from omegaconf import OmegaConf
 
 from rlconf.agents.dqn import DQN, DQNConfig
@@ -51,6 +54,27 @@ def test_the_env_family_picks_the_agents_preset():
         assert settings.approximation[key] == value, key
     if "steps" in preset:
         assert settings.run.steps == preset["steps"]
+
+
+def learning_benchmark_rows() -> dict[str, dict]:
+    return yaml.safe_load((Path(__file__).resolve().parents[1] / "benchmarks" / "learning.yaml").read_text())["rows"]
+
+
+@pytest.mark.parametrize("row", sorted(learning_benchmark_rows()))
+def test_an_experiment_composes_exactly_the_learning_benchmark_row_it_names(row):
+    """experiment=NAME pins the whole setting the row's overrides give: the same config, key for key."""
+    entry = learning_benchmark_rows()[row]
+    by_name = compose([f"experiment={entry['experiment']}"], [])
+    by_overrides = compose(list(entry["overrides"]), [])
+    assert OmegaConf.to_container(by_name, resolve=True) == OmegaConf.to_container(by_overrides, resolve=True)
+
+
+def test_the_command_line_wins_over_an_experiment():
+    cfg = compose(["experiment=atari_pong_ppo", "agent=dqn", "steps=1000", "seed=3", "agent.lr=0.001"], [])
+    assert (cfg.agent.name, cfg.steps, cfg.seed, cfg.agent.lr) == ("dqn", 1000, 3, 0.001)
+    assert cfg.env.name == "atari/pong" and cfg.env.kwargs.repeat_action_probability == 0  # the rest still pinned
+    preset = OmegaConf.load(config_dir() / "preset" / "atari" / "dqn.yaml")
+    assert cfg.agent.replay_start_size == preset.agent.replay_start_size  # the preset of the agent now chosen
 
 
 @pytest.mark.parametrize(("overrides", "words"), [

@@ -15,7 +15,7 @@ from conftest import FAST_RUN, one_error_line, only_run_dir
 from omegaconf import OmegaConf
 
 from rlconf import registry
-from rlconf.agents._agent import BuildContext
+from rlconf.agents import BuildContext
 from rlconf.agents.linear_bandit import LinUCB, RidgeStatistics, thompson_scores
 from rlconf.config import check
 from rlconf.environments.bandit import ContextualBandit

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import FAST_RUN, assert_run_refused, one_error_line, only_run_dir
+from conftest import FAST_RUN, assert_run_refused, build, drive, one_error_line, only_run_dir, states
 from omegaconf import OmegaConf
 from torch import nn
 
@@ -25,29 +25,16 @@ from rlconf.bodies import NormalizeObservations, NormalizeRewards, RunningMeanSt
 from rlconf.config import compose, validate
 from rlconf.core import StateArray
 from rlconf.errors import ConfigError
-from rlconf.experiments.run import build_agent, make_env
-from rlconf.logging import LoggerGroup
+from rlconf.experiments.run import make_env
 from rlconf.memory import ReplayBuffer, Transitions, replay_buffer
 from rlconf.policies import ActionBounds, DeterministicPolicy, SoftDeterministicPolicy, TanhActionBound
 from rlconf.policies.soft_deterministic import squashed_log_prob
 
 BOX = gym.spaces.Box(np.array([-2.0, 0.0], np.float32), np.array([2.0, 3.0], np.float32))  # asymmetric on purpose
 AGENTS = ("ddpg", "td3", "sac")
+PENDULUM = "env=classic/pendulum"
 
 
-
-
-def build(*overrides: str, env: str = "env=classic/pendulum"):
-    settings = validate(compose([env, *overrides], []))
-    environment = make_env(settings, settings.hardware.n_envs)
-    return settings, environment, build_agent(settings, environment, LoggerGroup([]))
-
-
-def drive(env, agent, steps: int, seed: int = 0) -> StateArray:
-    state = env.reset(seed=seed)
-    while env.steps < steps:
-        state = env.step(agent.act(state))
-    return state
 
 
 def innermost(agent):
@@ -174,8 +161,7 @@ def test_replay_stores_float_action_vectors_for_box_action_spaces():
                            action_space=BOX)
     assert isinstance(replay, ReplayBuffer) and replay.action.dtype == torch.float32
     for t in range(10):
-        state = StateArray({"observation": torch.full((2, 3), float(t)), "reward": torch.ones(2),
-                            "done": torch.zeros(2, dtype=torch.bool), "mask": torch.ones(2)}, (2,))
+        state = states(torch.full((2, 3), float(t)), torch.ones(2), [False, False])
         replay.store(state, torch.tensor([[t + 0.25, -1.5], [t + 0.5, 2.5]]))
     batch = replay.sample(64)
     assert batch.action.shape == (64, 2) and batch.action.dtype == torch.float32
@@ -269,7 +255,7 @@ def test_normalisation_learns_in_training_is_frozen_in_tests_and_refuses_frames(
 
 def test_normalisation_statistics_round_trip_through_the_agents_checkpoint():
     overrides = ("agent=sac", "body.normalize_observations=true", "agent.replay_start_size=100", "agent.batch_size=32")
-    _, env, agent = build(*overrides)
+    _, env, agent = build(PENDULUM, *overrides)
     assert isinstance(agent, NormalizeObservations)
     drive(env, agent, 300)
     state = agent.state_dict()
@@ -277,7 +263,7 @@ def test_normalisation_statistics_round_trip_through_the_agents_checkpoint():
     assert state["observation_statistics"]["count"] == seen >= 300
     assert {"q_1", "q_2", "policy", "temperature"} <= set(state)
 
-    _, env2, clone = build(*overrides)
+    _, env2, clone = build(PENDULUM, *overrides)
     clone.load_state_dict(state)
     assert clone.statistics.count == seen
     assert torch.equal(clone.statistics.mean, agent.statistics.mean)
@@ -331,13 +317,13 @@ class _RewardTap(Recorder):
 
 def test_reward_scaling_is_a_body_option_saved_in_checkpoints():
     overrides = ("agent=ppo", "body.normalize_rewards=true", "agent.n_steps=64", "hardware.n_envs=2")
-    _, env, agent = build(*overrides)
+    _, env, agent = build(PENDULUM, *overrides)
     assert isinstance(agent, NormalizeRewards) and agent.discount_factor == innermost(agent).config.discount_factor
     drive(env, agent, 300)
     state = agent.state_dict()
     assert state["reward_statistics"]["count"] > 200
 
-    _, env2, clone = build(*overrides)
+    _, env2, clone = build(PENDULUM, *overrides)
     clone.load_state_dict(state)
     assert clone.statistics.count == agent.statistics.count
     assert torch.equal(clone.statistics.var, agent.statistics.var)
@@ -355,7 +341,7 @@ def test_ppo_on_mujoco_scales_rewards_and_normalises_observations():
 @pytest.mark.parametrize("name", AGENTS)
 def test_agent_learns_acts_in_the_box_and_checkpoints_round_trip(name):
     overrides = (f"agent={name}", "agent.replay_start_size=200", "agent.batch_size=32", "hardware.n_envs=2")
-    settings, env, agent = build(*overrides)
+    settings, env, agent = build(PENDULUM, *overrides)
     inner = innermost(agent)
     before = {key: p.clone() for key, p in inner.policy.model.named_parameters()}
     state = drive(env, agent, 600)
@@ -364,7 +350,7 @@ def test_agent_learns_acts_in_the_box_and_checkpoints_round_trip(name):
     assert actions.shape == (2, 1) and actions.dtype == torch.float32
     assert actions.abs().max() <= 2.0, "actions are inside Pendulum's Box [-2, 2]"
 
-    _, env2, clone = build(*overrides)
+    _, env2, clone = build(PENDULUM, *overrides)
     clone.load_state_dict(agent.state_dict())
     clone.load_replay_state_dict(agent.replay_state_dict())
     probe = env2.reset(seed=11)
@@ -377,7 +363,7 @@ def test_agent_learns_acts_in_the_box_and_checkpoints_round_trip(name):
 
 
 def test_sac_tunes_its_temperature_towards_the_entropy_target():
-    _, env, agent = build("agent=sac", "agent.replay_start_size=100", "agent.batch_size=32",
+    _, env, agent = build(PENDULUM, "agent=sac", "agent.replay_start_size=100", "agent.batch_size=32",
                           "agent.lr_temperature=0.01")
     sac = innermost(agent)
     assert sac.entropy_target == -1  # -dim(A) for Pendulum's one action
@@ -396,7 +382,7 @@ def test_time_limit_truncation_bootstraps_and_termination_does_not(name):
     overrides = [f"agent={name}", "env.max_episode_steps=20", "agent.replay_start_size=100", "agent.batch_size=32"]
     if name == "td3":
         overrides.append("agent.target_noise=0")  # a deterministic target, to compare with DDPG's formula
-    _, env, agent = build(*overrides)
+    _, env, agent = build(PENDULUM, *overrides)
     drive(env, agent, 200)
     inner = innermost(agent)
     replay = inner.replay
@@ -427,7 +413,7 @@ def test_time_limit_truncation_bootstraps_and_termination_does_not(name):
 
 def test_continuous_agents_refuse_discrete_actions():
     with pytest.raises(ConfigError, match=r"agent=sac: needs continuous \(Box\) actions, not Discrete\(2\)"):
-        build("agent=sac", env="env=classic/cartpole")
+        build("env=classic/cartpole", "agent=sac")
 
 
 @pytest.mark.parametrize(("override", "words"), [
@@ -533,7 +519,7 @@ def test_without_mujoco_in_process_the_import_names_the_package(monkeypatch):
 def test_time_feature_on_frames_is_a_config_error():
     pytest.importorskip("ale_py")
     with pytest.raises(ConfigError, match=r"body=time_feature: TimeFeature appends to vector observations"):
-        build("agent=dqn", "body=time_feature", env="env=atari/pong")
+        build("env=atari/pong", "agent=dqn", "body=time_feature")
 
 
 def test_mujoco_configs_name_real_v5_tasks():
@@ -546,13 +532,13 @@ def test_mujoco_configs_name_real_v5_tasks():
 
 def test_sac_temperature_is_tuned_by_default_and_fixed_when_given():
     overrides = ("agent=sac", "agent.replay_start_size=100", "agent.batch_size=32")
-    _, env, tuned = build(*overrides)
+    _, env, tuned = build(PENDULUM, *overrides)
     drive(env, tuned, 400)
     assert innermost(tuned).temperature.updates > 0
     assert float(innermost(tuned).temperature.model().detach()) != 0.0, "log alpha moved from log 1"
     env.close()
 
-    _, env, fixed = build(*overrides, "agent.temperature=0.2")
+    _, env, fixed = build(PENDULUM, *overrides, "agent.temperature=0.2")
     sac = innermost(fixed)
     policy_before = [p.clone() for p in sac.policy.model.parameters()]
     drive(env, fixed, 400)
@@ -564,7 +550,7 @@ def test_sac_temperature_is_tuned_by_default_and_fixed_when_given():
     assert any(not torch.equal(a, b) for a, b in zip(policy_before, sac.policy.model.parameters(), strict=True))
     # The checkpoint holds the fixed log alpha, and a fresh agent restored from it keeps it fixed.
     assert torch.equal(fixed.state_dict()["temperature"]["model"]["log_alpha"], log_alpha)
-    _, env, clone = build(*overrides, "agent.temperature=0.2")
+    _, env, clone = build(PENDULUM, *overrides, "agent.temperature=0.2")
     clone.load_state_dict(fixed.state_dict())
     drive(env, clone, 200)
     env.close()
@@ -585,7 +571,8 @@ def _sac_losses_by_hand(sac, batch: Transitions, alpha: float) -> list[torch.Ten
 
 
 def test_a_fixed_temperature_weighs_the_critic_targets_and_the_policy_loss(monkeypatch):
-    _, env, agent = build("agent=sac", "agent.replay_start_size=100", "agent.batch_size=32", "agent.temperature=0.2")
+    _, env, agent = build(PENDULUM, "agent=sac", "agent.replay_start_size=100", "agent.batch_size=32",
+                          "agent.temperature=0.2")
     sac = innermost(agent)
     drive(env, agent, 300)
     env.close()

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import cli_env, one_error_line, only_run_dir, run_cli_in
+from conftest import build, cli_env, one_error_line, only_run_dir, run_cli_in
 
 QUIET = ["eval_every=0", "quiet=true"]
 
@@ -251,16 +251,6 @@ CHECKPOINTED = [
 ]
 
 
-def build(overrides) -> tuple:
-    from rlconf.config import compose
-    from rlconf.experiments.run import build_agent, make_env, prepare
-    from rlconf.logging import LoggerGroup
-
-    settings = prepare(compose([*overrides, "steps=2000"], []))
-    env = make_env(settings, settings.hardware.n_envs)
-    return settings, env, build_agent(settings, env, LoggerGroup([]))
-
-
 def experiment(settings, env, agent, run_dir: Path, steps: int):
     from rlconf.experiments.experiment import Experiment
     from rlconf.experiments.progress import ConsoleProgress
@@ -275,7 +265,7 @@ def experiment(settings, env, agent, run_dir: Path, steps: int):
 def test_every_checkpoint_loads_with_weights_only(overrides, tmp_path):
     from rlconf.experiments.experiment import load_checkpoint
 
-    settings, env, agent = build(overrides)
+    settings, env, agent = build(*overrides, "steps=2000")
     trained = experiment(settings, env, agent, tmp_path, steps=300)
     trained.train()  # a checkpoint at the end, as configured (no replay)
     path = tmp_path / "checkpoint.pt"
@@ -286,7 +276,7 @@ def test_every_checkpoint_loads_with_weights_only(overrides, tmp_path):
     assert state["replay"] == {} or any(isinstance(v, torch.Tensor) for v in state["replay"].values())
 
     # ... and a fresh agent continues from it: everything restores, the generators included.
-    _, env2, agent2 = build(overrides)
+    _, env2, agent2 = build(*overrides, "steps=2000")
     resumed = experiment(settings, env2, agent2, tmp_path, steps=300)
     resumed.restore(load_checkpoint(path))
     assert resumed.start_steps == trained.env.steps

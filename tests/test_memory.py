@@ -4,19 +4,9 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import states
 
-from rlconf.core import StateArray
 from rlconf.memory import GeneralizedAdvantageBuffer, ReplayBuffer
-
-
-def states(observation, reward, done, mask) -> StateArray:
-    n = len(reward)
-    return StateArray({
-        "observation": torch.as_tensor(observation, dtype=torch.float32).view(n, 1),
-        "reward": torch.as_tensor(reward, dtype=torch.float32),
-        "done": torch.as_tensor(done, dtype=torch.bool),
-        "mask": torch.as_tensor(mask, dtype=torch.float32),
-    }, (n,))
 
 
 # -- replay -----------------------------------------------------------------------------------------------
@@ -33,7 +23,7 @@ class Recorded:
         self.action = torch.randint(5, (rows, n_envs), generator=g)
 
     def observation(self, row: int) -> torch.Tensor:
-        return 100.0 * row + torch.arange(self.n_envs, dtype=torch.float32)
+        return (100.0 * row + torch.arange(self.n_envs, dtype=torch.float32)).unsqueeze(1)
 
     def fill(self, buffer: ReplayBuffer) -> None:
         for t in range(self.rows):
@@ -97,9 +87,9 @@ def test_replay_refuses_to_sample_before_a_complete_transition():
     buffer = ReplayBuffer(100, 2, (1,), torch.float32)
     with pytest.raises(RuntimeError):
         buffer.sample(1)
-    buffer.store(states([0.0, 1.0], [0, 0], [False, False], [1, 1]), torch.tensor([0, 1]))
+    buffer.store(states([[0.0], [1.0]], [0, 0], [False, False], [1, 1]), torch.tensor([0, 1]))
     assert len(buffer) == 0
-    buffer.store(states([100.0, 101.0], [1, 1], [False, False], [1, 1]), torch.tensor([0, 1]))
+    buffer.store(states([[100.0], [101.0]], [1, 1], [False, False], [1, 1]), torch.tensor([0, 1]))
     assert len(buffer) == 2
     assert buffer.sample(4).observation.shape == (4, 1)
 
@@ -164,7 +154,7 @@ def fill_gae(seed: int = 0):
     reward[5, 1] = 0.0
     values = torch.randn(n_steps + 1, n_envs, generator=g)
     buffer = GeneralizedAdvantageBuffer(n_steps, n_envs, (1,), torch.float32, discount_factor=0.9, lam=0.8)
-    observation = lambda t: 10.0 * t + torch.arange(n_envs, dtype=torch.float32)  # noqa: E731
+    observation = lambda t: (10.0 * t + torch.arange(n_envs, dtype=torch.float32)).unsqueeze(1)  # noqa: E731
     for t in range(n_steps + 1):
         buffer.store_state(states(observation(t), reward[t], done[t], mask[t]))
         if t < n_steps:
@@ -217,9 +207,8 @@ def test_gae_state_dict_holds_only_the_rows_written_so_far(tmp_path):
     frames = (4, 84, 84)
     buffer = GeneralizedAdvantageBuffer(128, 2, frames, torch.uint8)
     for t in range(3):
-        buffer.store_state(StateArray({"observation": torch.full((2, *frames), t + 1, dtype=torch.uint8),
-                                       "reward": torch.tensor([1.0, 0.0]), "done": torch.tensor([False, t == 1]),
-                                       "mask": torch.ones(2)}, (2,)))
+        buffer.store_state(states(torch.full((2, *frames), t + 1, dtype=torch.uint8), [1.0, 0.0], [False, t == 1],
+                                  torch.ones(2)))
         buffer.store_action(torch.tensor([t, t + 1]), torch.tensor([-0.5, -0.25]))
     state = buffer.state_dict()
     assert state["t"] == 3 and len(state["observation"]) == 4 and len(state["action"]) == 3

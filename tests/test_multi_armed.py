@@ -16,7 +16,7 @@ import torch
 from conftest import assert_run_refused
 
 from rlconf import registry
-from rlconf.agents._agent import BuildContext
+from rlconf.agents import BuildContext
 from rlconf.agents.multi_armed import beta_cdf, beta_quantile
 from rlconf.environments.bandit import BernoulliArms, GaussianArms, MultiArmedBandit
 from rlconf.errors import ConfigError

@@ -16,15 +16,13 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-from conftest import FAST_RUN, assert_run_refused, cli_env, only_run_dir, wait_while_running
+from conftest import FAST_RUN, assert_run_refused, build, cli_env, only_run_dir, wait_while_running
 
 from rlconf.agents import DQN, BuildContext, IndependentMultiagent, RandomAgent, RandomTestAgent
 from rlconf.agents.ddqn import DDQN, DDQNConfig
 from rlconf.agents.dqn import DQNConfig, DQNTestAgent
 from rlconf.agents.independent import batch_of_one
-from rlconf.config import validate
 from rlconf.core import MultiagentState, State, StateArray
-from rlconf.experiments.run import build_agent, make_env
 from rlconf.logging import Logger, LoggerGroup, ScopedLogger
 from rlconf.memory import ReplayBuffer, Transitions
 from rlconf.policies import GreedyPolicy, ParallelGreedyPolicy, legal_max
@@ -37,20 +35,6 @@ TICTACTOE = ["agent=independent", "env=pettingzoo/tictactoe"]
 def read_rows(path: Path) -> list[dict[str, str]]:
     with open(path, newline="") as file:
         return list(csv.DictReader(file))
-
-
-def settings_for(*overrides: str):
-    from rlconf.config import compose
-
-    return validate(compose([*TICTACTOE, *overrides], []))
-
-
-def built(*overrides: str):
-    """The tic-tac-toe env and the agent a run with ``overrides`` would build."""
-    settings = settings_for(*overrides)
-    torch.manual_seed(0)
-    env = make_env(settings, 1)
-    return env, build_agent(settings, env, LoggerGroup([]))
 
 
 def inner(agent):
@@ -181,7 +165,7 @@ def test_random_agent_runs_a_single_agent_env(run_cli, workdir):
 
 # -- IndependentMultiagent ------------------------------------------------------------------------------
 def test_each_player_has_its_own_agent_acting_on_its_own_states():
-    env, agent = built()
+    _, env, agent = build(*TICTACTOE)
     assert isinstance(agent, IndependentMultiagent) and list(agent.agents) == ["player_1", "player_2"]
     assert isinstance(inner(agent.agents["player_1"]), DQN)
     assert inner(agent.agents["player_1"]).q is not inner(agent.agents["player_2"]).q
@@ -198,14 +182,14 @@ def test_each_player_has_its_own_agent_acting_on_its_own_states():
 
 
 def test_checkpoint_holds_every_players_agent_and_round_trips():
-    env, agent = built("agent.dqn.replay_start_size=20")
+    _, env, agent = build(*TICTACTOE, "agent.dqn.replay_start_size=20")
     state = env.reset(seed=0)
     for _ in range(300):  # long enough for both players to update their networks
         state = env.step(agent.act(state))
     saved = agent.state_dict()
     assert set(saved) == {"player_1", "player_2"} and "q" in saved["player_1"]
     assert set(agent.replay_state_dict()) == {"player_1", "player_2"}
-    _, fresh = built("agent.dqn.replay_start_size=20")
+    _, _, fresh = build(*TICTACTOE, "agent.dqn.replay_start_size=20")
     fresh.load_state_dict(saved)
     for player in saved:
         trained, loaded = inner(agent.agents[player]).q.model, inner(fresh.agents[player]).q.model
@@ -219,23 +203,23 @@ def test_checkpoint_holds_every_players_agent_and_round_trips():
 
 
 def test_shared_parameters_and_a_random_opponent():
-    env, shared = built("agent.shared=true")
+    _, env, shared = build(*TICTACTOE, "agent.shared=true")
     first, second = (inner(shared.agents[p]) for p in ("player_1", "player_2"))
     assert first.q is second.q, "one network for both players"
     assert first.replay is not second.replay, "each player keeps its own transitions"
-    env, against = built("agent.players={player_2:random}")
+    _, env, against = build(*TICTACTOE, "agent.players={player_2:random}")
     assert isinstance(inner(against.agents["player_2"]), RandomAgent)
     assert set(against.replay_state_dict()) == {"player_1"}
     env.close()
 
 
 def test_test_matches_put_each_trained_seat_against_random_moves():
-    _, agent = built("agent.test_against=random")
+    _, _, agent = build(*TICTACTOE, "agent.test_against=random")
     assert [match.seat for match in agent.test_matches()] == ["player_1", "player_2"]
-    _, one_seat = built("agent.test_against=random", "agent.test_seat=player_2")
+    _, _, one_seat = build(*TICTACTOE, "agent.test_against=random", "agent.test_seat=player_2")
     [match] = one_seat.test_matches()
     assert match.seat == "player_2" and isinstance(match.agent.agents["player_1"], RandomTestAgent)
-    _, self_play = built("agent.test_against=null")
+    _, _, self_play = build(*TICTACTOE, "agent.test_against=null")
     assert [match.seat for match in self_play.test_matches()] == [None]
 
 

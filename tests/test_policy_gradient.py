@@ -13,8 +13,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-from conftest import one_error_line, only_run_dir
-from test_agents import build, drive, parameters
+from conftest import build, drive, one_error_line, only_run_dir, parameters, states
 
 from rlconf.agents import PolicyGradient
 from rlconf.agents.a2c import A2CConfig
@@ -35,6 +34,7 @@ from rlconf.policies import (
 
 AGENTS = ["vpg", "vac", "a2c", "ppo"]
 GAMMA = 0.9
+CARTPOLE = "env=classic/cartpole"
 
 
 # -- the Gaussian policy ------------------------------------------------------------------------------------
@@ -123,7 +123,7 @@ def test_agent_learns_on_discrete_and_box_actions_and_checkpoints_round_trip(nam
     overrides = (f"agent={name}", f"env={env}", "hardware.n_envs=4", *(
         ["agent.n_steps=16"] if name in ("a2c", "ppo") else []), *(
         ["agent.min_batch_size=200"] if name == "vpg" else []))
-    _, train_env, agent = build(*overrides, env_prefix=None)
+    _, train_env, agent = build(*overrides)
     before = parameters(agent)
     state = drive(train_env, agent, 1_200)
     assert not torch.equal(before, parameters(agent)), f"{name} never updated its networks on {env}"
@@ -135,7 +135,7 @@ def test_agent_learns_on_discrete_and_box_actions_and_checkpoints_round_trip(nam
         assert actions.shape == (4,) and actions.dtype == torch.int64
 
     # A fresh agent loaded from the checkpoint state acts exactly like the trained one, greedily.
-    _, probe_env, clone = build(*overrides, env_prefix=None)
+    _, probe_env, clone = build(*overrides)
     clone.load_state_dict(agent.state_dict())
     probe = probe_env.reset(seed=123)
     greedy = agent.test_agent().act(probe)
@@ -149,8 +149,7 @@ def test_agent_learns_on_discrete_and_box_actions_and_checkpoints_round_trip(nam
 def test_gaussian_policy_on_a_shared_trunk(name):
     """approximation.shared=true: policy means and value on one MLP trunk (a FeatureNetwork) for Box actions."""
     _, env, agent = build(f"agent={name}", "env=classic/pendulum", "approximation.shared=true", "hardware.n_envs=4",
-                          *{"vpg": ["agent.min_batch_size=200"], "ppo": ["agent.n_steps=16"]}.get(name, []),
-                          env_prefix=None)
+                          *{"vpg": ["agent.min_batch_size=200"], "ppo": ["agent.n_steps=16"]}.get(name, []))
     trunk = [p.detach().clone() for p in policy_gradient(agent).features.model.parameters()]
     drive(env, agent, 1_000)
     after = list(policy_gradient(agent).features.model.parameters())
@@ -159,7 +158,7 @@ def test_gaussian_policy_on_a_shared_trunk(name):
 
 
 def act_times(name: str, n: int, *overrides: str) -> PolicyGradient:
-    _, env, body = build(f"agent={name}", "hardware.n_envs=4", *overrides)
+    _, env, body = build(CARTPOLE, f"agent={name}", "hardware.n_envs=4", *overrides)
     state = env.reset(seed=0)
     for _ in range(n):
         state = env.step(body.act(state))
@@ -180,7 +179,7 @@ def test_vac_updates_on_every_step_after_the_first():
 
 
 def test_vpg_updates_only_on_complete_episodes_of_at_least_min_batch_size_steps():
-    _, env, agent = build("agent=vpg", "hardware.n_envs=4", "agent.min_batch_size=300")
+    _, env, agent = build(CARTPOLE, "agent=vpg", "hardware.n_envs=4", "agent.min_batch_size=300")
     vpg = policy_gradient(agent)
     state = env.reset(seed=0)
     finished, updates = 0, []
@@ -202,10 +201,7 @@ def test_complete_episode_buffer_returns_carry_running_episodes_over():
     buffer = CompleteEpisodeBuffer(n_envs=2, discount_factor=GAMMA)
 
     def step(obs, reward, done, mask, action):
-        buffer.store_state(StateArray({"observation": torch.tensor([[obs[0]], [obs[1]]], dtype=torch.float32),
-                                       "reward": torch.tensor(reward, dtype=torch.float32),
-                                       "done": torch.tensor(done), "mask": torch.tensor(mask, dtype=torch.float32)},
-                                      (2,)))
+        buffer.store_state(states(torch.tensor([[obs[0]], [obs[1]]], dtype=torch.float32), reward, done, mask))
         buffer.store_action(torch.tensor(action))
 
     # env 0: an episode of 3 steps ending in a terminal state; env 1: still running after 4 states.
@@ -236,13 +232,12 @@ def test_complete_episode_buffer_returns_carry_running_episodes_over():
 def hand_made_states(obs_first: list[float], reward: float, done: list[bool], mask: list[float]) -> StateArray:
     observation = torch.zeros(2, 4)
     observation[:, 0] = torch.tensor(obs_first)
-    return StateArray({"observation": observation, "reward": torch.full((2,), reward),
-                       "done": torch.tensor(done), "mask": torch.tensor(mask)}, (2,))
+    return states(observation, torch.full((2,), reward), done, mask)
 
 
 def agent_valuing_states_by_their_first_number(name: str, *overrides: str):
     """The policy-gradient agent ``name`` on 2 envs whose value head is V(s) = s[0] (one linear layer)."""
-    _, env, body = build(f"agent={name}", "hardware.n_envs=2", "approximation.hidden=[]",
+    _, env, body = build(CARTPOLE, f"agent={name}", "hardware.n_envs=2", "approximation.hidden=[]",
                          f"agent.discount_factor={GAMMA}", *overrides)
     env.close()
     agent = policy_gradient(body)
@@ -282,7 +277,7 @@ def test_truncated_episodes_bootstrap_from_the_last_state_and_terminal_ones_do_n
 @pytest.mark.parametrize("name", AGENTS)
 def test_agent_runs_2000_steps_on_breakout_with_its_atari_preset(name):
     pytest.importorskip("ale_py")
-    settings, env, agent = build(f"agent={name}", "env=atari/breakout", env_prefix=None)
+    settings, env, agent = build(f"agent={name}", "env=atari/breakout")
     n = settings.hardware.n_envs
     assert n >= 8 and settings.approximation["model"] == "nature_cnn"
     before = parameters(agent)
@@ -323,7 +318,7 @@ def test_bad_policy_gradient_settings_are_one_line(run_cli, workdir, override, w
 def _captured_advantages(*overrides: str) -> tuple[object, list[tuple[torch.Tensor, torch.Tensor]]]:
     """A2C driven through two updates, with the (returns, advantages) each update trained on (advantages
     None: the update takes G - V(s) from its own values)."""
-    _, env, agent = build("agent=a2c", "agent.n_steps=16", *overrides)
+    _, env, agent = build(CARTPOLE, "agent=a2c", "agent.n_steps=16", *overrides)
     a2c, seen = agent.agent, []
     step = a2c._actor_critic_step
 

@@ -4,17 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from conftest import states
 
-from rlconf.core import StateArray
 from rlconf.memory import NStepReplayBuffer, PrioritizedReplayBuffer, ReplayBuffer, SumTree
-
-
-def states(observation, reward, done, mask=None, **extra) -> StateArray:
-    done = torch.as_tensor(done)
-    mask = (~done).float() if mask is None else torch.as_tensor(mask, dtype=torch.float32)
-    x = {"observation": torch.as_tensor(observation), "reward": torch.as_tensor(reward, dtype=torch.float32),
-         "done": done, "mask": mask, **extra}
-    return StateArray(x, (len(done),))
 
 
 def test_n_step_returns_stop_at_episode_ends_and_at_the_newest_row():

@@ -16,7 +16,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-from conftest import FAST_RUN, assert_run_refused, only_run_dir
+from conftest import FAST_RUN, assert_run_refused, drive, only_run_dir, states
 
 from rlconf.agents import BuildContext
 from rlconf.agents.tabular import DynaQ, OutcomeModel, QLearning, SarsaLambda, TabularTestAgent
@@ -36,25 +36,24 @@ def make(agent_class, n_states: int = 3, n_actions: int = 2, n_envs: int = 1, se
     return agent_class.from_config(agent_class.Config(**options), context)
 
 
-def states(observation: int, reward: float = 0.0, done: bool = False, terminated: bool = False) -> StateArray:
-    """One environment's state as the adapter hands it over."""
-    return StateArray({"observation": torch.tensor([observation]), "reward": torch.tensor([reward]),
-                       "done": torch.tensor([done]), "mask": torch.tensor([0.0 if terminated else 1.0])}, (1,))
+def one_state(observation: int, reward: float = 0.0, done: bool = False, terminated: bool = False) -> StateArray:
+    """One environment's state as the adapter hands it over: done without terminated is a time limit."""
+    return states([observation], [reward], [done], [0.0 if terminated else 1.0])
 
 
 # -- the updates, by hand ---------------------------------------------------------------------------------
 def test_one_q_learning_step_by_hand():
     agent = make(QLearning, alpha=0.5, discount_factor=0.9)
     agent.q[:] = [[0.0, 1.0], [2.0, 4.0], [0.0, 0.0]]
-    assert agent.act(states(0)).tolist() == [1]  # greedy: nothing learned yet
-    assert agent.act(states(1, reward=-1.0)).tolist() == [1]
+    assert agent.act(one_state(0)).tolist() == [1]  # greedy: nothing learned yet
+    assert agent.act(one_state(1, reward=-1.0)).tolist() == [1]
     # q[0, 1] += 0.5 * (-1 + 0.9 * max(2, 4) - 1) = 1 + 0.5 * 1.6
     assert agent.q[0, 1] == pytest.approx(1.8)
-    agent.act(states(2, reward=10.0, done=True, terminated=True))
+    agent.act(one_state(2, reward=10.0, done=True, terminated=True))
     # Terminated: no future value. q[1, 1] += 0.5 * (10 - 4)
     assert agent.q[1, 1] == pytest.approx(7.0)
     before = agent.q.copy()
-    agent.act(states(0))  # gymnasium's reset step: no transition leads out of a done state
+    agent.act(one_state(0))  # gymnasium's reset step: no transition leads out of a done state
     assert np.array_equal(agent.q, before)
     assert agent.clock.steps == 4
 
@@ -62,25 +61,25 @@ def test_one_q_learning_step_by_hand():
 def test_a_truncated_step_bootstraps():
     agent = make(QLearning, alpha=1.0, discount_factor=0.5)
     agent.q[:] = [[0.0, 1.0], [2.0, 4.0], [0.0, 0.0]]
-    agent.act(states(0))
-    agent.act(states(1, reward=-1.0, done=True))  # a time limit: the world goes on
+    agent.act(one_state(0))
+    agent.act(one_state(1, reward=-1.0, done=True))  # a time limit: the world goes on
     assert agent.q[0, 1] == pytest.approx(-1.0 + 0.5 * 4.0)
 
 
 def test_sarsa_lambda_traces_by_hand():
     agent = make(SarsaLambda, alpha=0.5, discount_factor=0.5, lam=0.5)  # traces decay by 0.25 a step
     agent.q[:] = [[0.0, 1.0], [0.0, 1.0], [0.0, 0.0]]  # action 1 is greedy in states 0 and 1
-    agent.act(states(0))
-    agent.act(states(1))
+    agent.act(one_state(0))
+    agent.act(one_state(1))
     # delta = 0 + 0.5 * q[1, 1] - q[0, 1] = -0.5; e[0, 1] = 1, so q[0, 1] += 0.5 * -0.5; then e decays
     assert agent.q[0, 1] == pytest.approx(0.75)
     assert agent.traces[0, 0, 1] == pytest.approx(0.25)
-    agent.act(states(2, reward=2.0, done=True, terminated=True))
+    agent.act(one_state(2, reward=2.0, done=True, terminated=True))
     # delta = 2 - q[1, 1] = 1, reaching both pairs through their traces (1 and 0.25)
     assert agent.q[1, 1] == pytest.approx(1.0 + 0.5 * 1.0)
     assert agent.q[0, 1] == pytest.approx(0.75 + 0.5 * 0.25)
     assert agent.traces[0, :, 1] == pytest.approx([0.0625, 0.25, 0.0])
-    agent.act(states(0))  # the next episode starts without traces
+    agent.act(one_state(0))  # the next episode starts without traces
     assert not agent.traces.any()
     assert np.array_equal(agent.q[2], [0.0, 0.0])
 
@@ -90,7 +89,7 @@ def test_a_revisited_pair_replaces_or_accumulates_its_trace(kind, trace):
     agent = make(SarsaLambda, alpha=0.5, discount_factor=0.5, lam=0.5, traces=kind)
     agent.q[:] = [[0.0, 1.0], [0.0, 1.0], [0.0, 0.0]]
     for _ in range(3):  # 0 -> 0 -> 0: the pair (0, 1) twice
-        agent.act(states(0))
+        agent.act(one_state(0))
     assert agent.traces[0, 0, 1] == pytest.approx(trace)
 
 
@@ -118,8 +117,8 @@ def test_the_model_samples_pairs_uniformly_and_outcomes_in_proportion():
 def test_dyna_q_plans_from_what_it_saw():
     agent = make(DynaQ, alpha=0.5, planning_steps=5)
     agent.q[0] = [0.0, 1.0]
-    agent.act(states(0))
-    agent.act(states(2, reward=2.0, done=True, terminated=True))
+    agent.act(one_state(0))
+    agent.act(one_state(2, reward=2.0, done=True, terminated=True))
     # One real update and five planned ones, all of the only pair seen: q moves 1 - 0.5**6 of the way to 2.
     assert agent.q[0, 1] == pytest.approx(2.0 - 0.5**6)
     assert len(agent.model) == 1
@@ -127,12 +126,12 @@ def test_dyna_q_plans_from_what_it_saw():
 
 def test_ties_are_broken_at_random():
     agent = make(QLearning, n_states=1, n_actions=4)
-    assert set(agent.act(states(0)).item() for _ in range(200)) == {0, 1, 2, 3}
+    assert set(agent.act(one_state(0)).item() for _ in range(200)) == {0, 1, 2, 3}
     test_agent = TabularTestAgent(agent.q)
     np.random.seed(0)
-    first = [test_agent.act(states(0)).item() for _ in range(50)]
+    first = [test_agent.act(one_state(0)).item() for _ in range(50)]
     np.random.seed(0)
-    assert [test_agent.act(states(0)).item() for _ in range(50)] == first  # from the global generator
+    assert [test_agent.act(one_state(0)).item() for _ in range(50)] == first  # from the global generator
     assert len(set(first)) > 1
 
 
@@ -143,9 +142,7 @@ def test_a_checkpoint_loads_with_weights_only_and_goes_on_identically(agent_clas
     options = {"n_states": 16, "n_actions": 4, "n_envs": 2, "epsilon": 1.0, "epsilon_final": 0.1,
               "epsilon_decay_steps": 200}
     agent = make(agent_class, **options)
-    state = env.reset(seed=0)
-    while env.steps < 500:
-        state = env.step(agent.act(state))
+    drive(env, agent, 500)
     torch.save(agent.state_dict(), tmp_path / "agent.pt")
     assert torch.serialization.get_unsafe_globals_in_checkpoint(tmp_path / "agent.pt") == []
     clone = make(agent_class, **options, seed=1)
