@@ -153,3 +153,25 @@ def test_an_agent_restored_without_its_replay_refills_it_before_learning_again(a
     assert not torch.equal(parameters(resumed), restored), "refilled, it learns again"
     env1.close()
     env2.close()
+
+
+@pytest.mark.parametrize(("agent", "env", "approximation"), [
+    ("dqn", "classic/cartpole", "q"), ("rainbow", "classic/cartpole", "q"),
+    ("ddpg", "classic/pendulum", "q"), ("td3", "classic/pendulum", "q_1"), ("sac", "classic/pendulum", "q_1")])
+def test_off_policy_agents_update_in_bursts_once_replay_start_size_steps_are_stored(agent, env, approximation):
+    """Every update_frequency environment steps (4 acts of 2 environments) a burst of gradient_steps updates,
+    from the first burst due at or after replay_start_size steps: acts 52, 56, ..., 148 of 150."""
+    overrides = (f"agent={agent}", "agent.replay_start_size=100", "agent.update_frequency=8",
+                 "agent.gradient_steps=3", "agent.batch_size=16", "hardware.n_envs=2")
+    _, environment, built = build(*overrides, env_prefix=f"env={env}")
+    learner = built
+    while hasattr(learner, "agent"):  # inside its bodies
+        learner = learner.agent
+    state = environment.reset(seed=0)
+    for acts in range(1, 151):
+        state = environment.step(built.act(state))
+        if acts == 51:
+            assert getattr(learner, approximation).updates == 0, "updated before the first burst was due"
+    assert learner.clock.steps == 300
+    assert getattr(learner, approximation).updates == 3 * len(range(52, 151, 4))
+    environment.close()

@@ -19,7 +19,6 @@ from torch import nn
 
 from rlconf.agents import TestAgent
 from rlconf.agents import sac as sac_module
-from rlconf.agents.ddpg import minibatches
 from rlconf.approximation import PolyakTarget, QContinuous
 from rlconf.bodies import NormalizeObservations, NormalizeRewards, RunningMeanStd, TimeFeature
 from rlconf.config import compose, validate
@@ -576,7 +575,7 @@ def test_a_fixed_temperature_weighs_the_critic_targets_and_the_policy_loss(monke
     sac = innermost(agent)
     drive(env, agent, 300)
     env.close()
-    batch = next(minibatches(sac.replay, 1, 32))
+    batch = sac.replay.sample(32)
     seen: list[tuple[object, torch.Tensor]] = []
     with monkeypatch.context() as patch:  # the losses the update trains on, without the step
         patch.setattr(sac_module, "reinforce_together", lambda *losses: seen.extend(losses))

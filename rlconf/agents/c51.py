@@ -22,7 +22,8 @@ from __future__ import annotations
 import torch
 
 from rlconf.agents._agent import BuildContext
-from rlconf.agents.dqn import DQN, training_settings
+from rlconf.agents._off_policy import training_settings
+from rlconf.agents.dqn import DQN
 from rlconf.agents.hyperparameters import C51Config, RainbowConfig
 from rlconf.approximation import QDist
 from rlconf.memory import Transitions
@@ -56,16 +57,14 @@ class C51(DQN):
         chooser = self.q.no_grad(batch.next_observation) if self.config.double_q else next_probabilities
         best = legal_argmax(self.q.expected(chooser), batch.next_action_mask)
         next_distribution = next_probabilities[torch.arange(len(best), device=best.device), best]
-        discount = self.config.discount_factor if batch.discount is None else batch.discount
-        return self.q.project(batch.reward, discount * batch.next_mask, next_distribution)
+        return self.q.project(batch.reward, self._discount(batch) * batch.next_mask, next_distribution)
 
-    def _update(self, batch: Transitions, targets: torch.Tensor | None = None) -> None:
-        if targets is None:
-            targets = self._td_targets(batch)
+    def _losses(self, batch: Transitions, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Each transition's cross-entropy between target and predicted distribution, also its priority."""
         log_probabilities = self.q.log_probs(batch.observation)
         chosen = log_probabilities[torch.arange(len(batch.action), device=batch.action.device), batch.action]
         losses = -(targets * chosen).sum(-1)
-        self.q.reinforce(self._weighted_mean(losses, batch, losses.detach()))
+        return losses, losses.detach()
 
 
 class _MeanValues:

@@ -25,16 +25,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from rlconf.agents._agent import Buildable, BuildContext, ParallelAgent, ReplayLearner, TestAgent
-from rlconf.agents._plays import CONTINUOUS
-from rlconf.agents.ddpg import (
+from rlconf.agents._agent import BuildContext, TestAgent
+from rlconf.agents._off_policy import (
+    ActorTestAgent,
+    ContinuousOffPolicy,
     action_bounds,
     critic,
     generator,
-    minibatches,
     off_policy_replay,
     optimizer,
-    random_actions,
 )
 from rlconf.agents.hyperparameters import SACConfig
 from rlconf.approximation import Approximation, QContinuous, reinforce_together
@@ -56,11 +55,9 @@ class LogTemperature(nn.Module):
         return self.log_alpha
 
 
-class SAC(ReplayLearner, ParallelAgent, Buildable):
+class SAC(ContinuousOffPolicy):
     Config = SACConfig
-    plays = CONTINUOUS
     checkpointed = ("q_1", "q_2", "policy", "temperature")
-    counters = {"calls": "_calls"}
 
     def __init__(self, q_1: QContinuous, q_2: QContinuous, policy: SoftDeterministicPolicy,
                  temperature: Approximation, replay: ReplayBuffer, clock: Clock, config: SACConfig, n_envs: int,
@@ -69,13 +66,8 @@ class SAC(ReplayLearner, ParallelAgent, Buildable):
         self.policy = policy
         self.bounds = policy.bounds
         self.temperature = temperature
-        self.replay = replay
-        self.clock = clock
-        self.config = config
+        super().__init__(replay, clock, config, n_envs)
         self.entropy_target = entropy_target
-        # Periods are given in environment steps; with n_envs environments one act() is n_envs steps.
-        self._train_every = max(1, config.update_frequency // n_envs)
-        self._calls = 0
 
     @classmethod
     def from_config(cls, config: SACConfig, context: BuildContext) -> SAC:
@@ -95,25 +87,13 @@ class SAC(ReplayLearner, ParallelAgent, Buildable):
         return cls(q_1, q_2, policy, temperature, off_policy_replay(config, context), Clock(), config,
                    context.n_envs, entropy_target)
 
-    def act(self, states: StateArray) -> torch.Tensor:
-        self.clock.tick(len(states))
-        self._calls += 1
-        if self.clock.steps < self.config.replay_start_size:
-            actions = random_actions(self.bounds, len(states), self.policy.generator)
-        else:
-            actions, _ = self.policy.no_grad(states.as_input())
-        self.replay.store(states, actions)
-        # Learning starts after the random steps, once the replay holds as many (refilled after a resume
-        # without it; on the very first step it holds no complete transition).
-        start = self.config.replay_start_size
-        learning = self.clock.steps >= start and self.replay.holds(start)
-        if learning and self._calls % self._train_every == 0:
-            self._train()
-        return actions
+    @property
+    def generator(self) -> torch.Generator:
+        """The policy's: the warm-up's random actions and the policy's samples come from one generator."""
+        return self.policy.generator
 
-    def _train(self) -> None:
-        for batch in minibatches(self.replay, self.config.gradient_steps, self.config.batch_size):
-            self._update(batch)
+    def _policy_actions(self, states: StateArray) -> torch.Tensor:
+        return self.policy.no_grad(states.as_input())[0]
 
     def _update(self, batch: Transitions) -> None:
         log_alpha = self.temperature()
@@ -141,17 +121,8 @@ class SAC(ReplayLearner, ParallelAgent, Buildable):
         next_observation = batch.next_observation
         actions, log_probs = self.policy.no_grad(next_observation)
         next_values = torch.min(self.q_1.target(next_observation, actions), self.q_2.target(next_observation, actions))
-        return batch.reward + self.config.discount_factor * batch.next_mask * (next_values - alpha * log_probs)
+        return self._bootstrap(batch, next_values - alpha * log_probs)
 
     def test_agent(self) -> TestAgent:
-        return SACTestAgent(self.policy)
-
-
-class SACTestAgent(TestAgent):
-    """The squashed mean of the policy's Gaussian: its most likely action, without sampling."""
-
-    def __init__(self, policy: SoftDeterministicPolicy):
-        self.policy = policy
-
-    def act(self, states: StateArray) -> torch.Tensor:
-        return self.policy.greedy(states.as_input())
+        """The squashed mean of the policy's Gaussian: its most likely action, without sampling."""
+        return ActorTestAgent(self.policy.greedy)

@@ -5,7 +5,8 @@
   target averages Q over a small neighbourhood instead of trusting one sharp peak.
 - Delayed policy updates: the policy and all targets move once every ``policy_delay`` critic updates.
 
-Acting, replay and the update schedule are DDPG's (ddpg.py); only the networks and the update differ.
+Acting, replay and the update cadence are DDPG's (ddpg.py, _off_policy.py); only the networks and the
+update differ.
 """
 
 from __future__ import annotations
@@ -14,15 +15,8 @@ import torch
 import torch.nn.functional as F
 
 from rlconf.agents._agent import BuildContext
-from rlconf.agents.ddpg import (
-    DDPG,
-    action_bounds,
-    critic,
-    deterministic_policy,
-    gaussian,
-    generator,
-    off_policy_replay,
-)
+from rlconf.agents._off_policy import action_bounds, critic, gaussian, generator, off_policy_replay
+from rlconf.agents.ddpg import DDPG, deterministic_policy
 from rlconf.agents.hyperparameters import TD3Config
 from rlconf.approximation import QContinuous, reinforce_together
 from rlconf.memory import ReplayBuffer, Transitions
@@ -33,7 +27,7 @@ from rlconf.policies import DeterministicPolicy
 class TD3(DDPG):
     Config = TD3Config
     checkpointed = ("q_1", "q_2", "policy")
-    counters = {"calls": "_calls", "updates": "_updates"}
+    counters = DDPG.counters | {"updates": "_updates"}
 
     def __init__(self, q_1: QContinuous, q_2: QContinuous, policy: DeterministicPolicy, replay: ReplayBuffer,
                  clock: Clock, config: TD3Config, n_envs: int, generator: torch.Generator):
@@ -69,6 +63,6 @@ class TD3(DDPG):
         noise = gaussian(actions, self.config.target_noise, self.generator)
         noise = noise.clamp(-self.config.target_noise_clip, self.config.target_noise_clip)
         actions = self.bounds.clip(actions + self.bounds.half_range * noise)
-        next_values = torch.min(self.q_1.target(next_observation, actions), self.q_2.target(next_observation, actions))
-        return batch.reward + self.config.discount_factor * batch.next_mask * next_values
+        return self._bootstrap(batch, torch.min(self.q_1.target(next_observation, actions),
+                                                self.q_2.target(next_observation, actions)))
 

@@ -1,0 +1,223 @@
+"""What the off-policy agents (DQN and its kin, DDPG, TD3, SAC) share, so that each of their files holds only
+its algorithm: how it explores and what one minibatch update does.
+
+- ``OffPolicy``: the agent base. Every ``act`` stores the states and the chosen actions in replay. Learning
+  starts after ``replay_start_size`` environment steps, once the replay holds as many (so a run resumed
+  without its replay refills it first: ``ReplayBuffer.holds``); from then on every ``update_frequency``
+  environment steps bring a burst of ``gradient_steps`` minibatch updates.
+- ``off_policy_replay``: the replay an agent's config asks for; ``minibatches``: the minibatches of one burst.
+- ``ContinuousOffPolicy``: the base of DDPG, TD3 and SAC: actions in a Box, uniformly random ones during the
+  warm-up; their test agent (``ActorTestAgent``) and the builders of their critics, optimisers and
+  generator.
+- ``training_settings``: the optimiser, target network and clipping of a value network of the DQN family.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from rlconf.agents._agent import Buildable, BuildContext, ParallelAgent, ReplayLearner, TestAgent
+from rlconf.agents._plays import CONTINUOUS
+from rlconf.approximation import PolyakTarget, QContinuous, adam, make_target
+from rlconf.core import StateArray
+from rlconf.errors import ConfigError
+from rlconf.memory import ReplayBuffer, Transitions, replay_buffer
+from rlconf.nn import model_settings
+from rlconf.optim import Clock, schedule
+from rlconf.policies import ActionBounds
+
+
+class OffPolicy(ReplayLearner, ParallelAgent, Buildable):
+    """Base of the agents that learn from replay: acting, storing, the warm-up and the update cadence.
+
+    A subclass says how it explores (``_explore``) and what one update does (``_update``); ``_train`` (one
+    burst) is here for agents whose updates take a minibatch each."""
+
+    counters = {"calls": "_calls"}
+
+    def __init__(self, replay: ReplayBuffer, clock: Clock, config: Any, n_envs: int):
+        self.replay = replay
+        self.clock = clock
+        self.config = config
+        # Periods are given in environment steps; with n_envs environments one act() is n_envs steps.
+        self._train_every = max(1, config.update_frequency // n_envs)
+        self._calls = 0
+
+    def act(self, states: StateArray) -> torch.Tensor:
+        self.clock.tick(len(states))
+        self._calls += 1
+        actions = self._explore(states)
+        self.replay.store(states, actions)
+        self._learn()
+        return actions
+
+    def _explore(self, states: StateArray) -> torch.Tensor:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def _learn(self) -> None:
+        """After each act: a burst of updates when one is due."""
+        if self._due(self._train_every) and self._learning():
+            self._train()
+
+    def _due(self, every: int) -> bool:
+        """Whether this act() is an ``every``-th one."""
+        return self._calls % every == 0
+
+    def _warming_up(self) -> bool:
+        """Within the first ``replay_start_size`` environment steps."""
+        return self.clock.steps < self.config.replay_start_size
+
+    def _learning(self) -> bool:
+        """Past the warm-up, with the replay holding as many steps (refilled after a resume without it; on
+        the very first step it holds no complete transition)."""
+        return not self._warming_up() and self.replay.holds(self.config.replay_start_size)
+
+    def _train(self) -> None:
+        for batch in minibatches(self.replay, self.config.gradient_steps, self.config.batch_size):
+            self._update(batch)
+
+    def _update(self, batch: Transitions) -> None:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def _bootstrap(self, batch: Transitions, next_values: torch.Tensor) -> torch.Tensor:
+        """r + gamma^n * mask' * next_values; mask' is 0 only after a terminal state (an episode cut off by a
+        time limit still bootstraps)."""
+        return batch.reward + self._discount(batch) * batch.next_mask * next_values
+
+    def _discount(self, batch: Transitions) -> float | torch.Tensor:
+        """gamma, or each n-step transition's gamma^n."""
+        return self.config.discount_factor if batch.discount is None else batch.discount
+
+
+# -- minibatches -----------------------------------------------------------------------------------------
+def draws(replay: ReplayBuffer, n: int, size: int, one_by_one: bool = False) -> Iterator[Transitions]:
+    """What a burst of ``n`` updates on minibatches of ``size`` samples from replay: one draw of ``n * size``
+    transitions (one indexing pass), or, ``one_by_one``, ``n`` draws of ``size``, each taken after the
+    previous update (prioritized replay: each draw sees the priorities the previous update left)."""
+    if one_by_one:
+        for _ in range(n):
+            yield replay.sample(size)
+    else:
+        yield replay.sample(n * size)
+
+
+def parts(draw: Transitions, size: int) -> Iterator[slice]:
+    """The minibatches of ``size`` in one draw, as slices."""
+    for start in range(0, len(draw.reward), size):
+        yield slice(start, start + size)
+
+
+def part_of(draw: Transitions, part: slice) -> Transitions:
+    """One minibatch of a draw (None fields stay None; index pairs are sliced pairwise)."""
+    return Transitions(*(_slice(field, part) for field in draw))
+
+
+def minibatches(replay: ReplayBuffer, n: int, size: int) -> Iterator[Transitions]:
+    """The ``n`` minibatches of ``size`` of one burst, from one draw."""
+    for draw in draws(replay, n, size):
+        for part in parts(draw, size):
+            yield part_of(draw, part)
+
+
+def _slice(field, part: slice):
+    if field is None:
+        return None
+    if isinstance(field, tuple):
+        return tuple(t[part] for t in field)
+    return field[part]
+
+
+def off_policy_replay(config: Any, context: BuildContext, **options: Any) -> ReplayBuffer:
+    """The replay of ``replay_buffer_size`` transitions of the context's observations and actions, seeded from
+    the run's seed; ``options``: how it samples (``rlconf.memory.replay_buffer``)."""
+    return replay_buffer(config.replay_buffer_size, context.n_envs, context.observation_space,
+                         context.observation_dtype, device=context.device, seed=context.seed,
+                         action_space=context.action_space, **options)
+
+
+# -- value networks of the DQN family --------------------------------------------------------------------
+def training_settings(model: torch.nn.Module, config: Any, context: BuildContext, clock: Clock) -> dict:
+    """Optimiser (Adam, learning rate schedule), target network, clipping and logger of a value network:
+    the keyword arguments of its Approximation, the same for every agent of the DQN family."""
+    lr = schedule(config.lr, config.lr_final, context.total_steps, clock, "lr")
+    optimizer, lr_schedule = adam(model.parameters(), lr, config.adam_eps)
+    return dict(optimizer=optimizer, scheduler=lr_schedule, target=make_target(config.target, 0, config.target_rate),
+                clip_grad=config.clip_grad, logger=context.logger)
+
+
+# -- continuous actions: DDPG, TD3, SAC ------------------------------------------------------------------
+class ContinuousOffPolicy(OffPolicy):
+    """Base of the off-policy actor-critics: actions in ``bounds``, uniformly random ones (from
+    ``generator``) during the warm-up, which fill the replay with diverse experience, the policy's after."""
+
+    plays = CONTINUOUS
+    bounds: ActionBounds
+    generator: torch.Generator
+
+    def _explore(self, states: StateArray) -> torch.Tensor:
+        if self._warming_up():
+            return random_actions(self.bounds, len(states), self.generator)
+        return self._policy_actions(states)
+
+    def _policy_actions(self, states: StateArray) -> torch.Tensor:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+class ActorTestAgent(TestAgent):
+    """The actor's action, without exploration: ``action`` maps observations to it (a deterministic
+    policy's output, the most likely action of a stochastic one)."""
+
+    def __init__(self, action: Callable[[torch.Tensor], torch.Tensor]):
+        self.action = action
+
+    def act(self, states: StateArray) -> torch.Tensor:
+        return self.action(states.as_input())
+
+
+def action_bounds(context: BuildContext, agent: str) -> ActionBounds:
+    """The bounds of the continuous actions ``agent`` acts in; anything else is a ConfigError, one line."""
+    space = context.action_space
+    if not (isinstance(space, gym.spaces.Box) and len(space.shape) == 1):
+        raise ConfigError(f"agent={agent}: needs continuous (Box) actions, not {space}; allowed: envs with Box "
+                          "actions, e.g. env=classic/pendulum or env=mujoco/half_cheetah (rlconf list env)")
+    shape = context.observation_space.shape
+    if len(shape) != 1:
+        raise ConfigError(f"agent={agent}: its critic takes vector observations (concatenated with the action), "
+                          f"not observations of shape {shape}; allowed: envs with vector observations")
+    return ActionBounds(space, context.device)
+
+
+def critic(config: Any, context: BuildContext, bounds: ActionBounds, name: str, every: int = 1) -> QContinuous:
+    """Q(s, a): the approximation group's network on the observation and action side by side, with Adam at
+    ``lr_q`` and a Polyak target moved after every ``every``-th update."""
+    inputs = int(np.prod(context.observation_space.shape)) + bounds.dim
+    space = gym.spaces.Box(-np.inf, np.inf, (inputs,), np.float32)
+    model = model_settings(context.approximation).head(space, 1).to(context.device)
+    return QContinuous(model, optimizer(model, config.lr_q, config), name=name,
+                       target=PolyakTarget(config.polyak_rate, every), logger=context.logger)
+
+
+def optimizer(model: torch.nn.Module, lr: float, config: Any) -> torch.optim.Adam:
+    """Fused Adam at a constant learning rate."""
+    return adam(model.parameters(), lr, config.adam_eps)[0]
+
+
+def generator(context: BuildContext) -> torch.Generator:
+    """The agent's own random numbers (exploration, target smoothing), seeded, on the networks' device."""
+    return torch.Generator(device=context.device).manual_seed(context.seed)
+
+
+def random_actions(bounds: ActionBounds, n: int, generator: torch.Generator) -> torch.Tensor:
+    """``n`` actions drawn uniformly from the Box."""
+    uniform = torch.rand((n, bounds.dim), generator=generator, device=bounds.low.device)
+    return bounds.scale(uniform * 2 - 1).view(n, *bounds.shape)
+
+
+def gaussian(like: torch.Tensor, std: float, generator: torch.Generator) -> torch.Tensor:
+    """Noise of standard deviation ``std`` shaped like ``like``."""
+    return std * torch.randn(like.shape, generator=generator, device=like.device, dtype=like.dtype)
