@@ -161,9 +161,9 @@ def test_an_agent_restored_without_its_replay_refills_it_before_learning_again(a
 def test_off_policy_agents_update_in_bursts_once_replay_start_size_steps_are_stored(agent, env, approximation):
     """Every update_frequency environment steps (4 acts of 2 environments) a burst of gradient_steps updates,
     from the first burst due at or after replay_start_size steps: acts 52, 56, ..., 148 of 150."""
-    overrides = (f"agent={agent}", "agent.replay_start_size=100", "agent.update_frequency=8",
+    overrides = (f"agent={agent}", f"env={env}", "agent.replay_start_size=100", "agent.update_frequency=8",
                  "agent.gradient_steps=3", "agent.batch_size=16", "hardware.n_envs=2")
-    _, environment, built = build(*overrides, env_prefix=f"env={env}")
+    _, environment, built = build(*overrides)
     learner = built
     while hasattr(learner, "agent"):  # inside its bodies
         learner = learner.agent
