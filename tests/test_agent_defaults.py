@@ -1,9 +1,11 @@
-"""Each agent's defaults are written twice, in its ``Config`` dataclass (what code and tests build) and in
-configs/agent/<name>.yaml (what a user reads and overrides): the two must say the same, key for key.
+"""A default is written once. An agent's are in configs/agent/<name>.yaml, and its ``Config`` dataclass takes
+them from there (``@agent_defaults``); a preset holds only what differs from the config it is merged over; an
+Atari game's env config holds only its name and id, over the settings every game shares.
 
-The YAML is composed by Hydra on its own (``config_name=agent/<name>``): its defaults list of other agent
+The agent YAML is composed by Hydra on its own (``config_name=agent/<name>``): its defaults list of other agent
 files is merged with ``_self_`` where it stands, as in a run, but without an env, whose family preset would
-replace the agent's defaults with that family's hyperparameters.
+replace the agent's defaults with that family's hyperparameters. That Hydra's reading and the dataclass's agree,
+key for key and type for type, checks the derivation (the dataclass reads the files with PyYAML).
 """
 
 from __future__ import annotations
@@ -16,9 +18,9 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from rlconf import registry
+from rlconf.agents.hyperparameters import NOT_SETTINGS, agent_defaults
 from rlconf.paths import config_dir
 
-NOT_SETTINGS = {"name", "_target_"}  # what the YAML tells Hydra and the registry, not the agent
 AGENTS = sorted(path.stem for path in (config_dir() / "agent").glob("*.yaml"))
 
 
@@ -89,7 +91,7 @@ def test_every_registered_agent_has_a_config_file_and_every_file_an_agent():
 
 
 @pytest.mark.parametrize("name", AGENTS)
-def test_the_yaml_and_the_dataclass_agree_on_every_default(name):
+def test_the_dataclass_takes_every_default_from_the_yaml(name):
     problems = disagreements(name)
     assert not problems, "\n".join(problems)
 
@@ -107,3 +109,32 @@ def test_a_disagreement_names_the_agent_the_key_and_both_values(monkeypatch):
         "agent=td3: td3.yaml vs Drifted: noise: YAML 0.1, dataclass 0.3",
         "agent=td3: td3.yaml vs Drifted: policy_delay=2 in the YAML, not a field of the dataclass",
     ]
+
+
+# -- a default written in the class too, or a key on one side only, is refused when the module is imported ----
+def test_a_default_written_in_the_class_too_is_refused():
+    with pytest.raises(TypeError, match=r"Twice\.noise: its default is written in configs/agent/td3\.yaml"):
+        @agent_defaults("td3")
+        class Twice(registry.agent_config("td3")):
+            noise: float = 0.3
+
+
+def test_a_yaml_key_the_class_does_not_declare_is_refused():
+    with pytest.raises(TypeError, match=r"configs/agent/td3\.yaml: discount_factor is not a field of Bare"):
+        @agent_defaults("td3")
+        class Bare:
+            noise: float
+
+
+def test_a_field_the_yaml_leaves_out_is_refused():
+    with pytest.raises(TypeError, match=r"configs/agent/random\.yaml has no value for lr \(Extra\)"):
+        @agent_defaults("random")
+        class Extra:
+            lr: float
+
+
+def test_code_that_builds_a_config_gets_the_yaml_defaults():
+    td3 = registry.agent_config("td3")()
+    assert (td3.replay_start_size, td3.noise, td3.policy_delay) == (10_000, 0.1, 2)
+    assert isinstance(registry.agent_config("ppo")().clip_grad, float)
+    assert registry.agent_config("rainbow")().n_steps == 3 and registry.agent_config("c51")().n_steps == 1
