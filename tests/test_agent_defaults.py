@@ -11,17 +11,22 @@ key for key and type for type, checks the derivation (the dataclass reads the fi
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from rlconf import registry
 from rlconf.agents.hyperparameters import NOT_SETTINGS, agent_defaults
+from rlconf.cli import compose as compose_run
 from rlconf.paths import config_dir
 
 AGENTS = sorted(path.stem for path in (config_dir() / "agent").glob("*.yaml"))
+PRESETS = sorted(path.relative_to(config_dir() / "preset").with_suffix("").as_posix()
+                 for path in (config_dir() / "preset").glob("*/*.yaml"))
 
 
 def agent_yaml(name: str) -> dict[str, Any]:
@@ -138,3 +143,69 @@ def test_code_that_builds_a_config_gets_the_yaml_defaults():
     assert (td3.replay_start_size, td3.noise, td3.policy_delay) == (10_000, 0.1, 2)
     assert isinstance(registry.agent_config("ppo")().clip_grad, float)
     assert registry.agent_config("rainbow")().n_steps == 3 and registry.agent_config("c51")().n_steps == 1
+
+
+# -- presets: only what differs from the config they are merged over ------------------------------------------
+def family_env(family: str) -> str:
+    """An env whose config picks ``family``."""
+    for path in sorted((config_dir() / "env").glob("*/*.yaml")):
+        if f"override /family: {family}\n" in path.read_text():
+            return path.relative_to(config_dir() / "env").with_suffix("").as_posix()
+    raise LookupError(family)
+
+
+def preset_file(entry: str) -> Path:
+    """The file of a preset's defaults-list entry: ``atari/dqn`` (relative) or ``/preset/continuous/ppo``."""
+    return config_dir() / "preset" / f"{entry.removeprefix('/preset/')}.yaml"
+
+
+def preset_values(path: Path) -> OmegaConf:
+    """A preset file's values with those of the presets its defaults list names merged first."""
+    own = yaml.safe_load(path.read_text()) or {}
+    values = OmegaConf.create()
+    for entry in own.pop("defaults", []):
+        if entry != "_self_":
+            values = OmegaConf.merge(values, preset_values(preset_file(entry)))
+    return OmegaConf.merge(values, own)
+
+
+def leaves(node: dict, prefix: str = ""):
+    for key, value in node.items():
+        if isinstance(value, dict):
+            yield from leaves(value, f"{prefix}{key}.")
+        else:
+            yield f"{prefix}{key}", value
+
+
+def restated(preset: str, own: dict[str, Any]) -> list[str]:
+    """The keys of ``own`` (preset ``family/agent``'s values, without its defaults list) whose value the run
+    would have without them: the agent's defaults, the family's and top-level settings, and the presets its
+    defaults list names."""
+    family, agent = preset.split("/")
+    base = compose_run([f"agent={agent}", f"env={family_env(family)}", "~preset"], [])
+    for entry in yaml.safe_load(f"{preset_file(preset).read_text()}").get("defaults", []):
+        if entry != "_self_":
+            base = OmegaConf.merge(base, preset_values(preset_file(entry)))
+    lines = []
+    for key, value in leaves(own):
+        before = OmegaConf.select(base, key, default=ABSENT)
+        before = OmegaConf.to_container(before) if OmegaConf.is_config(before) else before
+        if same(value, before):
+            lines.append(f"preset/{preset}.yaml: {key}={value!r} is the value without the preset")
+    return lines
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_a_preset_holds_only_what_differs(preset):
+    own = yaml.safe_load(preset_file(preset).read_text())
+    own.pop("defaults", None)
+    problems = restated(preset, own)
+    assert not problems, "\n".join(problems)
+
+
+def test_a_preset_restating_a_default_is_named():
+    own = yaml.safe_load(preset_file("classic/dqn").read_text())
+    own["agent"]["adam_eps"] = 1e-8  # DQN's default
+    own["steps"] = 50_000  # the preset's own value, not a restatement
+    assert restated("classic/dqn", own) == ["preset/classic/dqn.yaml: agent.adam_eps=1e-08 is the value without "
+                                            "the preset"]
