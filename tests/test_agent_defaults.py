@@ -209,3 +209,13 @@ def test_a_preset_restating_a_default_is_named():
     own["steps"] = 50_000  # the preset's own value, not a restatement
     assert restated("classic/dqn", own) == ["preset/classic/dqn.yaml: agent.adam_eps=1e-08 is the value without "
                                             "the preset"]
+
+
+# -- Atari: each game its name and id, over the settings every game shares ------------------------------------
+def test_an_atari_game_config_writes_only_its_name_and_id():
+    games = sorted((config_dir() / "env" / "atari").glob("*.yaml"))
+    assert len(games) > 100
+    for path in games:
+        config = yaml.safe_load(path.read_text())
+        assert set(config["env"]) == {"name", "id"}, f"{path.name} restates the shared settings"
+        assert "/family/atari/game@env" in config["defaults"], f"{path.name} does not merge the shared settings"
