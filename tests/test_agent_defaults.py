@@ -219,3 +219,25 @@ def test_an_atari_game_config_writes_only_its_name_and_id():
         config = yaml.safe_load(path.read_text())
         assert set(config["env"]) == {"name", "id"}, f"{path.name} restates the shared settings"
         assert "/family/atari/game@env" in config["defaults"], f"{path.name} does not merge the shared settings"
+
+
+def uncommented_values(text: str) -> list[str]:
+    """The lines of a preset that set a value with no comment on them or on the line just above (a comment may
+    speak for a pair of lines, as lr_q and lr_pi)."""
+    lines, previous = [], ""
+    for line in text.splitlines():
+        code = line.split("#")[0]
+        if ":" in code and code.split(":", 1)[1].strip() and "#" not in line and "#" not in previous:
+            lines.append(line.strip())
+        previous = line
+    return lines
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_every_value_a_preset_keeps_says_why(preset):
+    assert not uncommented_values(preset_file(preset).read_text()), f"preset/{preset}.yaml: say why or cite a source"
+
+
+def test_an_uncommented_value_is_named():
+    assert uncommented_values("agent:\n  lr: 1.0e-3  # the paper's\n  lr_pi: 1.0e-3\n  batch_size: 32\n") == [
+        "batch_size: 32"]
