@@ -197,6 +197,8 @@ def restated(preset: str, own: dict[str, Any]) -> list[str]:
 
 @pytest.mark.parametrize("preset", PRESETS)
 def test_a_preset_holds_only_what_differs(preset):
+    family, agent = preset.split("/")
+    compose_run([f"agent={agent}", f"env={family_env(family)}"], [])  # it composes, its defaults list too
     own = yaml.safe_load(preset_file(preset).read_text())
     own.pop("defaults", None)
     problems = restated(preset, own)
