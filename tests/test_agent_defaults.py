@@ -213,6 +213,15 @@ def test_a_preset_restating_a_default_is_named():
                                             "the preset"]
 
 
+
+def test_presets_merged_into_others_keep_their_effect():
+    """What a chain of presets sets reaches the run: Rainbow on Atari explores with noisy layers only, though
+    its parent, the C51 preset, decays epsilon to 0.02; C51 takes the DQN preset's budget and its own Adam eps."""
+    rainbow = compose_run(["agent=rainbow", "env=atari/pong"], []).agent
+    assert (rainbow.epsilon, rainbow.epsilon_final, rainbow.adam_eps, rainbow.lr) == (0.0, 0.0, 1.5e-4, 1e-4)
+    c51 = compose_run(["agent=c51", "env=atari/pong"], []).agent
+    assert (c51.epsilon, c51.epsilon_final, c51.replay_start_size, c51.loss) == (1.0, 0.02, 80_000, "huber")
+
 # -- Atari: each game its name and id, over the settings every game shares ------------------------------------
 def test_an_atari_game_config_writes_only_its_name_and_id():
     games = sorted((config_dir() / "env" / "atari").glob("*.yaml"))
