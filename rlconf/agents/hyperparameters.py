@@ -269,21 +269,10 @@ class PPOConfig(PolicyGradientConfig):
 OFF_POLICY_COUNTS = ("batch_size", "replay_buffer_size", "update_frequency", "gradient_steps")
 
 
-def check_off_policy(config) -> None:
-    """The checks every off-policy actor-critic config needs (the fields DDPGConfig starts with)."""
-    for key in ("lr_q", "lr_pi"):
-        require(getattr(config, key) > 0, f"agent.{key}", getattr(config, key), "must be positive")
-    require(0 <= config.discount_factor <= 1, "agent.discount_factor", config.discount_factor, "must be in [0, 1]")
-    require(0 < config.polyak_rate <= 1, "agent.polyak_rate", config.polyak_rate, "must be in (0, 1]")
-    require(config.replay_start_size >= 0, "agent.replay_start_size", config.replay_start_size,
-            "must be non-negative")
-    for key in OFF_POLICY_COUNTS:
-        require(getattr(config, key) >= 1, f"agent.{key}", getattr(config, key), "must be at least 1")
-
-
 @dataclass
-@agent_defaults("ddpg")
-class DDPGConfig:
+class OffPolicyConfig:
+    """What every off-policy actor-critic (DDPG, TD3, SAC) takes, with its checks."""
+
     discount_factor: float
     lr_q: float
     lr_pi: float
@@ -294,10 +283,25 @@ class DDPGConfig:
     update_frequency: int
     gradient_steps: int
     polyak_rate: float
+
+    def __post_init__(self):
+        for key in ("lr_q", "lr_pi"):
+            require(getattr(self, key) > 0, f"agent.{key}", getattr(self, key), "must be positive")
+        require(0 <= self.discount_factor <= 1, "agent.discount_factor", self.discount_factor, "must be in [0, 1]")
+        require(0 < self.polyak_rate <= 1, "agent.polyak_rate", self.polyak_rate, "must be in (0, 1]")
+        require(self.replay_start_size >= 0, "agent.replay_start_size", self.replay_start_size,
+                "must be non-negative")
+        for key in OFF_POLICY_COUNTS:
+            require(getattr(self, key) >= 1, f"agent.{key}", getattr(self, key), "must be at least 1")
+
+
+@dataclass
+@agent_defaults("ddpg")
+class DDPGConfig(OffPolicyConfig):
     noise: float
 
     def __post_init__(self):
-        check_off_policy(self)
+        super().__post_init__()
         require(self.noise >= 0, "agent.noise", self.noise, "must be non-negative")
 
 
@@ -317,24 +321,14 @@ class TD3Config(DDPGConfig):
 
 @dataclass
 @agent_defaults("sac")
-class SACConfig:
-    discount_factor: float
-    lr_q: float
-    lr_pi: float
+class SACConfig(OffPolicyConfig):
     lr_temperature: float
-    adam_eps: float
-    batch_size: int
-    replay_buffer_size: int
-    replay_start_size: int
-    update_frequency: int
-    gradient_steps: int
-    polyak_rate: float
     temperature_initial: float
     temperature: float | None
     entropy_target: float | None
 
     def __post_init__(self):
-        check_off_policy(self)
+        super().__post_init__()
         require(self.lr_temperature > 0, "agent.lr_temperature", self.lr_temperature, "must be positive")
         fixed = self.temperature
         require(fixed is None or (math.isfinite(fixed) and fixed > 0), "agent.temperature", fixed,
