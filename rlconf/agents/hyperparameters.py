@@ -30,6 +30,7 @@ TARGETS = ("fixed", "polyak", "trivial")
 OPPONENTS = ("random",)  # what agent.test_against may name (independent)
 PRIORS = ("auto", "beta", "gaussian")  # the posteriors of the multi-armed bandit agents
 TRACE_KINDS = ("replacing", "accumulating")  # SARSA(lambda)'s eligibility traces
+YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's, where PyYAML was built with it
 NOT_SETTINGS = ("name", "_target_")  # what an agent's YAML tells Hydra and the registry, not the agent
 
 
@@ -39,7 +40,7 @@ def agent_yaml_values(name: str) -> dict[str, Any]:
     places another agent under a key of its own (independent's ``/agent@dqn: dqn``) is that agent's section,
     not a value of this one's. Read with PyYAML's C loader, 30 times faster than OmegaConf's: every check of a
     config imports this module (tests/test_agent_defaults.py checks Hydra reads the same values)."""
-    own = yaml.load((config_dir() / "agent" / f"{name}.yaml").read_text(), Loader=yaml.CSafeLoader)
+    own = yaml.load((config_dir() / "agent" / f"{name}.yaml").read_text(), Loader=YAML_LOADER)
     entries = own.pop("defaults", ["_self_"])
     values: dict[str, Any] = {}
     for entry in entries if "_self_" in entries else [*entries, "_self_"]:
