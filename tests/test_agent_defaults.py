@@ -1,25 +1,32 @@
-"""Each agent's defaults are written twice, in its ``Config`` dataclass (what code and tests build) and in
-configs/agent/<name>.yaml (what a user reads and overrides): the two must say the same, key for key.
+"""A default is written once. An agent's are in configs/agent/<name>.yaml, and its ``Config`` dataclass takes
+them from there (``@agent_defaults``); a preset holds only what differs from the config it is merged over; an
+Atari game's env config holds only its name and id, over the settings every game shares.
 
-The YAML is composed by Hydra on its own (``config_name=agent/<name>``): its defaults list of other agent
+The agent YAML is composed by Hydra on its own (``config_name=agent/<name>``): its defaults list of other agent
 files is merged with ``_self_`` where it stands, as in a run, but without an env, whose family preset would
-replace the agent's defaults with that family's hyperparameters.
+replace the agent's defaults with that family's hyperparameters. That Hydra's reading and the dataclass's agree,
+key for key and type for type, checks the derivation (the dataclass reads the files with PyYAML).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from rlconf import registry
+from rlconf.agents.hyperparameters import NOT_SETTINGS, agent_defaults
+from rlconf.config import compose as compose_run
 from rlconf.paths import config_dir
 
-NOT_SETTINGS = {"name", "_target_"}  # what the YAML tells Hydra and the registry, not the agent
 AGENTS = sorted(path.stem for path in (config_dir() / "agent").glob("*.yaml"))
+PRESETS = sorted(path.relative_to(config_dir() / "preset").with_suffix("").as_posix()
+                 for path in (config_dir() / "preset").glob("*/*.yaml"))
 
 
 def agent_yaml(name: str) -> dict[str, Any]:
@@ -89,7 +96,7 @@ def test_every_registered_agent_has_a_config_file_and_every_file_an_agent():
 
 
 @pytest.mark.parametrize("name", AGENTS)
-def test_the_yaml_and_the_dataclass_agree_on_every_default(name):
+def test_the_dataclass_takes_every_default_from_the_yaml(name):
     problems = disagreements(name)
     assert not problems, "\n".join(problems)
 
@@ -107,3 +114,141 @@ def test_a_disagreement_names_the_agent_the_key_and_both_values(monkeypatch):
         "agent=td3: td3.yaml vs Drifted: noise: YAML 0.1, dataclass 0.3",
         "agent=td3: td3.yaml vs Drifted: policy_delay=2 in the YAML, not a field of the dataclass",
     ]
+
+
+# -- a default written in the class too, or a key on one side only, is refused when the module is imported ----
+def test_a_default_written_in_the_class_too_is_refused():
+    with pytest.raises(TypeError, match=r"Twice\.noise: its default is written in configs/agent/td3\.yaml"):
+        @agent_defaults("td3")
+        class Twice(registry.agent_config("td3")):
+            noise: float = 0.3
+
+
+def test_a_yaml_key_the_class_does_not_declare_is_refused():
+    with pytest.raises(TypeError, match=r"configs/agent/td3\.yaml: discount_factor is not a field of Bare"):
+        @agent_defaults("td3")
+        class Bare:
+            noise: float
+
+
+def test_a_field_the_yaml_leaves_out_is_refused():
+    with pytest.raises(TypeError, match=r"configs/agent/random\.yaml has no value for lr \(Extra\)"):
+        @agent_defaults("random")
+        class Extra:
+            lr: float
+
+
+def test_code_that_builds_a_config_gets_the_yaml_defaults():
+    td3 = registry.agent_config("td3")()
+    assert (td3.replay_start_size, td3.noise, td3.policy_delay) == (10_000, 0.1, 2)
+    assert isinstance(registry.agent_config("ppo")().clip_grad, float)
+    assert registry.agent_config("rainbow")().n_steps == 3 and registry.agent_config("c51")().n_steps == 1
+
+
+# -- presets: only what differs from the config they are merged over ------------------------------------------
+def family_env(family: str) -> str:
+    """An env whose config picks ``family``."""
+    for path in sorted((config_dir() / "env").glob("*/*.yaml")):
+        if f"override /family: {family}\n" in path.read_text():
+            return path.relative_to(config_dir() / "env").with_suffix("").as_posix()
+    raise LookupError(family)
+
+
+def preset_file(entry: str) -> Path:
+    """The file of a preset's defaults-list entry: ``atari/dqn`` (relative) or ``/preset/continuous/ppo``."""
+    return config_dir() / "preset" / f"{entry.removeprefix('/preset/')}.yaml"
+
+
+def preset_values(path: Path) -> OmegaConf:
+    """A preset file's values with those of the presets its defaults list names merged first."""
+    own = yaml.safe_load(path.read_text()) or {}
+    values = OmegaConf.create()
+    for entry in own.pop("defaults", []):
+        if entry != "_self_":
+            values = OmegaConf.merge(values, preset_values(preset_file(entry)))
+    return OmegaConf.merge(values, own)
+
+
+def leaves(node: dict, prefix: str = ""):
+    for key, value in node.items():
+        if isinstance(value, dict):
+            yield from leaves(value, f"{prefix}{key}.")
+        else:
+            yield f"{prefix}{key}", value
+
+
+def restated(preset: str, own: dict[str, Any]) -> list[str]:
+    """The keys of ``own`` (preset ``family/agent``'s values, without its defaults list) whose value the run
+    would have without them: the agent's defaults, the family's and top-level settings, and the presets its
+    defaults list names."""
+    family, agent = preset.split("/")
+    base = compose_run([f"agent={agent}", f"env={family_env(family)}", "~preset"], [])
+    for entry in yaml.safe_load(f"{preset_file(preset).read_text()}").get("defaults", []):
+        if entry != "_self_":
+            base = OmegaConf.merge(base, preset_values(preset_file(entry)))
+    lines = []
+    for key, value in leaves(own):
+        before = OmegaConf.select(base, key, default=ABSENT)
+        before = OmegaConf.to_container(before) if OmegaConf.is_config(before) else before
+        if same(value, before):
+            lines.append(f"preset/{preset}.yaml: {key}={value!r} is the value without the preset")
+    return lines
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_a_preset_holds_only_what_differs(preset):
+    family, agent = preset.split("/")
+    compose_run([f"agent={agent}", f"env={family_env(family)}"], [])  # it composes, its defaults list too
+    own = yaml.safe_load(preset_file(preset).read_text())
+    own.pop("defaults", None)
+    problems = restated(preset, own)
+    assert not problems, "\n".join(problems)
+
+
+def test_a_preset_restating_a_default_is_named():
+    own = yaml.safe_load(preset_file("classic/dqn").read_text())
+    own["agent"]["adam_eps"] = 1e-8  # DQN's default
+    own["steps"] = 50_000  # the preset's own value, not a restatement
+    assert restated("classic/dqn", own) == ["preset/classic/dqn.yaml: agent.adam_eps=1e-08 is the value without "
+                                            "the preset"]
+
+
+
+def test_presets_merged_into_others_keep_their_effect():
+    """What a chain of presets sets reaches the run: Rainbow on Atari explores with noisy layers only, though
+    its parent, the C51 preset, decays epsilon to 0.02; C51 takes the DQN preset's budget and its own Adam eps."""
+    rainbow = compose_run(["agent=rainbow", "env=atari/pong"], []).agent
+    assert (rainbow.epsilon, rainbow.epsilon_final, rainbow.adam_eps, rainbow.lr) == (0.0, 0.0, 1.5e-4, 1e-4)
+    c51 = compose_run(["agent=c51", "env=atari/pong"], []).agent
+    assert (c51.epsilon, c51.epsilon_final, c51.replay_start_size, c51.loss) == (1.0, 0.02, 80_000, "huber")
+
+# -- Atari: each game its name and id, over the settings every game shares ------------------------------------
+def test_an_atari_game_config_writes_only_its_name_and_id():
+    games = sorted((config_dir() / "env" / "atari").glob("*.yaml"))
+    assert len(games) > 100
+    for path in games:
+        config = yaml.safe_load(path.read_text())
+        assert set(config["env"]) == {"name", "id"}, f"{path.name} restates the shared settings"
+        assert "/family/atari/game@env" in config["defaults"], f"{path.name} does not merge the shared settings"
+
+
+def uncommented_values(text: str) -> list[str]:
+    """The lines of a preset that set a value with no comment on them or on the line just above (a comment may
+    speak for a pair of lines, as lr_q and lr_pi)."""
+    lines, previous = [], ""
+    for line in text.splitlines():
+        code = line.split("#")[0]
+        if ":" in code and code.split(":", 1)[1].strip() and "#" not in line and "#" not in previous:
+            lines.append(line.strip())
+        previous = line
+    return lines
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_every_value_a_preset_keeps_says_why(preset):
+    assert not uncommented_values(preset_file(preset).read_text()), f"preset/{preset}.yaml: say why or cite a source"
+
+
+def test_an_uncommented_value_is_named():
+    assert uncommented_values("agent:\n  lr: 1.0e-3  # the paper's\n  lr_pi: 1.0e-3\n  batch_size: 32\n") == [
+        "batch_size: 32"]

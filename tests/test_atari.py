@@ -416,15 +416,28 @@ def test_deepmind_body_on_the_real_game():
 
 # -- configs and the command line ------------------------------------------------------------------------
 def test_generated_configs_are_up_to_date(tmp_path):
-    written = {p.name: p.read_text() for p in write_configs(tmp_path)}
-    shipped = {p.name: p.read_text() for p in (config_dir() / "env" / "atari").glob("*.yaml")}
-    assert written == shipped, "regenerate: python -m rlconf.environments.atari --write-configs configs/env/atari"
-    assert {"breakout.yaml", "pong.yaml", "space_invaders.yaml", "ms_pacman.yaml", "beam_rider.yaml"} <= set(written)
-    breakout = OmegaConf.create(written["breakout.yaml"])
-    assert breakout.env.id == "ALE/Breakout-v5" and breakout.env.family == "atari"
-    assert dict(breakout.env.kwargs) == {"repeat_action_probability": 0.25, "full_action_space": False,
-                                         "noop_max": 30, "frame_skip": 4, "max_num_frames_per_episode": 108000,
-                                         "test_frames_without_reward": 18000, "test_fire_after_life_loss": True}
+    written = {p.relative_to(tmp_path).as_posix(): p.read_text() for p in write_configs(tmp_path)}
+    shared = config_dir() / "family" / "atari" / "game.yaml"
+    game_files = (config_dir() / "env" / "atari").glob("*.yaml")
+    shipped = {p.relative_to(config_dir()).as_posix(): p.read_text() for p in [shared, *game_files]}
+    assert written == shipped, "regenerate: python -m rlconf.environments.atari --write-configs configs"
+    games = {path.removeprefix("env/atari/") for path in written}
+    assert {"breakout.yaml", "pong.yaml", "space_invaders.yaml", "ms_pacman.yaml", "beam_rider.yaml"} <= games
+    breakout = OmegaConf.create(written["env/atari/breakout.yaml"])
+    assert dict(breakout.env) == {"name": "atari/breakout", "id": "ALE/Breakout-v5"}, "a game writes its name and id"
+    shared = OmegaConf.create(written["family/atari/game.yaml"])
+    assert shared.family == "atari" and dict(shared.kwargs) == {
+        "repeat_action_probability": 0.25, "full_action_space": False, "noop_max": 30, "frame_skip": 4,
+        "max_num_frames_per_episode": 108000, "test_frames_without_reward": 18000, "test_fire_after_life_loss": True}
+
+
+def test_a_game_config_composes_the_shared_settings_under_its_name_and_id(run_cli, workdir):
+    result = run_cli("run", "agent=dqn", "env=atari/breakout", "env.kwargs.noop_max=0", "--cfg", "job", cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    env = OmegaConf.create(result.stdout).env
+    assert list(env) == ["name", "family", "id", "kwargs", "max_episode_steps"]
+    assert (env.name, env.family, env.id) == ("atari/breakout", "atari", "ALE/Breakout-v5")
+    assert env.kwargs.noop_max == 0 and env.kwargs.frame_skip == 4
 
 
 def test_list_env_shows_atari_games(run_cli, workdir):

@@ -3,17 +3,27 @@ against (``rlconf.config.validate``), with the checks of their values. Each agen
 its own as ``Config``; they live here, apart from the algorithms, because checking a config must not import
 torch: ``rlconf run ... --cfg job`` and every refusal of bad input answer in a fraction of a second. The
 registry names each agent's config (``registry.agent_config``).
+
+A default is written once, in configs/agent/<name>.yaml beside what the key means (BenchMARL's split: values
+in YAML, the schema in the dataclass). ``@agent_defaults(name)`` reads that file when this module is imported
+and makes its values the dataclass's defaults, so ``DQNConfig()`` in code and ``agent=dqn`` on the command line
+start from the same numbers; a class writes only each field's type and the checks of its values.
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import yaml
+
 from rlconf import registry
 from rlconf.config import check
 from rlconf.errors import ConfigError, require
+from rlconf.paths import config_dir
 
 LOSSES = ("mse", "huber")  # DQN's TD losses (dqn.LOSS_FUNCTIONS)
 REPLAYS = ("uniform", "prioritized")
@@ -21,7 +31,73 @@ TARGETS = ("fixed", "polyak", "trivial")
 OPPONENTS = ("random",)  # what agent.test_against may name (independent)
 PRIORS = ("auto", "beta", "gaussian")  # the posteriors of the multi-armed bandit agents
 TRACE_KINDS = ("replacing", "accumulating")  # SARSA(lambda)'s eligibility traces
+YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's, where PyYAML was built with it
+NOT_SETTINGS = ("name", "_target_")  # what an agent's YAML tells Hydra and the registry, not the agent
 
+
+def agent_yaml_values(name: str) -> dict[str, Any]:
+    """configs/agent/<name>.yaml's keys and values, with the agent files its defaults list names merged in
+    where they stand (ddqn.yaml: dqn.yaml's, then its own), as Hydra composes the file. A defaults entry that
+    places another agent under a key of its own (independent's ``/agent@dqn: dqn``) is that agent's section,
+    not a value of this one's. Read with PyYAML's C loader, 30 times faster than OmegaConf's: every check of a
+    config imports this module (tests/test_agent_defaults.py checks Hydra reads the same values)."""
+    own = yaml.load((config_dir() / "agent" / f"{name}.yaml").read_text(), Loader=YAML_LOADER)
+    entries = own.pop("defaults", ["_self_"])
+    values: dict[str, Any] = {}
+    for entry in entries if "_self_" in entries else [*entries, "_self_"]:
+        if entry == "_self_":
+            values.update(own)
+        elif isinstance(entry, str):
+            values.update(agent_yaml_values(entry))
+    return values
+
+
+def agent_defaults(name: str):
+    """A class decorator, under ``@dataclass``: every field's default from configs/agent/<name>.yaml (inherited
+    fields too, so ddqn.yaml's ``replay: prioritized`` is DDQNConfig's). A key the class does not declare, a field
+    the file leaves out, or a default also written in the class is a mistake in this module: it fails on import."""
+
+    def decorate(cls: type) -> type:
+        types = {f.name: f.type for base in reversed(cls.__mro__[1:]) if dataclasses.is_dataclass(base)
+                 for f in dataclasses.fields(base)}
+        own = dict(cls.__dict__.get("__annotations__", {}))
+        types.update(own)
+        values = {k: v for k, v in agent_yaml_values(name).items() if k not in NOT_SETTINGS}
+        for key, value in values.items():
+            if key not in types:
+                raise TypeError(f"configs/agent/{name}.yaml: {key} is not a field of {cls.__name__}")
+            if key in cls.__dict__:
+                raise TypeError(f"{cls.__name__}.{key}: its default is written in configs/agent/{name}.yaml, "
+                                "not in the class")
+            own[key] = types[key]
+            setattr(cls, key, _field_default(types[key], value))
+        unset = [k for k in types if k not in values and k not in cls.__dict__ and not _inherited_default(cls, k)]
+        if unset:
+            raise TypeError(f"configs/agent/{name}.yaml has no value for {', '.join(unset)} ({cls.__name__})")
+        cls.__annotations__ = own
+        return cls
+
+    return decorate
+
+
+def _field_default(kind: Any, value: Any) -> Any:
+    """``value`` as a dataclass default: a float field's whole number as a float (YAML's ``0`` for
+    ``clip_grad: float`` is 0.0, as OmegaConf makes it), a list or mapping behind a factory."""
+    if isinstance(value, int) and not isinstance(value, bool) and "float" in str(kind):
+        return float(value)
+    if isinstance(value, (list, dict)):
+        return field(default_factory=lambda: copy.deepcopy(value))
+    return value
+
+
+def _inherited_default(cls: type, key: str) -> bool:
+    """Whether a base dataclass already gives the field ``key`` a default (a default factory counts)."""
+    for base in cls.__mro__[1:]:
+        fields = getattr(base, "__dataclass_fields__", {})
+        if key in fields:
+            return (fields[key].default is not dataclasses.MISSING
+                    or fields[key].default_factory is not dataclasses.MISSING)
+    return False
 
 
 def require_epsilon_schedule(config) -> None:
@@ -31,32 +107,34 @@ def require_epsilon_schedule(config) -> None:
     for key in ("epsilon", "epsilon_final", "eval_epsilon"):
         require(0 <= getattr(config, key) <= 1, f"agent.{key}", getattr(config, key), "must be in [0, 1]")
 
+
 # -- value-based: DQN and its kin (dqn.py, ddqn.py, c51.py, vqn.py) --------------------------------------------
 @dataclass
+@agent_defaults("dqn")
 class DQNConfig:
-    discount_factor: float = 0.99
-    lr: float = 1e-3
-    lr_final: float | None = None  # decay the learning rate linearly to this over the run
-    adam_eps: float = 1e-8
-    loss: str = "mse"  # mse or huber
-    clip_grad: float = 0.0  # max gradient norm; 0 disables
-    batch_size: int = 64
-    replay_buffer_size: int = 100_000
-    replay_start_size: int = 1_000  # environment steps before the first update
-    update_frequency: int = 4  # environment steps between bursts of updates
-    gradient_steps: int = 1  # minibatch updates per burst
-    target: str = "fixed"  # fixed, polyak or trivial
-    target_update_frequency: int = 1_000  # environment steps (fixed target)
-    target_rate: float = 0.005  # polyak target
-    epsilon: float = 1.0  # exploration: start ...
-    epsilon_final: float = 0.02  # ... end ...
-    epsilon_decay_steps: int = 10_000  # ... after this many environment steps
-    eval_epsilon: float = 0.0  # exploration of the test agent
-    replay: str = "uniform"  # uniform or prioritized
-    n_steps: int = 1  # n-step returns
-    alpha: float = 0.5  # prioritized replay: how much priorities count ...
-    beta: float = 0.5  # ... and the importance correction, annealed to 1 over the run
-    priority_epsilon: float = 1e-5  # added to |TD error| so no transition becomes undrawable
+    discount_factor: float
+    lr: float
+    lr_final: float | None
+    adam_eps: float
+    loss: str
+    clip_grad: float
+    batch_size: int
+    replay_buffer_size: int
+    replay_start_size: int
+    update_frequency: int
+    gradient_steps: int
+    target: str
+    target_update_frequency: int
+    target_rate: float
+    epsilon: float
+    epsilon_final: float
+    epsilon_decay_steps: int
+    eval_epsilon: float
+    replay: str
+    n_steps: int
+    alpha: float
+    beta: float
+    priority_epsilon: float
 
     def __post_init__(self):
         require(self.loss in LOSSES, "agent.loss", self.loss, f"allowed: {', '.join(LOSSES)}")
@@ -73,16 +151,18 @@ class DQNConfig:
 
 
 @dataclass
+@agent_defaults("ddqn")
 class DDQNConfig(DQNConfig):
-    replay: str = "prioritized"
+    """DQN's settings; ddqn.yaml changes the replay."""
 
 
 @dataclass
+@agent_defaults("c51")
 class C51Config(DQNConfig):
-    atoms: int = 51
-    v_min: float = -10.0
-    v_max: float = 10.0
-    double_q: bool = False  # the online network picks the next action, the target network values it
+    atoms: int
+    v_min: float
+    v_max: float
+    double_q: bool
 
     def __post_init__(self):
         super().__post_init__()
@@ -91,25 +171,23 @@ class C51Config(DQNConfig):
 
 
 @dataclass
+@agent_defaults("rainbow")
 class RainbowConfig(C51Config):
-    replay: str = "prioritized"
-    n_steps: int = 3
-    double_q: bool = True
-    epsilon: float = 0.0  # noisy layers explore
-    epsilon_final: float = 0.0
+    """C51's settings; rainbow.yaml changes replay, returns, targets and exploration."""
 
 
 @dataclass
+@agent_defaults("vqn")
 class VQNConfig:
-    discount_factor: float = 0.99
-    lr: float = 1e-2
-    lr_final: float | None = None
-    adam_eps: float = 1e-5
-    clip_grad: float = 0.0
-    epsilon: float = 1.0  # exploration: start ...
-    epsilon_final: float = 0.02  # ... end ...
-    epsilon_decay_steps: int = 10_000  # ... after this many environment steps
-    eval_epsilon: float = 0.0
+    discount_factor: float
+    lr: float
+    lr_final: float | None
+    adam_eps: float
+    clip_grad: float
+    epsilon: float
+    epsilon_final: float
+    epsilon_decay_steps: int
+    eval_epsilon: float
 
     def __post_init__(self):
         require(self.lr > 0, "agent.lr", self.lr, "must be positive")
@@ -120,15 +198,15 @@ class VQNConfig:
 # -- policy gradient (_policy_gradient.py, vpg.py, vac.py, a2c.py, ppo.py) ------------------------------------
 @dataclass
 class PolicyGradientConfig:
-    discount_factor: float = 0.99
-    lr: float = 3e-4
-    lr_final: float | None = None  # decay the learning rate linearly to this over the run
-    lr_v: float | None = None  # the value head's learning rate (null: lr); it decays in proportion to lr
-    adam_eps: float = 1e-5
-    clip_grad: float = 0.5  # max gradient norm of policy and value head together (and of the features); 0: off
-    entropy_loss_scaling: float = 0.0  # weight of the entropy bonus, which keeps the policy exploring
-    value_loss_scaling: float = 0.5  # weight of the value loss against the policy loss
-    log_std_init: float = 0.0  # Box actions: the Gaussian's initial log std, in actions normalised to [-1, 1]
+    discount_factor: float
+    lr: float
+    lr_final: float | None
+    lr_v: float | None
+    adam_eps: float
+    clip_grad: float
+    entropy_loss_scaling: float
+    value_loss_scaling: float
+    log_std_init: float
 
     def __post_init__(self):
         require(self.lr > 0, "agent.lr", self.lr, "must be positive")
@@ -142,9 +220,9 @@ class PolicyGradientConfig:
 
 
 @dataclass
+@agent_defaults("vpg")
 class VPGConfig(PolicyGradientConfig):
-    lr: float = 1e-3
-    min_batch_size: int = 500  # steps of ended episodes that trigger an update (all ended episodes are used)
+    min_batch_size: int
 
     def __post_init__(self):
         super().__post_init__()
@@ -152,19 +230,17 @@ class VPGConfig(PolicyGradientConfig):
 
 
 @dataclass
+@agent_defaults("vac")
 class VACConfig(PolicyGradientConfig):
     """One-step updates need no settings beyond the shared ones."""
 
-    lr: float = 1e-3
-
 
 @dataclass
+@agent_defaults("a2c")
 class A2CConfig(PolicyGradientConfig):
-    lr: float = 7e-4
-    n_steps: int = 5  # steps per environment in each rollout: one update per rollout
-    entropy_loss_scaling: float = 0.01
-    lam: float = 1.0  # GAE lambda: 1 gives n-step returns
-    normalize_advantages: bool = False  # mean 0, std 1 over each rollout
+    n_steps: int
+    lam: float
+    normalize_advantages: bool
 
     def __post_init__(self):
         super().__post_init__()
@@ -173,14 +249,15 @@ class A2CConfig(PolicyGradientConfig):
 
 
 @dataclass
+@agent_defaults("ppo")
 class PPOConfig(PolicyGradientConfig):
-    lam: float = 0.95  # GAE lambda
-    clip: float = 0.2  # surrogate clipping range ...
-    clip_final: float | None = None  # ... optionally decayed linearly to this over the run
-    n_steps: int = 128  # steps per environment in each rollout
-    epochs: int = 4
-    batch_size: int = 64  # minibatch size
-    normalize_advantages: bool = True
+    lam: float
+    clip: float
+    clip_final: float | None
+    n_steps: int
+    epochs: int
+    batch_size: int
+    normalize_advantages: bool
 
     def __post_init__(self):
         super().__post_init__()
@@ -194,43 +271,48 @@ class PPOConfig(PolicyGradientConfig):
 OFF_POLICY_COUNTS = ("batch_size", "replay_buffer_size", "update_frequency", "gradient_steps")
 
 
-def check_off_policy(config) -> None:
-    """The checks every off-policy actor-critic config needs (the fields DDPGConfig starts with)."""
-    for key in ("lr_q", "lr_pi"):
-        require(getattr(config, key) > 0, f"agent.{key}", getattr(config, key), "must be positive")
-    require(0 <= config.discount_factor <= 1, "agent.discount_factor", config.discount_factor, "must be in [0, 1]")
-    require(0 < config.polyak_rate <= 1, "agent.polyak_rate", config.polyak_rate, "must be in (0, 1]")
-    require(config.replay_start_size >= 0, "agent.replay_start_size", config.replay_start_size,
-            "must be non-negative")
-    for key in OFF_POLICY_COUNTS:
-        require(getattr(config, key) >= 1, f"agent.{key}", getattr(config, key), "must be at least 1")
+@dataclass
+class OffPolicyConfig:
+    """What every off-policy actor-critic (DDPG, TD3, SAC) takes, with its checks."""
+
+    discount_factor: float
+    lr_q: float
+    lr_pi: float
+    adam_eps: float
+    batch_size: int
+    replay_buffer_size: int
+    replay_start_size: int
+    update_frequency: int
+    gradient_steps: int
+    polyak_rate: float
+
+    def __post_init__(self):
+        for key in ("lr_q", "lr_pi"):
+            require(getattr(self, key) > 0, f"agent.{key}", getattr(self, key), "must be positive")
+        require(0 <= self.discount_factor <= 1, "agent.discount_factor", self.discount_factor, "must be in [0, 1]")
+        require(0 < self.polyak_rate <= 1, "agent.polyak_rate", self.polyak_rate, "must be in (0, 1]")
+        require(self.replay_start_size >= 0, "agent.replay_start_size", self.replay_start_size,
+                "must be non-negative")
+        for key in OFF_POLICY_COUNTS:
+            require(getattr(self, key) >= 1, f"agent.{key}", getattr(self, key), "must be at least 1")
 
 
 @dataclass
-class DDPGConfig:
-    discount_factor: float = 0.99
-    lr_q: float = 1e-3  # the critic's learning rate
-    lr_pi: float = 1e-3  # the policy's learning rate
-    adam_eps: float = 1e-8
-    batch_size: int = 100
-    replay_buffer_size: int = 1_000_000
-    replay_start_size: int = 5_000  # environment steps of uniformly random actions before the first update
-    update_frequency: int = 1  # environment steps between bursts of updates
-    gradient_steps: int = 1  # minibatch updates per burst
-    polyak_rate: float = 0.005  # targets move this fraction of the way to their networks after each update
-    noise: float = 0.1  # exploration: std of the Gaussian added to actions, in half-widths of the Box
+@agent_defaults("ddpg")
+class DDPGConfig(OffPolicyConfig):
+    noise: float
 
     def __post_init__(self):
-        check_off_policy(self)
+        super().__post_init__()
         require(self.noise >= 0, "agent.noise", self.noise, "must be non-negative")
 
 
 @dataclass
+@agent_defaults("td3")
 class TD3Config(DDPGConfig):
-    replay_start_size: int = 10_000  # random steps first: Fujimoto et al. 2018 start with 10k (DDPG's 5k is ALL's)
-    target_noise: float = 0.2  # smoothing: std of the noise on target actions, in half-widths of the Box ...
-    target_noise_clip: float = 0.5  # ... clipped to +-this
-    policy_delay: int = 2  # critic updates per policy (and target) update
+    target_noise: float
+    target_noise_clip: float
+    policy_delay: int
 
     def __post_init__(self):
         super().__post_init__()
@@ -240,24 +322,15 @@ class TD3Config(DDPGConfig):
 
 
 @dataclass
-class SACConfig:
-    discount_factor: float = 0.99
-    lr_q: float = 3e-4  # the critics' learning rate
-    lr_pi: float = 3e-4  # the policy's learning rate
-    lr_temperature: float = 3e-4  # the temperature's learning rate (on log alpha)
-    adam_eps: float = 1e-8
-    batch_size: int = 256
-    replay_buffer_size: int = 1_000_000
-    replay_start_size: int = 10_000  # environment steps of uniformly random actions before the first update
-    update_frequency: int = 1  # environment steps between bursts of updates
-    gradient_steps: int = 1  # minibatch updates per burst
-    polyak_rate: float = 0.005  # targets move this fraction of the way to their networks after each update
-    temperature_initial: float = 1.0  # alpha, the weight of the entropy bonus, to start with (tuned)
-    temperature: float | None = None  # a fixed alpha, never tuned; None: tuned from temperature_initial
-    entropy_target: float | None = None  # the entropy alpha steers towards; None: -dim(A)
+@agent_defaults("sac")
+class SACConfig(OffPolicyConfig):
+    lr_temperature: float
+    temperature_initial: float
+    temperature: float | None
+    entropy_target: float | None
 
     def __post_init__(self):
-        check_off_policy(self)
+        super().__post_init__()
         require(self.lr_temperature > 0, "agent.lr_temperature", self.lr_temperature, "must be positive")
         fixed = self.temperature
         require(fixed is None or (math.isfinite(fixed) and fixed > 0), "agent.temperature", fixed,
@@ -268,21 +341,23 @@ class SACConfig:
 
 # -- baselines and multi-agent (random_agent.py, independent.py) -------------------------------------------
 @dataclass
+@agent_defaults("random")
 class RandomConfig:
     """No hyperparameters."""
 
 
 @dataclass
+@agent_defaults("independent")
 class IndependentConfig:
     """Which agent each player uses, and the hyperparameters of each agent under its name: ``agent.dqn.lr``
     (configs/agent/independent.yaml composes each agent's own config there, so every key can be overridden
     as it is typed and a misspelt one is refused). Other agents (ppo, ...) play with their defaults."""
 
-    base: str = "dqn"  # the agent every player uses (unless named in players)
-    players: dict[str, str] | None = None  # player -> agent name, for players not using base
-    shared: bool = False  # one set of parameters for every player using base (self-play)
-    test_against: str | None = None  # null: the test is self-play; random: each trained seat vs random moves
-    test_seat: str | None = None  # with test_against: the seat tested (null: every learning seat, games shared)
+    base: str
+    players: dict[str, str] | None
+    shared: bool
+    test_against: str | None
+    test_seat: str | None
     dqn: dict[str, Any] = field(default_factory=dict)
     ddqn: dict[str, Any] = field(default_factory=dict)
     c51: dict[str, Any] = field(default_factory=dict)
@@ -333,7 +408,7 @@ def _checked(config_class: type, values: dict, prefix: str) -> Any:
 # -- multi-armed bandits (multi_armed.py) ------------------------------------------------------------------
 @dataclass
 class ArmConfig:
-    init_pulls: int = 0  # pull every arm this many times in turn before the algorithm chooses
+    init_pulls: int
 
     def __post_init__(self):
         require(isinstance(self.init_pulls, int) and self.init_pulls >= 0, "agent.init_pulls", self.init_pulls,
@@ -341,10 +416,11 @@ class ArmConfig:
 
 
 @dataclass
+@agent_defaults("epsilon_greedy")
 class EpsilonGreedyConfig(ArmConfig):
-    epsilon: float = 0.1  # probability of a uniformly random arm ...
-    epsilon_final: float | None = None  # ... decaying linearly to this (null: constant) ...
-    epsilon_decay_steps: int = 10_000  # ... over this many environment steps (pulls summed over the bandits)
+    epsilon: float
+    epsilon_final: float | None
+    epsilon_decay_steps: int
 
     def __post_init__(self):
         super().__post_init__()
@@ -356,8 +432,9 @@ class EpsilonGreedyConfig(ArmConfig):
 
 
 @dataclass
+@agent_defaults("ucb")
 class UCBConfig(ArmConfig):
-    confidence: float = 1.0  # scales the bonus: 1 is UCB1 for rewards in [0, 1]; about 2 sigma for sigma-noisy ones
+    confidence: float
 
     def __post_init__(self):
         super().__post_init__()
@@ -365,13 +442,14 @@ class UCBConfig(ArmConfig):
 
 
 @dataclass
+@agent_defaults("thompson")
 class PosteriorConfig(ArmConfig):
-    prior: str = "auto"  # auto (beta for rewards in [0, 1], else gaussian), beta or gaussian
-    alpha: float = 1.0  # beta prior: pseudo-successes ...
-    beta: float = 1.0  # ... and pseudo-failures of every arm (1, 1: uniform)
-    prior_mean: float = 0.0  # gaussian prior on each arm's mean: its mean ...
-    prior_std: float = 1.0  # ... and standard deviation
-    reward_std: float = 1.0  # gaussian: the (known) standard deviation of an arm's rewards around its mean
+    prior: str
+    alpha: float
+    beta: float
+    prior_mean: float
+    prior_std: float
+    reward_std: float
 
     def __post_init__(self):
         super().__post_init__()
@@ -381,9 +459,10 @@ class PosteriorConfig(ArmConfig):
 
 
 @dataclass
+@agent_defaults("bayesian_ucb")
 class BayesianUCBConfig(PosteriorConfig):
-    quantile: float | None = None  # a fixed posterior quantile; null: 1 - 1/(t (ln T)^c), T the pulls per bandit
-    c: float = 0.0  # the exponent above (Kaufmann et al.: 0 works best in practice, 5 for their proof)
+    quantile: float | None
+    c: float
 
     def __post_init__(self):
         super().__post_init__()
@@ -393,10 +472,11 @@ class BayesianUCBConfig(PosteriorConfig):
 
 
 @dataclass
+@agent_defaults("gradient_bandit")
 class GradientBanditConfig(ArmConfig):
-    alpha: float = 0.1  # step size of the preferences
-    baseline: bool = True  # subtract the average reward so far from each reward (false: the reward as it is)
-    temperature: float = 1.0  # pi = softmax(H / temperature)
+    alpha: float
+    baseline: bool
+    temperature: float
 
     def __post_init__(self):
         super().__post_init__()
@@ -407,14 +487,15 @@ class GradientBanditConfig(ArmConfig):
 
 # -- contextual bandits (linear_bandit.py, neural_bandit.py) -------------------------------------------------
 @dataclass
+@agent_defaults("linear_posterior")
 class LinearPosteriorConfig:
     """Bayesian linear regression per arm, Thompson sampling (the options of GenRL's LinearPosteriorAgent)."""
 
-    init_pulls: int = 3  # each bandit first pulls every arm this many times in turn
-    lambda_prior: float = 0.25  # prior precision of the weights, beta | sigma^2 ~ N(0, sigma^2 / lambda_prior I)
-    a0: float = 6.0  # inverse-gamma prior of the reward noise variance sigma^2: shape ...
-    b0: float = 6.0  # ... and scale
-    intercept: bool = True  # append a constant feature, so each arm's reward has an offset
+    init_pulls: int
+    lambda_prior: float
+    a0: float
+    b0: float
+    intercept: bool
 
     def __post_init__(self):
         require(self.init_pulls >= 0, "agent.init_pulls", self.init_pulls, "must be 0 or more")
@@ -424,13 +505,14 @@ class LinearPosteriorConfig:
 
 
 @dataclass
+@agent_defaults("linucb")
 class LinUCBConfig:
     """Ridge regression per arm and an upper confidence bound (Li et al. 2010, disjoint LinUCB)."""
 
-    init_pulls: int = 1  # each bandit first pulls every arm this many times in turn
-    alpha: float = 1.0  # width of the bound: theta . x + alpha sqrt(x^T A^-1 x)
-    lambda_prior: float = 1.0  # ridge penalty: A = lambda I + sum x x^T
-    intercept: bool = True  # append a constant feature, so each arm's reward has an offset
+    init_pulls: int
+    alpha: float
+    lambda_prior: float
+    intercept: bool
 
     def __post_init__(self):
         require(self.init_pulls >= 0, "agent.init_pulls", self.init_pulls, "must be 0 or more")
@@ -442,14 +524,14 @@ class LinUCBConfig:
 class NeuralConfig:
     """What every neural bandit agent takes (GenRL's DCBAgent options, renamed as rlconf's other agents)."""
 
-    init_pulls: int = 3  # each bandit first pulls every arm this many times in turn
-    update_every: int = 50  # pulls between training rounds
-    gradient_steps: int = 20  # minibatch updates per round (GenRL's train_epochs)
-    batch_size: int = 64  # pulls per minibatch, drawn with replacement from the store
-    lr: float = 0.01  # Adam's learning rate at the start of a round ...
-    lr_decay: float = 0.1  # ... divided by (1 + lr_decay * t), t the updates so far (of the round: lr_reset)
-    lr_reset: bool = True  # restart the decay every round
-    clip_grad: float = 0.5  # max gradient norm of each network; 0 disables clipping
+    init_pulls: int
+    update_every: int
+    gradient_steps: int
+    batch_size: int
+    lr: float
+    lr_decay: float
+    lr_reset: bool
+    clip_grad: float
 
     def __post_init__(self):
         require(self.init_pulls >= 0, "agent.init_pulls", self.init_pulls, "must be 0 or more")
@@ -461,10 +543,11 @@ class NeuralConfig:
 
 
 @dataclass
+@agent_defaults("neural_greedy")
 class NeuralGreedyConfig(NeuralConfig):
     """A network's predicted rewards, epsilon-greedy."""
 
-    epsilon: float = 0.02  # probability of a uniformly random arm
+    epsilon: float
 
     def __post_init__(self):
         super().__post_init__()
@@ -472,13 +555,14 @@ class NeuralGreedyConfig(NeuralConfig):
 
 
 @dataclass
+@agent_defaults("neural_linear")
 class NeuralLinearConfig(NeuralConfig):
     """Bayesian linear regression on the network's last hidden features, Thompson sampling."""
 
-    lambda_prior: float = 0.25  # prior precision of the weights, beta | sigma^2 ~ N(0, sigma^2 / lambda_prior I)
-    a0: float = 3.0  # inverse-gamma prior of the reward noise variance sigma^2: shape ...
-    b0: float = 3.0  # ... and scale
-    intercept: bool = True  # append a constant feature to the network's
+    lambda_prior: float
+    a0: float
+    b0: float
+    intercept: bool
 
     def __post_init__(self):
         super().__post_init__()
@@ -488,11 +572,12 @@ class NeuralLinearConfig(NeuralConfig):
 
 
 @dataclass
+@agent_defaults("bootstrap_neural")
 class BootstrapNeuralConfig(NeuralConfig):
     """An ensemble of networks on bootstrapped data; each pull follows one drawn at random."""
 
-    ensemble: int = 10  # networks per bandit
-    add_probability: float = 0.95  # chance that a pull joins each network's data
+    ensemble: int
+    add_probability: float
 
     def __post_init__(self):
         super().__post_init__()
@@ -501,17 +586,16 @@ class BootstrapNeuralConfig(NeuralConfig):
 
 
 @dataclass
+@agent_defaults("noise_sampling")
 class NoiseSamplingConfig(NeuralConfig):
     """Greedy under the network with Gaussian noise on its weights."""
 
-    noise_std: float = 0.05  # standard deviation of the noise added to every weight (the start, if it adapts)
-    resample: str = "pull"  # draw fresh noise every pull, or every round (training round)
-    noise_target: float | None = 0.05  # adapt noise_std after each round towards this disagreement between
-    #   the noisy and the clean network (see noise_measure); null: noise_std stays fixed
-    noise_measure: str = "disagreement"  # disagreement: the share of contexts whose arm the noise changes;
-    #   kl: softmax KL as far as epsilon-greedy's with epsilon=noise_target (GenRL, Plappert et al.)
-    noise_adapt: float = 1.01  # the factor noise_std is multiplied or divided by at each adaptation
-    noise_batch_size: int = 256  # stored contexts the disagreement is measured on
+    noise_std: float
+    resample: str
+    noise_target: float | None
+    noise_measure: str
+    noise_adapt: float
+    noise_batch_size: int
 
     def __post_init__(self):
         super().__post_init__()
@@ -530,14 +614,14 @@ class NoiseSamplingConfig(NeuralConfig):
 class TabularConfig:
     """What every tabular agent takes."""
 
-    alpha: float = 0.1  # step size (learning rate) of each update ...
-    alpha_final: float | None = None  # ... decayed linearly to this over the run (None: constant)
-    discount_factor: float = 0.99
-    epsilon: float = 1.0  # exploration: start ...
-    epsilon_final: float = 0.05  # ... end ...
-    epsilon_decay_steps: int = 10_000  # ... after this many environment steps
-    eval_epsilon: float = 0.0  # exploration of the test agent
-    initial_value: float = 0.0  # every q[s, a] before learning (optimistic values explore)
+    alpha: float
+    alpha_final: float | None
+    discount_factor: float
+    epsilon: float
+    epsilon_final: float
+    epsilon_decay_steps: int
+    eval_epsilon: float
+    initial_value: float
 
     def __post_init__(self):
         require(0 < self.alpha <= 1, "agent.alpha", self.alpha, "must be in (0, 1]")
@@ -548,14 +632,16 @@ class TabularConfig:
 
 
 @dataclass
+@agent_defaults("q_learning")
 class QLearningConfig(TabularConfig):
     """Q-learning has no options of its own."""
 
 
 @dataclass
+@agent_defaults("sarsa_lambda")
 class SarsaLambdaConfig(TabularConfig):
-    lam: float = 0.9  # lambda: how far back each TD error reaches (0: one-step SARSA)
-    traces: str = "replacing"  # replacing (a visit sets the trace to 1) or accumulating (adds 1)
+    lam: float
+    traces: str
 
     def __post_init__(self):
         super().__post_init__()
@@ -564,8 +650,9 @@ class SarsaLambdaConfig(TabularConfig):
 
 
 @dataclass
+@agent_defaults("dyna_q")
 class DynaQConfig(TabularConfig):
-    planning_steps: int = 10  # imagined updates from the learned model after each environment step
+    planning_steps: int
 
     def __post_init__(self):
         super().__post_init__()
