@@ -24,7 +24,7 @@ from rlconf.agents._plays import Plays
 from rlconf.agents.hyperparameters import PolicyGradientConfig
 from rlconf.approximation import Approximation, FeatureNetwork, Identity, VNetwork, adam, reinforce_together
 from rlconf.core import StateArray
-from rlconf.memory import GeneralizedAdvantageBuffer
+from rlconf.memory import CompleteEpisodeBuffer, GeneralizedAdvantageBuffer
 from rlconf.nn import model_settings
 from rlconf.optim import Clock, LinearScheduler, schedule
 from rlconf.policies import StochasticPolicy, action_layout, policy_network, policy_outputs, stochastic_policy
@@ -88,7 +88,8 @@ class PolicyGradient(Checkpointed, ParallelAgent, Buildable):
     checkpointed = ("features", "policy", "v")
 
     def __init__(self, features: Approximation, policy: StochasticPolicy, v: VNetwork, clock: Clock,
-                 config: PolicyGradientConfig, device: torch.device | str = "cpu", seed: int = 0):
+                 config: PolicyGradientConfig, device: torch.device | str = "cpu", seed: int = 0,
+                 buffer: GeneralizedAdvantageBuffer | CompleteEpisodeBuffer | None = None):
         self.features = features
         self.policy = policy
         self.v = v
@@ -97,6 +98,19 @@ class PolicyGradient(Checkpointed, ParallelAgent, Buildable):
         # Sampling happens where the policy's outputs live: CUDA sampling needs a CUDA generator.
         self.generator = torch.Generator(device=device)
         self.generator.manual_seed(seed)
+        self.buffer = buffer  # the experience an update learns from; None where each step is learned at once
+
+    @classmethod
+    def from_config(cls, config: PolicyGradientConfig, context: BuildContext) -> PolicyGradient:
+        clock = Clock()
+        features, policy, v = build_networks(config, context, clock)
+        return cls(features, policy, v, clock, config, context.device, context.seed,
+                   **cls.extras(config, context, clock))
+
+    @classmethod
+    def extras(cls, config: PolicyGradientConfig, context: BuildContext, clock: Clock) -> dict[str, Any]:
+        """What an algorithm adds to its networks (its buffer, its schedules), built after them."""
+        return {}
 
     def _sample(self, states: StateArray) -> tuple[torch.Tensor, torch.Tensor]:
         """Actions for ``states`` from the current policy, without gradients, and their log-probabilities.

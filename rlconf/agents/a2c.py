@@ -18,33 +18,23 @@ ascends ``A * log pi(a | s)`` plus an entropy bonus, A normalised over the rollo
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from rlconf.agents._agent import BuildContext
-from rlconf.agents._policy_gradient import RolloutPolicyGradient, build_networks, normalized
+from rlconf.agents._policy_gradient import RolloutPolicyGradient, normalized
 from rlconf.agents.hyperparameters import A2CConfig
-from rlconf.approximation import Approximation, VNetwork
-from rlconf.memory import GeneralizedAdvantageBuffer
 from rlconf.optim import Clock
-from rlconf.policies import StochasticPolicy
 
 
 class A2C(RolloutPolicyGradient):
     Config = A2CConfig
     checkpointed = ("features", "policy", "v", "buffer")
 
-    def __init__(self, features: Approximation, policy: StochasticPolicy, v: VNetwork,
-                 buffer: GeneralizedAdvantageBuffer, clock: Clock, config: A2CConfig,
-                 device: torch.device | str = "cpu", seed: int = 0):
-        super().__init__(features, policy, v, clock, config, device, seed)
-        self.buffer = buffer
-
     @classmethod
-    def from_config(cls, config: A2CConfig, context: BuildContext) -> A2C:
-        clock = Clock()
-        features, policy, v = build_networks(config, context, clock)
-        buffer = cls.rollout_buffer(config, context, lam=config.lam)
-        return cls(features, policy, v, buffer, clock, config, context.device, context.seed)
+    def extras(cls, config: A2CConfig, context: BuildContext, clock: Clock) -> dict[str, Any]:
+        return {"buffer": cls.rollout_buffer(config, context, lam=config.lam)}
 
     def _train(self) -> None:
         if not self.buffer.valid.any():  # every row is an episode's reset step (all environments ended at once)

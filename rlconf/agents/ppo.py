@@ -9,11 +9,13 @@ Discrete actions get a softmax policy, Box actions a Gaussian (``_policy_gradien
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 
 from rlconf.agents._agent import BuildContext
-from rlconf.agents._policy_gradient import RolloutPolicyGradient, build_networks, normalized
+from rlconf.agents._policy_gradient import RolloutPolicyGradient, normalized
 from rlconf.agents.hyperparameters import PPOConfig
 from rlconf.approximation import Approximation, VNetwork
 from rlconf.memory import GeneralizedAdvantageBuffer, Rollout
@@ -25,20 +27,16 @@ class PPO(RolloutPolicyGradient):
     Config = PPOConfig
     checkpointed = ("features", "policy", "v", "buffer")
 
-    def __init__(self, features: Approximation, policy: StochasticPolicy, v: VNetwork,
-                 buffer: GeneralizedAdvantageBuffer, clock: Clock, config: PPOConfig, clip: float | LinearScheduler,
-                 device: torch.device | str = "cpu", seed: int = 0):
-        super().__init__(features, policy, v, clock, config, device, seed)
-        self.buffer = buffer
+    def __init__(self, features: Approximation, policy: StochasticPolicy, v: VNetwork, clock: Clock,
+                 config: PPOConfig, device: torch.device | str = "cpu", seed: int = 0, *,
+                 buffer: GeneralizedAdvantageBuffer, clip: float | LinearScheduler):
+        super().__init__(features, policy, v, clock, config, device, seed, buffer)
         self.clip = clip
 
     @classmethod
-    def from_config(cls, config: PPOConfig, context: BuildContext) -> PPO:
-        clock = Clock()
-        features, policy, v = build_networks(config, context, clock)
-        buffer = cls.rollout_buffer(config, context, lam=config.lam)
-        clip = schedule(config.clip, config.clip_final, context.total_steps, clock, "clip")
-        return cls(features, policy, v, buffer, clock, config, clip, context.device, context.seed)
+    def extras(cls, config: PPOConfig, context: BuildContext, clock: Clock) -> dict[str, Any]:
+        return {"buffer": cls.rollout_buffer(config, context, lam=config.lam),
+                "clip": schedule(config.clip, config.clip_final, context.total_steps, clock, "clip")}
 
     def _train(self) -> None:
         observations = self.buffer.observation

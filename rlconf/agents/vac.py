@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import torch
 
-from rlconf.agents._agent import BuildContext
-from rlconf.agents._policy_gradient import PolicyGradient, build_networks
+from rlconf.agents._policy_gradient import PolicyGradient
 from rlconf.agents.hyperparameters import VACConfig
 from rlconf.approximation import Approximation, VNetwork
 from rlconf.core import StateArray
@@ -37,12 +36,6 @@ class VAC(PolicyGradient):
         self._features: torch.Tensor | None = None
         self._actions: torch.Tensor | None = None
         self._done: torch.Tensor | None = None
-
-    @classmethod
-    def from_config(cls, config: VACConfig, context: BuildContext) -> VAC:
-        clock = Clock()
-        features, policy, v = build_networks(config, context, clock)
-        return cls(features, policy, v, clock, config, context.device, context.seed)
 
     def act(self, states: StateArray) -> torch.Tensor:
         self.clock.tick(len(states))

@@ -17,34 +17,25 @@ episodes, mind ``n_envs``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from rlconf.agents._agent import BuildContext
-from rlconf.agents._policy_gradient import PolicyGradient, build_networks
+from rlconf.agents._policy_gradient import PolicyGradient
 from rlconf.agents.hyperparameters import VPGConfig
-from rlconf.approximation import Approximation, VNetwork
 from rlconf.core import StateArray
 from rlconf.memory import CompleteEpisodeBuffer
 from rlconf.optim import Clock
-from rlconf.policies import StochasticPolicy
 
 
 class VPG(PolicyGradient):
     Config = VPGConfig
     checkpointed = ("features", "policy", "v", "buffer")
 
-    def __init__(self, features: Approximation, policy: StochasticPolicy, v: VNetwork,
-                 buffer: CompleteEpisodeBuffer, clock: Clock, config: VPGConfig,
-                 device: torch.device | str = "cpu", seed: int = 0):
-        super().__init__(features, policy, v, clock, config, device, seed)
-        self.buffer = buffer
-
     @classmethod
-    def from_config(cls, config: VPGConfig, context: BuildContext) -> VPG:
-        clock = Clock()
-        features, policy, v = build_networks(config, context, clock)
-        buffer = CompleteEpisodeBuffer(context.n_envs, config.discount_factor, context.device)
-        return cls(features, policy, v, buffer, clock, config, context.device, context.seed)
+    def extras(cls, config: VPGConfig, context: BuildContext, clock: Clock) -> dict[str, Any]:
+        return {"buffer": CompleteEpisodeBuffer(context.n_envs, config.discount_factor, context.device)}
 
     def act(self, states: StateArray) -> torch.Tensor:
         self.clock.tick(len(states))
