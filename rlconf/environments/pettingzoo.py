@@ -62,27 +62,57 @@ class _View:
     masked: bool = False  # raw observations are {"observation", "action_mask"} dicts
 
 
+def make_aec_env(env_id: str, kwargs: dict, render_mode: str | None):
+    """The AEC game of the module ``env_id``: its ``env()``, or its ``parallel_env()`` converted to turns."""
+    module = import_env_module(env_id)
+    if hasattr(module, "env"):
+        return module.env(render_mode=render_mode, **kwargs)
+    if hasattr(module, "parallel_env"):
+        from pettingzoo.utils.conversions import parallel_to_aec
+
+        return parallel_to_aec(module.parallel_env(render_mode=render_mode, **kwargs))
+    raise ConfigError(f"env.id={env_id}: not a PettingZoo environment module (it has no env())")
+
+
+def make_drawn_aec_env(env_id: str, kwargs: dict, render_mode: str | None):
+    """``make_aec_env`` for games seen in pixels: they draw their screen, which the observations are cut from,
+    only when they render; without a render mode every observation is the first one (PettingZoo 1.27).
+    rgb_array draws off-screen."""
+    return make_aec_env(env_id, kwargs, render_mode or "rgb_array")
+
+
 class MultiagentEnvironment(Environment):
     """One PettingZoo game behind ``reset`` / ``step`` of MultiagentStates (see the module docstring).
 
     ``env_id`` names the module of the game (``pettingzoo.classic.tictactoe_v3``, ``mpe2.simple_spread_v3``);
     ``kwargs`` go to its ``env()`` constructor. ``max_episode_steps`` truncates a game after that many turns.
+
+    A family that plays its games differently names its own ``aec_env`` (given everything it reads); one whose
+    settings shape the adapter too (Atari's frame skip) builds its game in its constructor and hands it to
+    ``_adopt``. Either way construction depends on no attribute set before it.
     """
 
     kind = EnvKind.MULTI_AGENT
     n_envs = 1
     frames = False  # image observations become one grey 84x84 frame (the butterfly family)
     image_observations = False  # observations are frames (the image networks' input), not vectors
+    aec_env = staticmethod(make_aec_env)  # (env_id, kwargs, render_mode): the game a family plays
 
     def __init__(self, env_id: str, n_envs: int = 1, *, kwargs: dict | None = None, vectorization: str = "auto",
                  max_episode_steps: int | None = None, device: str | torch.device = "cpu", name: str | None = None,
                  render_mode: str | None = None, wrappers: Sequence[Callable] = ()):
         _check_options(n_envs, vectorization, wrappers)
+        self._adopt(self.aec_env(env_id, dict(kwargs or {}), render_mode), env_id, name=name, device=device,
+                    render_mode=render_mode, max_episode_steps=max_episode_steps)
+
+    def _adopt(self, env: Any, env_id: str, *, name: str | None, device: str | torch.device,
+               render_mode: str | None, max_episode_steps: int | None) -> None:
+        """Become the adapter of the AEC game ``env`` (built from ``env_id``), handing states to ``device``."""
         self.name = name or env_id
         self.device = torch.device(device)
         self.render_mode = render_mode
         self.max_episode_steps = max_episode_steps
-        self.env = self._make_env(env_id, dict(kwargs or {}), render_mode)
+        self.env = env
         self.agents: list[str] = list(self.env.possible_agents)
         self._views = {agent: self._view(self.env.observation_space(agent), env_id) for agent in self.agents}
         self.observation_spaces: dict[str, gym.Space] = {agent: view.space for agent, view in self._views.items()}
@@ -235,17 +265,6 @@ class MultiagentEnvironment(Environment):
         return action
 
     # -- what the families change ----------------------------------------------------------------------
-    def _make_env(self, env_id: str, kwargs: dict, render_mode: str | None):
-        """The AEC game: the module's ``env()``, or its ``parallel_env()`` converted to turns."""
-        module = import_env_module(env_id)
-        if hasattr(module, "env"):
-            return module.env(render_mode=render_mode, **kwargs)
-        if hasattr(module, "parallel_env"):
-            from pettingzoo.utils.conversions import parallel_to_aec
-
-            return parallel_to_aec(module.parallel_env(render_mode=render_mode, **kwargs))
-        raise ConfigError(f"env.id={env_id}: not a PettingZoo environment module (it has no env())")
-
     def _view(self, space: gym.Space, env_id: str) -> _View:
         """What an agent sees of ``space``: board games' dicts become a flat float32 board plus the mask."""
         if isinstance(space, gym.spaces.Dict) and {"observation", "action_mask"} <= set(space.spaces):
@@ -279,11 +298,7 @@ class MultiagentFrameEnvironment(MultiagentEnvironment):
 
     frames = True
     image_observations = True
-
-    def _make_env(self, env_id: str, kwargs: dict, render_mode: str | None):
-        # Butterfly games draw their screen, which the observations are cut from, only when they render:
-        # without a render mode every observation is the first one (PettingZoo 1.27). rgb_array draws off-screen.
-        return super()._make_env(env_id, kwargs, render_mode or "rgb_array")
+    aec_env = staticmethod(make_drawn_aec_env)
 
 
 class MultiagentAtariEnvironment(MultiagentEnvironment):
@@ -305,31 +320,14 @@ class MultiagentAtariEnvironment(MultiagentEnvironment):
         frame_skip = kwargs.pop("frame_skip", 4)
         require(isinstance(frame_skip, int) and not isinstance(frame_skip, bool) and frame_skip >= 1,
                 "env.kwargs.frame_skip", frame_skip, "allowed: an integer >= 1 (emulator frames per turn)")
+        _check_options(n_envs, vectorization, wrappers)
+        self._adopt(make_atari_aec_env(env_id, kwargs, render_mode, frame_skip), env_id, name=name, device=device,
+                    render_mode=render_mode, max_episode_steps=max_episode_steps)
         self.frame_skip = frame_skip
         self.simulator_fps = 60
         self._lives: dict[str, int] = {}
-        super().__init__(env_id, n_envs, kwargs=kwargs, vectorization=vectorization,
-                         max_episode_steps=max_episode_steps, device=device, name=name, render_mode=render_mode,
-                         wrappers=wrappers)
         # The joint action of all players repeats for frame_skip frames: each player's turn is a share of them.
         self.frames_per_step = frame_skip / len(self.agents)
-
-    def _make_env(self, env_id: str, kwargs: dict, render_mode: str | None):
-        module = import_env_module(env_id)
-        import ale_py  # the ROMs ship inside ale-py (the atari extra, which rlconf[pettingzoo] includes)
-        import cv2  # noqa: F401  # the resize; a missing one names the package
-        from pettingzoo.atari.base_atari_env import ParallelAtariEnv
-        from pettingzoo.utils.conversions import parallel_to_aec
-
-        require(kwargs.setdefault("obs_type", "grayscale_image") == "grayscale_image", "env.kwargs.obs_type",
-                kwargs["obs_type"], "allowed: grayscale_image (frames are grey 84x84)")
-        kwargs.setdefault("auto_rom_install_path", os.path.dirname(ale_py.__file__))
-        game = None
-        if module.__name__.startswith("pettingzoo.atari.") and hasattr(module, "raw_env"):
-            game = module.raw_env(render_mode=render_mode, **kwargs).unwrapped
-        if not isinstance(game, ParallelAtariEnv):
-            raise ConfigError(f"env.id={env_id}: not a PettingZoo Atari game; e.g. pettingzoo.atari.pong_v3")
-        return parallel_to_aec(_atari_frames(game, self.frame_skip))
 
     def _on_reset(self) -> None:
         self._lives = {}
@@ -339,6 +337,26 @@ class MultiagentAtariEnvironment(MultiagentEnvironment):
         lost = lives < self._lives.get(agent, lives)
         self._lives[agent] = lives
         return {"life_lost": torch.tensor(lost)}
+
+
+def make_atari_aec_env(env_id: str, kwargs: dict, render_mode: str | None, frame_skip: int):
+    """The multi-player Atari game ``env_id`` (a ``pettingzoo.atari`` module) in grey frames, each joint action
+    repeated ``frame_skip`` frames, taken in turns."""
+    module = import_env_module(env_id)
+    import ale_py  # the ROMs ship inside ale-py (the atari extra, which rlconf[pettingzoo] includes)
+    import cv2  # noqa: F401  # the resize; a missing one names the package
+    from pettingzoo.atari.base_atari_env import ParallelAtariEnv
+    from pettingzoo.utils.conversions import parallel_to_aec
+
+    require(kwargs.setdefault("obs_type", "grayscale_image") == "grayscale_image", "env.kwargs.obs_type",
+            kwargs["obs_type"], "allowed: grayscale_image (frames are grey 84x84)")
+    kwargs.setdefault("auto_rom_install_path", os.path.dirname(ale_py.__file__))
+    game = None
+    if module.__name__.startswith("pettingzoo.atari.") and hasattr(module, "raw_env"):
+        game = module.raw_env(render_mode=render_mode, **kwargs).unwrapped
+    if not isinstance(game, ParallelAtariEnv):
+        raise ConfigError(f"env.id={env_id}: not a PettingZoo Atari game; e.g. pettingzoo.atari.pong_v3")
+    return parallel_to_aec(_atari_frames(game, frame_skip))
 
 
 def _atari_frames(game, frame_skip: int):
