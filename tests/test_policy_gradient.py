@@ -228,49 +228,86 @@ def test_complete_episode_buffer_returns_carry_running_episodes_over():
     assert buffer.completed_steps == 0
 
 
-# -- truncation: a time limit bootstraps from V(s_T), a terminal state does not ------------------------------
-def hand_made_states(obs_first: list[float], reward: float, done: list[bool], mask: list[float]) -> StateArray:
+# -- what an update learned from, read off the step it took ------------------------------------------------
+# Adam's first step moves each weight by lr * g / (|g| + eps); with lr = eps = 1e8 that is g itself (|g| is
+# lost in eps), so an agent's first update is a plain gradient step of size 1, and the change of a linear head
+# is a known sum over the steps the update learned from. With V(s) = s[0] and a uniform softmax policy over
+# CartPole's two actions (its head all zeros), an update on N steps with returns G and advantages A changes
+#   the value head's [weight, bias] by (2 c / N) * sum_i (G_i - V(s_i)) * [s_i, 1]    (c: value_loss_scaling)
+#   the policy's logits of action 1 minus those of action 0 by (1 / N) * sum_i A_i * sign_i * [s_i, 1]
+# where sign_i is +1 if a_i = 1, else -1. Hand-made states carry one-hot tags in s[1:], so that the [s_i, 1]
+# are independent and each step's term can be read off.
+ONE_PLAIN_GRADIENT_STEP = ("approximation.hidden=[]", "agent.lr=1e8", "agent.adam_eps=1e8", "agent.lr_v=null",
+                           "agent.clip_grad=0", "agent.entropy_loss_scaling=0", "agent.value_loss_scaling=0.5")
+
+
+def hand_made_states(obs_first: list[float], reward: float, done: list[bool], mask: list[float],
+                     tags: tuple[int | None, int | None] = (None, None)) -> StateArray:
+    """States of 2 environments: observation [s0, 0, 0, 0], with a 1 at dimension ``tags[e]`` of env e."""
     observation = torch.zeros(2, 4)
     observation[:, 0] = torch.tensor(obs_first)
+    for env, tag in enumerate(tags):
+        if tag is not None:
+            observation[env, tag] = 1.0
     return states(observation, torch.full((2,), reward), done, mask)
 
 
 def agent_valuing_states_by_their_first_number(name: str, *overrides: str):
-    """The policy-gradient agent ``name`` on 2 envs whose value head is V(s) = s[0] (one linear layer)."""
-    _, env, body = build(CARTPOLE, f"agent={name}", "hardware.n_envs=2", "approximation.hidden=[]",
-                         f"agent.discount_factor={GAMMA}", *overrides)
+    """The policy-gradient agent ``name`` on 2 envs whose value head is V(s) = s[0] and whose policy is uniform
+    (one linear layer each), and whose first update is one plain gradient step (ONE_PLAIN_GRADIENT_STEP)."""
+    _, env, body = build(CARTPOLE, f"agent={name}", "hardware.n_envs=2", f"agent.discount_factor={GAMMA}",
+                         *ONE_PLAIN_GRADIENT_STEP, *overrides)
     env.close()
     agent = policy_gradient(body)
-    weight, bias = agent.v.model.parameters()
     with torch.no_grad():
-        weight.zero_()
-        weight[0, 0] = 1.0
-        bias.zero_()
+        for parameter in (*agent.v.model.parameters(), *agent.policy.model.parameters()):
+            parameter.zero_()
+        next(agent.v.model.parameters())[0, 0] = 1.0
     return agent
 
 
+def linear_head(approximation) -> torch.Tensor:
+    """A linear layer's weight and bias side by side: a row [w, b] per output."""
+    weight, bias = approximation.model.parameters()
+    return torch.cat([weight, bias[:, None]], dim=1).detach().clone()
+
+
+def per_step_terms(change: torch.Tensor, observations: torch.Tensor) -> torch.Tensor:
+    """The e_i with ``change`` = sum_i e_i * [s_i, 1], for the observations s_i (a row each)."""
+    inputs = torch.cat([observations, torch.ones(len(observations), 1)], dim=1).double().T
+    terms = torch.linalg.lstsq(inputs, change.double()[:, None]).solution
+    assert torch.allclose(inputs @ terms, change.double()[:, None], atol=1e-4), "not one gradient step on these"
+    return terms.squeeze(1).float()
+
+
+def first_update(agent, *steps: StateArray) -> tuple[torch.Tensor, torch.Tensor]:
+    """The returns G and advantages A of the update ``agent`` (from ``agent_valuing_states_by_their_first_number``)
+    takes when the last of ``steps`` completes its first batch, one per state it learned from: the states of
+    every step but the last, env 0 then env 1."""
+    value_before, policy_before = linear_head(agent.v), linear_head(agent.policy)
+    actions = [agent.act(state) for state in steps]
+    learned = torch.cat([state["observation"] for state in steps[:-1]])
+    sign = torch.cat(actions[:-1]).float() * 2 - 1
+    value_change, policy_change = linear_head(agent.v) - value_before, linear_head(agent.policy) - policy_before
+    assert value_change.abs().sum() > 0, "no update"
+    n, value_scale = len(learned), 2 * agent.config.value_loss_scaling
+    returns = learned[:, 0] + n / value_scale * per_step_terms(value_change[0], learned)
+    advantages = n * sign * per_step_terms(policy_change[1] - policy_change[0], learned)
+    return returns, advantages
+
+
+# -- truncation: a time limit bootstraps from V(s_T), a terminal state does not ------------------------------
 @pytest.mark.parametrize("name", AGENTS)
-def test_truncated_episodes_bootstrap_from_the_last_state_and_terminal_ones_do_not(name, monkeypatch):
+def test_truncated_episodes_bootstrap_from_the_last_state_and_terminal_ones_do_not(name):
     """Env 0 is truncated by a time limit in s_1 (done, mask 1), env 1 terminates there (done, mask 0). With
     V(s) = s[0], the return of step 0 must be r + gamma * V(s_1) = 1 + gamma * 5 for env 0 and r = 1 for
-    env 1; the reset states after them (s[0] = -3) must not count."""
+    env 1."""
     extra = {"vpg": ["agent.min_batch_size=1"], "vac": [], "a2c": ["agent.n_steps=1"],
-             "ppo": ["agent.n_steps=1", "agent.normalize_advantages=false"]}[name]
+             "ppo": ["agent.n_steps=1", "agent.epochs=1", "agent.normalize_advantages=false"]}[name]
     agent = agent_valuing_states_by_their_first_number(name, *extra)
-    seen: list[torch.Tensor] = []
-    if name == "ppo":
-        original = agent._update
-        monkeypatch.setattr(agent, "_update", lambda batch: (seen.append(batch.returns.clone()), original(batch)))
-    else:
-        original = agent._actor_critic_step
-        monkeypatch.setattr(agent, "_actor_critic_step", lambda features, actions, returns, advantages=None: (
-            seen.append(returns.clone()), original(features, actions, returns, advantages)))
-
-    agent.act(hand_made_states([0.5, 0.5], 0.0, [False, False], [1.0, 1.0]))
-    agent.act(hand_made_states([5.0, 5.0], 1.0, [True, True], [1.0, 0.0]))
-    agent.act(hand_made_states([-3.0, -3.0], 0.0, [False, False], [1.0, 1.0]))
-    assert seen, f"{name} did not update"
-    assert torch.allclose(seen[0], torch.tensor([1.0 + GAMMA * 5.0, 1.0])), seen[0]
+    returns, _ = first_update(agent, hand_made_states([0.5, 0.5], 0.0, [False, False], [1.0, 1.0], tags=(1, 2)),
+                              hand_made_states([5.0, 5.0], 1.0, [True, True], [1.0, 0.0]))
+    assert torch.allclose(returns, torch.tensor([1.0 + GAMMA * 5.0, 1.0]), atol=1e-4), returns
 
 
 # -- Atari: every policy-gradient agent on real games with its preset ---------------------------------------
@@ -315,34 +352,12 @@ def test_bad_policy_gradient_settings_are_one_line(run_cli, workdir, override, w
     assert list(workdir.iterdir()) == []
 
 
-def _captured_advantages(*overrides: str) -> tuple[object, list[tuple[torch.Tensor, torch.Tensor]]]:
-    """A2C driven through two updates, with the (returns, advantages) each update trained on (advantages
-    None: the update takes G - V(s) from its own values)."""
-    _, env, agent = build(CARTPOLE, "agent=a2c", "agent.n_steps=16", *overrides)
-    a2c, seen = agent.agent, []
-    step = a2c._actor_critic_step
-
-    def capture(features, actions, returns, advantages=None):
-        seen.append((returns.clone(), None if advantages is None else advantages.clone()))
-        step(features, actions, returns, advantages)
-
-    a2c._actor_critic_step = capture
-    drive(env, agent, 2 * 16 * 8 + 8)
+def test_a2c_gae_lambda_and_advantage_normalisation_default_to_sb3s():
+    _, env, agent = build(CARTPOLE, "agent=a2c")
     env.close()
-    return a2c, seen
-
-
-def test_a2c_gae_lambda_and_advantage_normalisation_follow_sb3():
-    default, seen = _captured_advantages()
-    assert (default.config.lam, default.config.normalize_advantages) == (1.0, False)  # SB3's A2C defaults
-    assert default.buffer.lam == 1.0 and len(seen) == 2
-    assert all(advantages is None for _, advantages in seen), "the step takes G - V(s) as it is"
-
-    tuned, seen = _captured_advantages("agent.lam=0.9", "agent.normalize_advantages=true")
-    assert tuned.buffer.lam == 0.9
-    for returns, advantages in seen:
-        assert abs(float(advantages.mean())) < 1e-5 and float(advantages.std()) == pytest.approx(1.0, abs=1e-4)
-        assert not torch.allclose(returns, advantages), "the value head still regresses on the returns"
+    a2c = policy_gradient(agent)
+    assert (a2c.config.lam, a2c.config.normalize_advantages) == (1.0, False)  # SB3's A2C defaults
+    assert a2c.buffer.lam == 1.0
 
 
 def _a2c_update_on_a_hand_made_rollout(*overrides: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -350,20 +365,9 @@ def _a2c_update_on_a_hand_made_rollout(*overrides: str) -> tuple[torch.Tensor, t
     update regresses V on and the advantages its policy loss weighs log pi(a|s) with, in the rollout's order
     (step 0 of both envs, then step 1)."""
     agent = agent_valuing_states_by_their_first_number("a2c", "agent.n_steps=2", *overrides)
-    seen: list[tuple[torch.Tensor, torch.Tensor]] = []
-    step = agent._actor_critic_step
-
-    def capture(features, actions, returns, advantages=None):
-        used = returns - agent.v.no_grad(features) if advantages is None else advantages  # as the step takes A
-        seen.append((returns.clone(), used.clone()))
-        step(features, actions, returns, advantages)
-
-    agent._actor_critic_step = capture
-    agent.act(hand_made_states([1.0, 3.0], 0.0, [False, False], [1.0, 1.0]))
-    agent.act(hand_made_states([2.0, 0.0], 1.0, [False, False], [1.0, 1.0]))
-    agent.act(hand_made_states([4.0, 1.0], 2.0, [False, False], [1.0, 1.0]))  # the rollout is full: one update
-    assert len(seen) == 1
-    return seen[0]
+    return first_update(agent, hand_made_states([1.0, 3.0], 0.0, [False, False], [1.0, 1.0], tags=(1, 2)),
+                        hand_made_states([2.0, 0.0], 1.0, [False, False], [1.0, 1.0], tags=(3, None)),
+                        hand_made_states([4.0, 1.0], 2.0, [False, False], [1.0, 1.0]))  # full: one update
 
 
 def _gae_by_hand(lam: float) -> tuple[torch.Tensor, torch.Tensor]:
