@@ -3,6 +3,7 @@ normalisation bodies, DDPG, TD3 and SAC on the real environments and through the
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import sys
@@ -18,7 +19,6 @@ from omegaconf import OmegaConf
 from torch import nn
 
 from rlconf.agents import TestAgent
-from rlconf.agents import sac as sac_module
 from rlconf.approximation import PolyakTarget, QContinuous
 from rlconf.bodies import NormalizeObservations, NormalizeRewards, RunningMeanStd, TimeFeature
 from rlconf.config import compose, validate
@@ -558,10 +558,12 @@ def test_sac_temperature_is_tuned_by_default_and_fixed_when_given():
 
 
 def _sac_losses_by_hand(sac, batch: Transitions, alpha: float) -> list[torch.Tensor]:
-    """The critics' and the policy's losses of one SAC update at temperature ``alpha``, from the policy's
-    generator seeded with 0 (the update's draws: a' ~ pi(s') for the targets, then a ~ pi(s))."""
-    sac.policy.generator.manual_seed(0)
-    targets = sac._td_targets(batch, torch.tensor(alpha))
+    """The critics' and the policy's losses of one SAC update at temperature ``alpha``, taking its draws from
+    the policy's generator as the update does (a' ~ pi(s') for the targets, then a ~ pi(s))."""
+    next_actions, next_log_probs = sac.policy.no_grad(batch.next_observation)
+    next_values = torch.min(sac.q_1.target(batch.next_observation, next_actions),
+                            sac.q_2.target(batch.next_observation, next_actions))
+    targets = batch.reward + sac.config.discount_factor * batch.next_mask * (next_values - alpha * next_log_probs)
     observation = batch.observation
     actions, log_probs = sac.policy(observation)
     values = torch.min(sac.q_1.frozen(observation, actions), sac.q_2.frozen(observation, actions))
@@ -569,24 +571,44 @@ def _sac_losses_by_hand(sac, batch: Transitions, alpha: float) -> list[torch.Ten
             F.mse_loss(sac.q_2(observation, batch.action), targets), (alpha * log_probs - values).mean()]
 
 
-def test_a_fixed_temperature_weighs_the_critic_targets_and_the_policy_loss(monkeypatch):
-    _, env, agent = build(PENDULUM, "agent=sac", "agent.replay_start_size=100", "agent.batch_size=32",
-                          "agent.temperature=0.2")
+def _gradient_steps_by_hand(sac, state: StateArray, alpha: float) -> list[list[torch.Tensor]]:
+    """What ``sac.act(state)`` does to the critics' and the policy's weights, by hand, if its one update
+    trains on the losses of temperature ``alpha`` by plain gradient steps of size 1: the act's own draws
+    (its action, then its minibatch) and then the losses' draws, from a copy of ``sac`` as it is now."""
+    copy_ = copy.deepcopy(sac)
+    actions = copy_.policy.no_grad(state.as_input())[0]
+    copy_.replay.store(state, actions)
+    batch = copy_.replay.sample(copy_.config.batch_size)
+    networks = (copy_.q_1.model, copy_.q_2.model, copy_.policy.model)
+    for network, loss in zip(networks, _sac_losses_by_hand(copy_, batch, alpha), strict=True):
+        network.zero_grad()
+        loss.backward(inputs=list(network.parameters()))
+    return [[-p.grad for p in network.parameters()] for network in networks]
+
+
+def test_a_fixed_temperature_weighs_the_critic_targets_and_the_policy_loss():
+    """With Adam's lr and eps both 1e8 an update is a plain gradient step of size 1 (see test_policy_gradient):
+    SAC's first steps at a fixed alpha 0.2 move its critics and policy down the gradients of the losses written
+    out at alpha 0.2, not at 1.0, and take no temperature step."""
+    _, env, agent = build(PENDULUM, "agent=sac", "hardware.n_envs=1", "agent.replay_start_size=100",
+                          "agent.batch_size=32", "agent.temperature=0.2", "agent.lr_q=1e8", "agent.lr_pi=1e8",
+                          "agent.adam_eps=1e8")
     sac = innermost(agent)
-    drive(env, agent, 300)
+    state = drive(env, agent, 99)  # the warm-up but for its last step: no update yet
     env.close()
-    batch = sac.replay.sample(32)
-    seen: list[tuple[object, torch.Tensor]] = []
-    with monkeypatch.context() as patch:  # the losses the update trains on, without the step
-        patch.setattr(sac_module, "reinforce_together", lambda *losses: seen.extend(losses))
-        sac.policy.generator.manual_seed(0)
-        sac._update(batch)
-    trained = [approximation for approximation, _ in seen]
-    assert len(trained) == 3 and all(a is b for a, b in zip(trained, (sac.q_1, sac.q_2, sac.policy), strict=True)), \
-        "no temperature loss"
-    for (_, loss), expected in zip(seen, _sac_losses_by_hand(sac, batch, 0.2), strict=True):
-        assert torch.allclose(loss, expected), (loss, expected)
-    assert not torch.allclose(seen[2][1], _sac_losses_by_hand(sac, batch, 1.0)[2]), "alpha weighs the policy loss"
+    assert sac.policy.updates == 0
+    expected, other_alpha = _gradient_steps_by_hand(sac, state, 0.2), _gradient_steps_by_hand(sac, state, 1.0)
+    before = [[p.detach().clone() for p in network.parameters()] for network in (sac.q_1.model, sac.q_2.model,
+                                                                                 sac.policy.model)]
+    sac.act(state)
+    assert sac.policy.updates == 1 and sac.temperature.updates == 0, "one update, no temperature step"
+    after = [list(network.parameters()) for network in (sac.q_1.model, sac.q_2.model, sac.policy.model)]
+    for name, old, new, step, wrong in zip(("q_1", "q_2", "policy"), before, after, expected, other_alpha,
+                                           strict=True):
+        for o, n, s in zip(old, new, step, strict=True):
+            torch.testing.assert_close(n.detach() - o, s, atol=1e-5, rtol=1e-4, msg=name)
+        assert not all(torch.allclose(n.detach() - o, w, atol=1e-5, rtol=1e-4)
+                       for o, n, w in zip(old, new, wrong, strict=True)), f"alpha weighs {name}'s loss"
 
 
 def test_a_fixed_temperature_must_be_positive(run_cli, workdir, tmp_path):
