@@ -157,3 +157,11 @@ def states(observation, reward, done, mask=None, **extra) -> StateArray:
     fields = {"observation": torch.as_tensor(observation), "reward": torch.as_tensor(reward, dtype=torch.float32),
               "done": done, "mask": mask, **extra}
     return StateArray(fields, (len(done),))
+
+
+def plain_gradient_steps(*learning_rates: str) -> tuple[str, ...]:
+    """Overrides that make an agent's first update a plain gradient step of size 1, so that a test can read
+    what the update learned from off the weights it moved. Adam's first step moves each weight by
+    lr * g / (|g| + eps); with lr = eps = 1e8, |g| is lost in eps and the step is g itself. ``learning_rates``:
+    the agent's keys for them (``lr``, ``lr_q``, ...)."""
+    return (*(f"agent.{key}=1e8" for key in learning_rates), "agent.adam_eps=1e8")

@@ -14,7 +14,16 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import FAST_RUN, assert_run_refused, build, drive, one_error_line, only_run_dir, states
+from conftest import (
+    FAST_RUN,
+    assert_run_refused,
+    build,
+    drive,
+    one_error_line,
+    only_run_dir,
+    plain_gradient_steps,
+    states,
+)
 from omegaconf import OmegaConf
 from torch import nn
 
@@ -573,8 +582,9 @@ def _sac_losses_by_hand(sac, batch: Transitions, alpha: float) -> list[torch.Ten
 
 def _gradient_steps_by_hand(sac, state: StateArray, alpha: float) -> list[list[torch.Tensor]]:
     """What ``sac.act(state)`` does to the critics' and the policy's weights, by hand, if its one update
-    trains on the losses of temperature ``alpha`` by plain gradient steps of size 1: the act's own draws
-    (its action, then its minibatch) and then the losses' draws, from a copy of ``sac`` as it is now."""
+    trains on the losses of temperature ``alpha`` by plain gradient steps of size 1 (plain_gradient_steps):
+    the act's own draws (its action, then its minibatch) and then the losses' draws, from a copy of ``sac``
+    as it is now."""
     copy_ = copy.deepcopy(sac)
     actions = copy_.policy.no_grad(state.as_input())[0]
     copy_.replay.store(state, actions)
@@ -587,12 +597,10 @@ def _gradient_steps_by_hand(sac, state: StateArray, alpha: float) -> list[list[t
 
 
 def test_a_fixed_temperature_weighs_the_critic_targets_and_the_policy_loss():
-    """With Adam's lr and eps both 1e8 an update is a plain gradient step of size 1 (see test_policy_gradient):
-    SAC's first steps at a fixed alpha 0.2 move its critics and policy down the gradients of the losses written
-    out at alpha 0.2, not at 1.0, and take no temperature step."""
+    """SAC's first update at a fixed alpha 0.2, a plain gradient step, moves its critics and policy down the
+    gradients of the losses written out at alpha 0.2, not at 1.0, and takes no temperature step."""
     _, env, agent = build(PENDULUM, "agent=sac", "hardware.n_envs=1", "agent.replay_start_size=100",
-                          "agent.batch_size=32", "agent.temperature=0.2", "agent.lr_q=1e8", "agent.lr_pi=1e8",
-                          "agent.adam_eps=1e8")
+                          "agent.batch_size=32", "agent.temperature=0.2", *plain_gradient_steps("lr_q", "lr_pi"))
     sac = innermost(agent)
     state = drive(env, agent, 99)  # the warm-up but for its last step: no update yet
     env.close()

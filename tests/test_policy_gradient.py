@@ -13,7 +13,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-from conftest import build, drive, one_error_line, only_run_dir, parameters, states
+from conftest import build, drive, one_error_line, only_run_dir, parameters, plain_gradient_steps, states
 
 from rlconf.agents import PolicyGradient
 from rlconf.agents.a2c import A2CConfig
@@ -229,15 +229,14 @@ def test_complete_episode_buffer_returns_carry_running_episodes_over():
 
 
 # -- what an update learned from, read off the step it took ------------------------------------------------
-# Adam's first step moves each weight by lr * g / (|g| + eps); with lr = eps = 1e8 that is g itself (|g| is
-# lost in eps), so an agent's first update is a plain gradient step of size 1, and the change of a linear head
-# is a known sum over the steps the update learned from. With V(s) = s[0] and a uniform softmax policy over
+# With plain_gradient_steps the first update is a gradient step of size 1, and the change of a linear head is
+# a known sum over the steps the update learned from. With V(s) = s[0] and a uniform softmax policy over
 # CartPole's two actions (its head all zeros), an update on N steps with returns G and advantages A changes
 #   the value head's [weight, bias] by (2 c / N) * sum_i (G_i - V(s_i)) * [s_i, 1]    (c: value_loss_scaling)
 #   the policy's logits of action 1 minus those of action 0 by (1 / N) * sum_i A_i * sign_i * [s_i, 1]
 # where sign_i is +1 if a_i = 1, else -1. Hand-made states carry one-hot tags in s[1:], so that the [s_i, 1]
 # are independent and each step's term can be read off.
-ONE_PLAIN_GRADIENT_STEP = ("approximation.hidden=[]", "agent.lr=1e8", "agent.adam_eps=1e8", "agent.lr_v=null",
+ONE_PLAIN_GRADIENT_STEP = ("approximation.hidden=[]", *plain_gradient_steps("lr"), "agent.lr_v=null",
                            "agent.clip_grad=0", "agent.entropy_loss_scaling=0", "agent.value_loss_scaling=0.5")
 
 
