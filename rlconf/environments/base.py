@@ -31,6 +31,8 @@ class Environment(Protocol):
     observation_space: gym.Space
     action_space: gym.Space
     frames_per_step: float = 1  # simulator frames per agent step (Atari's frame skip makes it 4)
+    # The simulator's frames per second, for videos in real time; None: the renderer's own (render_fps).
+    simulator_fps: float | None = None
     # Test episodes are cut short after this many steps without a reward; None: never (all but Atari's tests).
     stall_steps: int | None = None
     # The rewards a step can give, (low, high); None: unknown (gymnasium dropped reward_range). Bandits know.

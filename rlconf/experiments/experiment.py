@@ -331,7 +331,7 @@ class Experiment:
         ``copies``: how many copies of the environment the test env will have, if the caller knows: the phase
         is then announced before they are built (16 Atari games take seconds on a busy machine)."""
         if copies is None:
-            copies = getattr(self.test_env(), "n_envs", 1) if episodes else 1
+            copies = self.test_env().n_envs if episodes else 1
         shown = self.progress.test(episodes, copies)
         try:
             return self.test(episodes, self._reporter("test", episodes, shown.update))

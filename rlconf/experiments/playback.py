@@ -275,7 +275,7 @@ def _frames_in(video: Path) -> int:
 def _video_fps(video, env) -> float:
     """Real time: the renderer's frames per second, over the simulator frames an agent step takes (Atari's
     frame skip: 4 emulator frames are one recorded frame)."""
-    fps = getattr(env, "simulator_fps", None) or video.metadata.get("render_fps") or 30
+    fps = env.simulator_fps or video.metadata.get("render_fps") or 30
     return max(1, round(fps / env.frames_per_step))
 
 
