@@ -182,9 +182,9 @@ class ActorTestAgent(TestAgent):
 def action_bounds(context: BuildContext, agent: str) -> ActionBounds:
     """The bounds of the continuous actions ``agent`` acts in; anything else is a ConfigError, one line."""
     space = context.action_space
-    if not (isinstance(space, gym.spaces.Box) and len(space.shape) == 1):
-        raise ConfigError(f"agent={agent}: needs continuous (Box) actions, not {space}; allowed: envs with Box "
-                          "actions, e.g. env=classic/pendulum or env=mujoco/half_cheetah (rlconf list env)")
+    # The pairing refusal (experiments.pairing), also for an agent built directly; a Box of several dimensions too.
+    if CONTINUOUS.refuses_actions(space) or len(space.shape) != 1:
+        raise ConfigError(CONTINUOUS.actions_refusal(agent, space))
     shape = context.observation_space.shape
     if len(shape) != 1:
         raise ConfigError(f"agent={agent}: its critic takes vector observations (concatenated with the action), "
