@@ -124,3 +124,58 @@ def _assert_same(a: Any, b: Any, where: str) -> None:
         assert isinstance(b, float) and np.isnan(b), f"{where} differs"
     else:
         assert a == b, f"{where}: {a!r} != {b!r}"
+
+
+# Where checkpoints written before components saved their own generators found each one (paths as the
+# checkpoints of commit 90ad77b name them: the body's wrapper first, each player's agent under its name).
+OLD_PATHS = {
+    "rainbow": {"agent.agent.policy.rng": ("policy", "rng"), "agent.agent.replay.buffer.generator": ("replay", "torch"),
+                "agent.agent.replay.buffer.rng": ("replay", "numpy")},
+    "sac": {"agent.agent.policy.generator": ("policy", "torch"), "agent.agent.replay.generator": ("replay", "torch")},
+    "ppo": {"agent.agent.generator": ("generator", None)},
+    "thompson": {"agent.agent.rng": ("rng", None)},
+}
+
+
+@pytest.mark.parametrize("name", sorted(OLD_PATHS))
+def test_a_checkpoint_from_before_keeps_its_generators(name, tmp_path):
+    from rlconf.experiments.experiment import load_checkpoint
+
+    overrides = [f"agent={name}", *RUNS[name], "hardware.device=cpu"]
+    _, env, agent = build(*overrides, "seed=0")
+    drive(env, agent, HALF)
+    env.close()
+    state = agent.state_dict()
+    generators = state.pop("generators")
+    found = {path: generators[component] if key is None else generators[component][key]
+             for path, (component, key) in OLD_PATHS[name].items()}
+    torch.save({"agent": state, "rng": {**rng.capture(), "generators": found}}, tmp_path / "checkpoint.pt")
+
+    loaded = load_checkpoint(tmp_path / "checkpoint.pt")
+    assert "generators" not in loaded["rng"]
+    _, env, resumed = build(*overrides, "seed=1")
+    env.close()
+    resumed.load_state_dict(loaded["agent"])
+    _assert_same(_through_a_file(resumed.state_dict()["generators"]), _through_a_file(generators), name)
+
+
+def test_a_multiagent_checkpoint_from_before_keeps_each_players_generators(tmp_path):
+    from rlconf.experiments.experiment import load_checkpoint
+
+    overrides = ["agent=independent", *RUNS["independent"], "hardware.device=cpu"]
+    _, env, agent = build(*overrides, "seed=0")
+    drive(env, agent, HALF)
+    env.close()
+    state = agent.state_dict()
+    found = {}
+    for player, player_state in state.items():
+        generators = player_state.pop("generators")
+        found[f"agent.agents['{player}'].agent.policy.rng"] = generators["policy"]["rng"]
+        found[f"agent.agents['{player}'].agent.replay.generator"] = generators["replay"]["torch"]
+    torch.save({"agent": state, "rng": {**rng.capture(), "generators": found}}, tmp_path / "checkpoint.pt")
+
+    _, env, resumed = build(*overrides, "seed=1")
+    env.close()
+    resumed.load_state_dict(load_checkpoint(tmp_path / "checkpoint.pt")["agent"])
+    _assert_same(_generators(_through_a_file(resumed.state_dict())), _generators(_through_a_file(agent.state_dict())),
+                 "independent")
