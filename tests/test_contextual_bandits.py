@@ -201,12 +201,12 @@ def test_checkpoint_round_trip_reproduces_the_next_arms(name):
     original = build(name, env, seed=0, **neural)
     optimal_pulls(original, env, 100, seed=0)  # two training rounds for the neural agents
     buffer = io.BytesIO()
-    torch.save({"agent": original.state_dict(), "rng": rng_states.capture(original)}, buffer)
+    torch.save({"agent": original.state_dict(), "rng": rng_states.capture()}, buffer)
     buffer.seek(0)
     saved = torch.load(buffer, weights_only=True)
     restored = build(name, env, seed=99, **neural)
     restored.load_state_dict(saved["agent"])
-    rng_states.restore(restored, saved["rng"])
+    rng_states.restore(saved["rng"])
     assert restored.pulls == original.pulls == 100
     state = env.reset(7)  # as a resumed run starts: a fresh context, no reward pending
     for _ in range(60):  # past the next training round

@@ -192,30 +192,41 @@ def test_csv_logger_cuts_back_to_its_state(tmp_path):
     assert read_rows(tmp_path / "episodes.csv") == [] and (tmp_path / "episodes.csv").read_text().startswith("step,")
 
 
-def test_generators_inside_an_agent_are_found_and_restored():
+def test_components_save_their_own_generators_and_the_globals_are_captured_apart():
     from rlconf.experiments import rng
+    from rlconf.memory import PrioritizedReplayBuffer, ReplayBuffer
 
-    class Policy:
-        def __init__(self):
-            self.rng = np.random.default_rng(1)
+    def replays():
+        uniform = ReplayBuffer(8, 1, (2,), torch.float32, generator=torch.Generator().manual_seed(2))
+        return uniform, PrioritizedReplayBuffer(8, 1, (2,), torch.float32, generator=torch.Generator().manual_seed(3),
+                                                seed=4)
 
-    class Agent:
-        def __init__(self):
-            self.policy = Policy()
-            self.buffers = [{"generator": torch.Generator().manual_seed(2)}]
-            self.weights = torch.zeros(3)
-
-    agent = Agent()
-    assert [path for path, _ in rng.generators(agent)] == ["agent.policy.rng", "agent.buffers[0]['generator']"]
-    agent.policy.rng.random(5)
-    state = rng.capture(agent)
-    expected = (agent.policy.rng.random(3), torch.rand(2, generator=agent.buffers[0]["generator"]), torch.rand(2),
-                np.random.rand(2))
-    rng.restore(agent, state)
-    again = (agent.policy.rng.random(3), torch.rand(2, generator=agent.buffers[0]["generator"]), torch.rand(2),
-             np.random.rand(2))
+    uniform, prioritized = replays()
+    torch.rand(5, generator=uniform.generator)
+    prioritized.rng.random(5)
+    saved = torch.load(_saved({"uniform": uniform.generator_state(), "prioritized": prioritized.generator_state(),
+                               "rng": rng.capture()}), weights_only=True)
+    assert set(saved["prioritized"]) == {"torch", "numpy"}  # the contents are not in it
+    expected = (torch.rand(2, generator=uniform.generator), prioritized.rng.random(3),
+                torch.rand(2, generator=prioritized.generator), torch.rand(2), np.random.rand(2))
+    uniform, prioritized = replays()
+    uniform.load_generator_state(saved["uniform"])
+    prioritized.load_generator_state(saved["prioritized"])
+    rng.restore(saved["rng"])
+    again = (torch.rand(2, generator=uniform.generator), prioritized.rng.random(3),
+             torch.rand(2, generator=prioritized.generator), torch.rand(2), np.random.rand(2))
     for a, b in zip(expected, again, strict=True):
         assert np.array_equal(np.asarray(a), np.asarray(b))
+
+
+def _saved(state: dict):
+    """``state`` through torch.save, as a checkpoint writes it."""
+    import io
+
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    buffer.seek(0)
+    return buffer
 
 
 def test_a_restored_replay_never_samples_the_transition_cut_by_the_resume():

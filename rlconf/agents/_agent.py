@@ -14,18 +14,21 @@ import torch
 
 from rlconf.agents._plays import DISCRETE
 from rlconf.core import State, StateArray
+from rlconf.core.generators import Generator, OwnsGenerators, generators_state, load_generators_state
 from rlconf.errors import ConfigError
 
 
-class Learner:
+class Learner(ABC):
     """What every learning agent can do besides acting: save and restore what it has learned."""
 
+    @abstractmethod
     def state_dict(self) -> dict:
-        """Everything needed to continue learning: models, optimisers, counters, schedules."""
-        return {}
+        """Everything needed to continue learning: models, optimisers, counters, the generators it draws from
+        (each component's, by a name the agent writes out)."""
 
+    @abstractmethod
     def load_state_dict(self, state: dict) -> None:
-        pass
+        """The inverse of ``state_dict``, for an agent built from the same config."""
 
     def replay_state_dict(self) -> dict:
         """The replay memory's contents, for checkpoints that ask for them (empty without replay)."""
@@ -38,9 +41,9 @@ class Learner:
 class Checkpointed(Learner):
     """A learner whose checkpoint is named: each attribute in ``checkpointed`` (anything with ``state_dict``:
     approximations, buffers), the step clock, the plain attributes in ``counters`` (checkpoint key ->
-    attribute) and the numpy arrays in ``arrays`` (tables, bandit statistics: saved as tensors, so that a
-    checkpoint loads with ``weights_only``). Agents declare the names; saving and restoring them is written
-    once, here."""
+    attribute), the numpy arrays in ``arrays`` (tables, bandit statistics: saved as tensors, so that a
+    checkpoint loads with ``weights_only``) and, under ``generators``, the random generators ``generators()``
+    names. Agents declare the names; saving and restoring them is written once, here."""
 
     checkpointed: ClassVar[tuple[str, ...]] = ()
     counters: ClassVar[dict[str, str]] = {}
@@ -50,6 +53,7 @@ class Checkpointed(Learner):
     def state_dict(self) -> dict:
         state = {name: getattr(self, name).state_dict() for name in self.checkpointed}
         state |= arrays_state(self, self.arrays)
+        state |= {"generators": generators_state(self.generators())}
         return state | {"steps": self.clock.steps} | {key: getattr(self, attr) for key, attr in self.counters.items()}
 
     def load_state_dict(self, state: dict) -> None:
@@ -59,6 +63,12 @@ class Checkpointed(Learner):
         self.clock.steps = state["steps"]
         for key, attr in self.counters.items():
             setattr(self, attr, state[key])
+        load_generators_state(self.generators(), state.get("generators", {}))
+
+    @abstractmethod
+    def generators(self) -> dict[str, Generator | OwnsGenerators | None]:
+        """Every random generator the agent draws from while training, by a name of its own: its own
+        generators and the components that save theirs (policy, replay). A resumed run continues each."""
 
 
 def arrays_state(owner: Any, names: tuple[str, ...]) -> dict[str, torch.Tensor]:
@@ -88,7 +98,18 @@ class ReplayLearner(Checkpointed):
         self.replay.load_state_dict(state)
 
 
-class Agent(Learner):
+class Stateless(Learner):
+    """A learner with nothing to save (a plugin's baseline that learns nothing); agents that learn override
+    both methods."""
+
+    def state_dict(self) -> dict:
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        pass
+
+
+class Agent(Stateless):
     """An agent for one environment: ``act(state) -> action``.
 
     Learning happens inside ``act``: the agent decides when to store experience and when to update. The
@@ -99,7 +120,7 @@ class Agent(Learner):
     def act(self, state: State) -> Any: ...
 
 
-class ParallelAgent(Learner):
+class ParallelAgent(Stateless):
     """An agent for a batch of environments: ``act(states: StateArray) -> actions`` (one per environment)."""
 
     @abstractmethod

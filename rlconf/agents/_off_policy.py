@@ -56,6 +56,10 @@ class OffPolicy(ReplayLearner, ParallelAgent, Buildable):
         self._learn()
         return actions
 
+    def generators(self) -> dict[str, Any]:
+        # The replay's own (the contents are saved only with checkpoint.replay, the generator always).
+        return {"replay": self.replay}
+
     def _explore(self, states: StateArray) -> torch.Tensor:  # pragma: no cover - interface
         raise NotImplementedError
 

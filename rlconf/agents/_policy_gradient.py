@@ -81,8 +81,7 @@ def normalized(advantages: torch.Tensor) -> torch.Tensor:
 
 class PolicyGradient(Checkpointed, ParallelAgent, Buildable):
     """Base of the policy-gradient agents: ``features`` -> ``policy`` and ``v`` heads, a step counter, and a
-    generator that makes sampling reproducible from the run's seed (checkpoints save it with every other
-    generator of the run, ``experiments.rng``)."""
+    generator that makes sampling reproducible from the run's seed (checkpoints save it, ``generators``)."""
 
     plays = Plays.single_agent(gym.spaces.Discrete, gym.spaces.Box)  # softmax or Gaussian policies
     checkpointed = ("features", "policy", "v")
@@ -99,6 +98,9 @@ class PolicyGradient(Checkpointed, ParallelAgent, Buildable):
         self.generator = torch.Generator(device=device)
         self.generator.manual_seed(seed)
         self.buffer = buffer  # the experience an update learns from; None where each step is learned at once
+
+    def generators(self) -> dict[str, Any]:
+        return {"generator": self.generator}
 
     @classmethod
     def from_config(cls, config: PolicyGradientConfig, context: BuildContext) -> PolicyGradient:

@@ -19,6 +19,8 @@ builds on this file.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 
@@ -53,6 +55,9 @@ class DDPG(ContinuousOffPolicy):
         self.bounds = policy.bounds
         super().__init__(replay, clock, config, n_envs)
         self.generator = generator
+
+    def generators(self) -> dict[str, Any]:
+        return super().generators() | {"generator": self.generator}  # the warm-up's and the noise's
 
     @classmethod
     def from_config(cls, config: DDPGConfig, context: BuildContext) -> DDPG:

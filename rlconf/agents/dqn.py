@@ -11,6 +11,8 @@ only the legal ones.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -46,6 +48,9 @@ class DQN(OffPolicy):
         self.loss = LOSS_FUNCTIONS[config.loss]
         self._sync_every = max(1, config.target_update_frequency // n_envs)
         self._target_stale = False
+
+    def generators(self) -> dict[str, Any]:
+        return super().generators() | {"policy": self.policy}
 
     @classmethod
     def from_config(cls, config: DQNConfig, context: BuildContext) -> DQN:

@@ -15,7 +15,7 @@ The neural-linear agent (rlconf.agents.neural_bandit) runs the same posterior on
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -131,6 +131,9 @@ class LinearBandit(BanditAgent):
         self.config = config
         self.stats = RidgeStatistics(n_bandits, arms, features + config.intercept, config.lambda_prior)
         self.rng = rng or np.random.default_rng()
+
+    def generators(self) -> dict[str, Any]:
+        return {"rng": self.rng}
 
     @classmethod
     def from_config(cls, config, context: BuildContext) -> LinearBandit:

@@ -28,7 +28,7 @@ counts environment steps: pulls summed over the bandits.
 from __future__ import annotations
 
 import math
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -62,6 +62,9 @@ class ArmStatistics(BanditAgent):
         self.counts = np.zeros((n_bandits, arms))
         self.means = np.zeros((n_bandits, arms))
         self._rows = np.arange(n_bandits)
+
+    def generators(self) -> dict[str, Any]:
+        return {"rng": self.rng}
 
     @classmethod
     def from_config(cls, config: ArmConfig, context: BuildContext) -> ArmStatistics:

@@ -206,6 +206,9 @@ class NeuralBandit(BanditAgent):
         self.rounds = 0  # training rounds so far
         self.updates = 0  # gradient steps so far
 
+    def generators(self) -> dict[str, Any]:
+        return {"rng": self.rng, "generator": self.generator}
+
     @classmethod
     def from_config(cls, config: NeuralConfig, context: BuildContext) -> NeuralBandit:
         return cls(config, context)

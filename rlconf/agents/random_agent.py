@@ -13,6 +13,7 @@ from rlconf.agents._agent import Buildable, BuildContext, ParallelAgent, TestAge
 from rlconf.agents._plays import Plays
 from rlconf.agents.hyperparameters import RandomConfig
 from rlconf.core import EnvKind, StateArray
+from rlconf.core.generators import generators_state, load_generators_state
 from rlconf.errors import ConfigError
 from rlconf.policies import ACTION_MASK, global_random_actions, random_actions
 
@@ -49,6 +50,13 @@ class RandomAgent(ParallelAgent, Buildable):
 
     def test_agent(self) -> TestAgent:
         return RandomTestAgent(self.action_space)
+
+    # Nothing learned; the generator continues where it was (a resumed run draws what it would have).
+    def state_dict(self) -> dict:
+        return {"generators": generators_state({"rng": self.rng})}
+
+    def load_state_dict(self, state: dict) -> None:
+        load_generators_state({"rng": self.rng}, state.get("generators", {}))
 
 
 class RandomTestAgent(TestAgent):

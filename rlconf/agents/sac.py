@@ -20,6 +20,7 @@ Every critic update moves the critics' targets a ``polyak_rate`` step; the polic
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -86,6 +87,9 @@ class SAC(ContinuousOffPolicy):
         entropy_target = -bounds.dim if config.entropy_target is None else config.entropy_target
         return cls(q_1, q_2, policy, temperature, off_policy_replay(config, context), Clock(), config,
                    context.n_envs, entropy_target)
+
+    def generators(self) -> dict[str, Any]:
+        return super().generators() | {"policy": self.policy}  # its generator also draws the warm-up's actions
 
     @property
     def generator(self) -> torch.Generator:

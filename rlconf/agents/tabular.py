@@ -30,7 +30,7 @@ no future value; a truncated one (a time limit, ``mask`` 1) bootstraps as usual.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -113,6 +113,9 @@ class TabularAgent(Checkpointed, ParallelAgent, Buildable):
         """``q[s, a] += alpha * (r + gamma * max_b q[s', b] - q[s, a])``, no future after a terminal state."""
         target = reward if terminal else reward + self.config.discount_factor * max(self.q[next_state].tolist())
         self.q[state, action] += alpha * (target - self.q[state, action])
+
+    def generators(self) -> dict[str, Any]:
+        return {"rng": self.rng}
 
     def load_state_dict(self, state: dict) -> None:
         super().load_state_dict(state)

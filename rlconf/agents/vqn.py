@@ -9,6 +9,8 @@ to take (on-policy).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 
@@ -35,6 +37,9 @@ class VQN(Checkpointed, ParallelAgent, Buildable):
         self.config = config
         self._state: StateArray | None = None
         self._action: torch.Tensor | None = None
+
+    def generators(self) -> dict[str, Any]:
+        return {"policy": self.policy}
 
     @classmethod
     def from_config(cls, config: VQNConfig, context: BuildContext) -> VQN:

@@ -22,12 +22,15 @@ from __future__ import annotations
 
 import contextlib
 import pickle
+import re
 import signal
 import threading
 import time
 import warnings
+from collections import deque
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -68,7 +71,35 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device | None = 
         raise ValueError(f"unreadable checkpoint: {first_line(error)}") from None
     if not isinstance(state, dict) or "agent" not in state:
         raise ValueError("not an rlconf checkpoint")
+    _move_found_generators(state)
     return state
+
+
+# Checkpoints written before components saved their own generators keep them in ``rng["generators"]`` under
+# the attribute path where they were found (``agent.agent.policy.rng``, wrappers first): the end of each path
+# says which component's generator it was, and the key the component now saves it under.
+_FOUND_GENERATORS = {"policy.rng": ("policy", "rng"), "policy.generator": ("policy", "torch"),
+                     "replay.generator": ("replay", "torch"), "replay.buffer.generator": ("replay", "torch"),
+                     "replay.rng": ("replay", "numpy"), "replay.buffer.rng": ("replay", "numpy"),
+                     "generator": ("generator", None), "rng": ("rng", None)}
+_FOUND_PATH = re.compile(r"agent(?:\.agent)*(?:\.agents\['(?P<player>[^']+)'\](?:\.agent)*)?\.(?P<tail>.+)")
+
+
+def _move_found_generators(state: dict[str, Any]) -> None:
+    """Move an older checkpoint's generators (see ``_FOUND_GENERATORS``) into its agent's state, where the
+    components now read them; a path the table does not know is dropped (that generator starts seeded)."""
+    found = state.get("rng", {}).pop("generators", None) or {}
+    for path, generator in found.items():
+        match = _FOUND_PATH.fullmatch(path)
+        if match is None or match["tail"] not in _FOUND_GENERATORS:
+            continue
+        agent_state = state["agent"][match["player"]] if match["player"] else state["agent"]
+        name, key = _FOUND_GENERATORS[match["tail"]]
+        generators = agent_state.setdefault("generators", {})
+        if key is None:
+            generators[name] = generator
+        else:
+            generators.setdefault(name, {})[key] = generator
 
 
 
@@ -369,7 +400,7 @@ class Experiment:
             "episodes": self.episodes, "last_return": self.last_return, "best_return": self.best_return,
             "train_seconds": self.train_seconds,
             "next_eval": self._next_eval, "next_checkpoint": self._next_checkpoint, "resumes": self.resumes,
-            "rng": rng.capture(self.agent), "logger": self.logger.state_dict(), **self._loop_state(),
+            "rng": rng.capture(), "logger": self.logger.state_dict(), **self._loop_state(),
             **self.checkpoint_extra}
         if self.save_replay if replay is None else replay:
             state["replay"] = self.agent.replay_state_dict()
@@ -409,7 +440,7 @@ class Experiment:
         self._next_eval = state["next_eval"]
         self._next_checkpoint = state["next_checkpoint"]
         self.resumes = state["resumes"] + 1
-        rng.restore(self.agent, state["rng"])
+        rng.restore(state["rng"])
         self._load_loop_state(state)
         self.logger.step = state["steps"]
         self.logger.load_state_dict(state["logger"])
@@ -470,8 +501,41 @@ def first_non_finite_weight(state: Any, path: str = "") -> str | None:
 
 
 def _named_schedules(agent) -> list[tuple[str, LinearScheduler]]:
-    """Every LinearScheduler the agent holds, by its name; a name two schedules share gets its index."""
-    found = [scheduler for _, scheduler in rng.reachable(agent, (LinearScheduler,))]
+    """Every LinearScheduler the agent holds, by its name; a name two schedules share gets its index. (For
+    verbose logs only: schedules are functions of their clock, which the agent saves, so checkpoints hold
+    nothing of theirs.)"""
+    found = list(_reachable_schedules(agent))
     names = [scheduler.name for scheduler in found]
     return [(name if names.count(name) == 1 else f"{name}_{names[:i].count(name)}", found[i])
             for i, name in enumerate(names)]
+
+
+# Objects that hold no schedule and may be large: not walked into.
+_LEAVES = (str, bytes, int, float, bool, type(None), torch.Tensor, np.ndarray, torch.nn.Parameter, type)
+_MAX_DEPTH = 12
+
+
+def _reachable_schedules(root: Any) -> Iterator[LinearScheduler]:
+    """Every LinearScheduler reachable from ``root`` through attributes, lists, tuples and dict values; each
+    once, breadth first (the order verbose logs have always listed them in)."""
+    seen: set[int] = set()
+    queue: deque[tuple[Any, int]] = deque([(root, 0)])
+    while queue:
+        obj, depth = queue.popleft()
+        if id(obj) in seen or isinstance(obj, _LEAVES):
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, LinearScheduler):
+            yield obj
+            continue
+        if depth >= _MAX_DEPTH:
+            continue
+        if isinstance(obj, dict):
+            children = list(obj.values())
+        elif isinstance(obj, (list, tuple)):
+            children = list(obj)
+        elif hasattr(obj, "__dict__") and not isinstance(obj, ModuleType):
+            children = list(vars(obj).values())
+        else:
+            continue
+        queue.extend((child, depth + 1) for child in children)

@@ -11,9 +11,12 @@ drawn and no rejection sampling is needed.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 
+from rlconf.core.generators import generators_state, load_generators_state
 from rlconf.memory.replay import ReplayBuffer
 
 
@@ -107,3 +110,10 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         super().load_state_dict(state)
         self.tree.tree[:] = state["tree"].numpy()
         self.max_priority = state["max_priority"]
+
+    def generator_state(self) -> dict[str, Any]:
+        return super().generator_state() | generators_state({"numpy": self.rng})
+
+    def load_generator_state(self, state: dict[str, Any]) -> None:
+        super().load_generator_state(state)
+        load_generators_state({"numpy": self.rng}, state)

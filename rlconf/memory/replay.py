@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import math
 import os
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import gymnasium as gym
 import torch
 
 from rlconf.core import State
+from rlconf.core.generators import generators_state, load_generators_state
 from rlconf.errors import ConfigError
 
 
@@ -237,6 +238,14 @@ class ReplayBuffer:
         tensors = {name: written(getattr(self, name)) for name in self._STATE if getattr(self, name) is not None}
         return tensors | {"next_row": self._next_row, "filled": filled}
 
+    def generator_state(self) -> dict[str, Any]:
+        """The sampling generator's state, apart from the contents: checkpoints carry the contents only when
+        asked (``checkpoint.replay``), the generator always."""
+        return generators_state({"torch": self.generator})
+
+    def load_generator_state(self, state: dict[str, Any]) -> None:
+        load_generators_state({"torch": self.generator}, state)
+
     def load_state_dict(self, state: dict) -> None:
         """Restore a checkpoint's memory. Environments are not checkpointed: a resumed run starts from a
         reset, so the newest stored state never gets its successor. It is marked as the end of its episode,
@@ -281,6 +290,12 @@ class NStepReplayBuffer:
 
     def load_state_dict(self, state: dict) -> None:
         self.buffer.load_state_dict(state)
+
+    def generator_state(self) -> dict[str, Any]:
+        return self.buffer.generator_state()
+
+    def load_generator_state(self, state: dict[str, Any]) -> None:
+        self.buffer.load_generator_state(state)
 
 
 def replay_bytes(capacity: int, space, dtype: torch.dtype, frame_stack: int, action_space) -> int:

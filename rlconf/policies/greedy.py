@@ -7,11 +7,14 @@ draw the same random numbers as before masks existed.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 
 from rlconf.approximation import QNetwork
 from rlconf.core import State
+from rlconf.core.generators import generators_state, load_generators_state
 
 ACTION_MASK = "action_mask"
 
@@ -78,6 +81,13 @@ class GreedyPolicy:
 
     def eval(self, state: State) -> int:
         return int(legal_argmax(state.apply(self.q.eval), state.get(ACTION_MASK)))
+
+    def generator_state(self) -> dict[str, Any]:
+        """The exploration coins' generator (the network is saved by its owner, the agent)."""
+        return generators_state({"rng": self.rng})
+
+    def load_generator_state(self, state: dict[str, Any]) -> None:
+        load_generators_state({"rng": self.rng}, state)
 
 
 class ParallelGreedyPolicy(GreedyPolicy):

@@ -12,12 +12,14 @@ temperature tuning works alike whatever the Box's units (the scale only shifts l
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from rlconf.approximation import Approximation
+from rlconf.core.generators import generators_state, load_generators_state
 from rlconf.policies.bounds import ActionBounds
 from rlconf.policies.deterministic import TanhActionBound
 
@@ -73,3 +75,10 @@ class SoftDeterministicPolicy(Approximation):
         noise = torch.randn(mean.shape, generator=self.generator, device=mean.device, dtype=mean.dtype)
         u = mean + log_std.exp() * noise
         return self.squash(u), squashed_log_prob(u, noise, log_std)
+
+    def generator_state(self) -> dict[str, Any]:
+        """The sampling noise's generator (the weights are in ``state_dict``, as every Approximation's)."""
+        return generators_state({"torch": self.generator})
+
+    def load_generator_state(self, state: dict[str, Any]) -> None:
+        load_generators_state({"torch": self.generator}, state)

@@ -1,0 +1,181 @@
+"""A resumed agent draws the same random numbers as one that never stopped, for every registered agent.
+
+Half a short run, then the agent's checkpoint (its state dict with the generators each component saves, the
+replay's contents, the process-global generators) through ``torch.save`` and ``weights_only`` loading, as a
+checkpoint file holds it. Both the agent that went on in this process and a new one built from another seed
+load it, as a resumed run does, and go on from the same reset: their actions and their final states must be
+identical. A generator that no component saves leaves the new agent drawing from its own seed, and differs.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from conftest import build, drive
+
+from rlconf import registry
+from rlconf.experiments import rng
+
+CARTPOLE, PENDULUM = "env=classic/cartpole", "env=classic/pendulum"
+SMALL_REPLAY = "agent.replay_start_size=50"  # updates (and the replay's draws) start within the first half
+# Each agent on a small env it plays; every registered agent must be here (test below).
+RUNS = {
+    "dqn": [CARTPOLE, SMALL_REPLAY], "ddqn": [CARTPOLE, SMALL_REPLAY], "c51": [CARTPOLE, SMALL_REPLAY],
+    "rainbow": [CARTPOLE, SMALL_REPLAY], "vqn": [CARTPOLE], "vsarsa": [CARTPOLE],
+    "vpg": [CARTPOLE], "vac": [CARTPOLE], "a2c": [CARTPOLE], "ppo": [CARTPOLE], "random": [CARTPOLE],
+    "ddpg": [PENDULUM, SMALL_REPLAY], "td3": [PENDULUM, SMALL_REPLAY], "sac": [PENDULUM, SMALL_REPLAY],
+    "independent": ["env=pettingzoo/tictactoe", SMALL_REPLAY.replace("agent.", "agent.dqn.")],
+    **{name: ["env=bandit/bernoulli"] for name in ("epsilon_greedy", "ucb", "bayesian_ucb", "thompson",
+                                                  "gradient_bandit")},
+    **{name: ["env=bandit/linear"] for name in ("linear_posterior", "linucb", "neural_greedy", "neural_linear",
+                                               "bootstrap_neural", "noise_sampling")},
+    **{name: ["env=tabular/frozen_lake"] for name in ("q_learning", "sarsa_lambda", "dyna_q")},
+}
+HALF, REST = 200, 200
+
+
+def test_every_registered_agent_is_checked():
+    assert sorted(RUNS) == sorted(registry.names("agent"))
+
+
+@pytest.mark.parametrize("name", sorted(RUNS))
+def test_resumed_agent_draws_what_the_uninterrupted_one_draws(name):
+    overrides = [f"agent={name}", *RUNS[name], "hardware.device=cpu"]
+    _, env, agent = build(*overrides, "seed=0")
+    drive(env, agent, HALF)
+    checkpoint = _saved({"agent": agent.state_dict(), "replay": agent.replay_state_dict(), "rng": rng.capture()})
+    generators = _generators(agent.state_dict())
+
+    # Two resumed agents built from other seeds (their own generators, networks and tables start elsewhere),
+    # in the first run's environment: a bandit's problem follows the run's seed.
+    actions = []
+    for seed in (1, 2):
+        _, own_env, resumed = build(*overrides, f"seed={seed}")
+        own_env.close()
+        _resumed(resumed, _loaded(checkpoint))  # loaded anew: an optimiser's state shares the loaded tensors
+        _assert_same(_generators(resumed.state_dict()), generators, f"{name}: the generators resumed")
+        actions.append(_go_on(env, resumed))
+        if seed == 1:
+            after = _through_a_file(resumed.state_dict())
+    for step, (a, b) in enumerate(zip(*actions, strict=True)):
+        assert torch.equal(torch.as_tensor(a), torch.as_tensor(b)), f"{name}: actions differ {step} steps in"
+    _assert_same(after, _through_a_file(resumed.state_dict()), name)
+    env.close()
+
+
+def _generators(state: dict[str, Any]) -> dict[str, Any]:
+    """The generators' states in an agent's state dict (a multi-agent one: each player's)."""
+    if "generators" in state:
+        return state["generators"]
+    return {player: _generators(player_state) for player, player_state in state.items()}
+
+
+def _resumed(agent, checkpoint: dict[str, Any]):
+    """``agent`` loaded from ``checkpoint`` as a resumed run loads it."""
+    agent.load_state_dict(checkpoint["agent"])
+    if checkpoint["replay"]:
+        agent.load_replay_state_dict(checkpoint["replay"])
+    rng.restore(checkpoint["rng"])
+    return agent
+
+
+def _go_on(env, agent) -> list:
+    """``REST`` more steps from a reset (a resumed run resets its environments): the actions taken."""
+    actions = []
+    state = env.reset(seed=7)
+    start = env.steps
+    while env.steps < start + REST:
+        actions.append(agent.act(state))
+        state = env.step(actions[-1])
+    return actions
+
+
+def _saved(state: Any) -> bytes:
+    """``state`` as torch.save writes it into a checkpoint file."""
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    return buffer.getvalue()
+
+
+def _loaded(saved: bytes) -> Any:
+    return torch.load(io.BytesIO(saved), weights_only=True)
+
+
+def _through_a_file(state: Any) -> Any:
+    return _loaded(_saved(state))
+
+
+def _assert_same(a: Any, b: Any, where: str) -> None:
+    if isinstance(a, torch.Tensor):
+        assert torch.equal(a, b), f"{where} differs"
+    elif isinstance(a, dict):
+        assert set(a) == set(b), f"{where}: {sorted(set(a) ^ set(b), key=str)}"
+        for key in a:
+            _assert_same(a[key], b[key], f"{where}.{key}")
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b), f"{where} differs in length"
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _assert_same(x, y, f"{where}[{i}]")
+    elif isinstance(a, float) and np.isnan(a):
+        assert isinstance(b, float) and np.isnan(b), f"{where} differs"
+    else:
+        assert a == b, f"{where}: {a!r} != {b!r}"
+
+
+# Where checkpoints written before components saved their own generators found each one (paths as the
+# checkpoints of commit 90ad77b name them: the body's wrapper first, each player's agent under its name).
+OLD_PATHS = {
+    "rainbow": {"agent.agent.policy.rng": ("policy", "rng"), "agent.agent.replay.buffer.generator": ("replay", "torch"),
+                "agent.agent.replay.buffer.rng": ("replay", "numpy")},
+    "sac": {"agent.agent.policy.generator": ("policy", "torch"), "agent.agent.replay.generator": ("replay", "torch")},
+    "ppo": {"agent.agent.generator": ("generator", None)},
+    "thompson": {"agent.agent.rng": ("rng", None)},
+}
+
+
+@pytest.mark.parametrize("name", sorted(OLD_PATHS))
+def test_a_checkpoint_from_before_keeps_its_generators(name, tmp_path):
+    from rlconf.experiments.experiment import load_checkpoint
+
+    overrides = [f"agent={name}", *RUNS[name], "hardware.device=cpu"]
+    _, env, agent = build(*overrides, "seed=0")
+    drive(env, agent, HALF)
+    env.close()
+    state = agent.state_dict()
+    generators = state.pop("generators")
+    found = {path: generators[component] if key is None else generators[component][key]
+             for path, (component, key) in OLD_PATHS[name].items()}
+    torch.save({"agent": state, "rng": {**rng.capture(), "generators": found}}, tmp_path / "checkpoint.pt")
+
+    loaded = load_checkpoint(tmp_path / "checkpoint.pt")
+    assert "generators" not in loaded["rng"]
+    _, env, resumed = build(*overrides, "seed=1")
+    env.close()
+    resumed.load_state_dict(loaded["agent"])
+    _assert_same(_through_a_file(resumed.state_dict()["generators"]), _through_a_file(generators), name)
+
+
+def test_a_multiagent_checkpoint_from_before_keeps_each_players_generators(tmp_path):
+    from rlconf.experiments.experiment import load_checkpoint
+
+    overrides = ["agent=independent", *RUNS["independent"], "hardware.device=cpu"]
+    _, env, agent = build(*overrides, "seed=0")
+    drive(env, agent, HALF)
+    env.close()
+    state = agent.state_dict()
+    found = {}
+    for player, player_state in state.items():
+        generators = player_state.pop("generators")
+        found[f"agent.agents['{player}'].agent.policy.rng"] = generators["policy"]["rng"]
+        found[f"agent.agents['{player}'].agent.replay.generator"] = generators["replay"]["torch"]
+    torch.save({"agent": state, "rng": {**rng.capture(), "generators": found}}, tmp_path / "checkpoint.pt")
+
+    _, env, resumed = build(*overrides, "seed=1")
+    env.close()
+    resumed.load_state_dict(load_checkpoint(tmp_path / "checkpoint.pt")["agent"])
+    _assert_same(_generators(_through_a_file(resumed.state_dict())), _generators(_through_a_file(agent.state_dict())),
+                 "independent")
