@@ -124,7 +124,7 @@ def test_distributional_targets_choose_the_next_action_as_configured(agent, doub
     chosen = online if double_q else by_target
     expected = _projected_by_hand(rewards, 0.99 * masks, target_probabilities[torch.arange(64), chosen],
                                   learner.config.v_min, learner.config.v_max)
-    torch.testing.assert_close(learner._td_targets(batch).double(), expected, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(learner.td_targets(batch).double(), expected, atol=1e-5, rtol=1e-5)
     env.close()
 
 

@@ -394,7 +394,7 @@ def test_time_limit_truncation_bootstraps_and_termination_does_not(name):
     drive(env, agent, 200)
     inner = innermost(agent)
     replay = inner.replay
-    done_rows = torch.nonzero(replay.done[: replay._filled, 0]).squeeze(-1)
+    done_rows = torch.nonzero(replay.done[:, 0]).squeeze(-1)
     assert len(done_rows) == 9  # the 10th truncated state was just returned, not yet stored
     into_truncation = replay.gather(done_rows - 1, torch.zeros_like(done_rows))
     assert into_truncation.next_mask.eq(1).all(), "a truncated state keeps mask 1"
@@ -402,8 +402,8 @@ def test_time_limit_truncation_bootstraps_and_termination_does_not(name):
     def targets(batch):
         if name == "sac":
             inner.policy.generator.manual_seed(0)  # the same next actions for both calls
-            return inner._td_targets(batch, torch.tensor(0.2))
-        return inner._td_targets(batch)
+            return inner.td_targets(batch, torch.tensor(0.2))
+        return inner.td_targets(batch)
 
     bootstrapped = targets(into_truncation)
     terminal = targets(into_truncation._replace(next_mask=torch.zeros_like(into_truncation.next_mask)))

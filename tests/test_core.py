@@ -195,6 +195,15 @@ def test_schedule_decays_over_its_steps_from_decay_start():
     assert float(value) == 0.0
 
 
+def test_a_clock_names_the_schedules_that_read_it_and_numbers_a_shared_name():
+    clock, other = Clock(), Clock()
+    lr = schedule(1.0, 0.0, 100, clock, "lr")
+    schedule(1.0, 0.1, 10, other, "epsilon")
+    lr_v, lr_v_again = (schedule(0.5, 0.0, 100, clock, "lr_v") for _ in range(2))
+    assert schedule(3, None, 1000, clock, "constant") == 3.0  # a constant is no schedule
+    assert clock.named_schedules() == {"lr": lr, "lr_v_0": lr_v, "lr_v_1": lr_v_again}
+
+
 @pytest.mark.parametrize(("family", "env_id"), [("classic", "CartPole-v1"), ("atari", "ALE/Pong-v5"),
                                                 ("bandit", "bernoulli"), ("contextual_bandit", "linear")])
 def test_an_environment_hands_over_states_on_the_run_device(family, env_id):

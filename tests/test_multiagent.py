@@ -108,10 +108,10 @@ def test_dqn_targets_maximise_over_the_next_states_legal_actions():
     for agent_class, config in ((DQN, DQNConfig()), (DDQN, DDQNConfig())):
         agent = agent_class.from_config(config, context)
         agent.q.target = agent.q.no_grad = FixedQ(VALUES)
-        targets = agent._td_targets(batch)
+        targets = agent.td_targets(batch)
         # max over legal {1, 3} is 2.0; a terminal state with no legal action adds nothing (not nan)
         assert torch.allclose(targets, torch.tensor([0.5 + 0.99 * 2.0, 1.0])), (agent_class, targets)
-        unmasked = agent._td_targets(batch._replace(next_action_mask=None))
+        unmasked = agent.td_targets(batch._replace(next_action_mask=None))
         assert torch.allclose(unmasked, torch.tensor([0.5 + 0.99 * 9.0, 1.0]))
     assert legal_max(torch.tensor([[1.0, 2.0]]), None).tolist() == [2.0]
 

@@ -16,6 +16,7 @@ from rlconf.agents._plays import DISCRETE
 from rlconf.core import State, StateArray
 from rlconf.core.generators import Generator, OwnsGenerators, generators_state, load_generators_state
 from rlconf.errors import ConfigError
+from rlconf.optim import Clock, LinearScheduler
 
 
 class Learner(ABC):
@@ -30,6 +31,10 @@ class Learner(ABC):
     def load_state_dict(self, state: dict) -> None:
         """The inverse of ``state_dict``, for an agent built from the same config."""
 
+    def schedules(self) -> dict[str, LinearScheduler]:
+        """The scheduled hyperparameters (epsilon, learning rates...) by name, for verbose logs (none here)."""
+        return {}
+
     def replay_state_dict(self) -> dict:
         """The replay memory's contents, for checkpoints that ask for them (empty without replay)."""
         return {}
@@ -39,36 +44,26 @@ class Learner(ABC):
 
 
 class Checkpointed(Learner):
-    """A learner whose checkpoint is named: each attribute in ``checkpointed`` (anything with ``state_dict``:
-    approximations, buffers), the step clock, the plain attributes in ``counters`` (checkpoint key ->
-    attribute), the numpy arrays in ``arrays`` (tables, bandit statistics: saved as tensors, so that a
-    checkpoint loads with ``weights_only``) and, under ``generators``, the random generators ``generators()``
-    names. Agents declare the names; saving and restoring them is written once, here."""
+    """A learner with a step clock and random generators: its ``state_dict`` holds the clock's steps and,
+    under ``generators``, the state of each generator ``generators()`` names. An agent extends both methods
+    with what it learns (``super().state_dict() | {...}``), each component saving itself."""
 
-    checkpointed: ClassVar[tuple[str, ...]] = ()
-    counters: ClassVar[dict[str, str]] = {}
-    arrays: ClassVar[tuple[str, ...]] = ()
-    clock: Any
+    clock: Clock
 
     def state_dict(self) -> dict:
-        state = {name: getattr(self, name).state_dict() for name in self.checkpointed}
-        state |= arrays_state(self, self.arrays)
-        state |= {"generators": generators_state(self.generators())}
-        return state | {"steps": self.clock.steps} | {key: getattr(self, attr) for key, attr in self.counters.items()}
+        return {"steps": self.clock.steps, "generators": generators_state(self.generators())}
 
     def load_state_dict(self, state: dict) -> None:
-        for name in self.checkpointed:
-            getattr(self, name).load_state_dict(state[name])
-        load_arrays(self, self.arrays, state)
         self.clock.steps = state["steps"]
-        for key, attr in self.counters.items():
-            setattr(self, attr, state[key])
         load_generators_state(self.generators(), state.get("generators", {}))
 
     @abstractmethod
     def generators(self) -> dict[str, Generator | OwnsGenerators | None]:
         """Every random generator the agent draws from while training, by a name of its own: its own
         generators and the components that save theirs (policy, replay). A resumed run continues each."""
+
+    def schedules(self) -> dict[str, LinearScheduler]:
+        return self.clock.named_schedules()
 
 
 def arrays_state(owner: Any, names: tuple[str, ...]) -> dict[str, torch.Tensor]:
@@ -205,6 +200,9 @@ class AgentWrapper(Learner):
 
     def load_state_dict(self, state: dict) -> None:
         self.agent.load_state_dict(state)
+
+    def schedules(self) -> dict[str, LinearScheduler]:
+        return self.agent.schedules()
 
     def replay_state_dict(self) -> dict:
         return self.agent.replay_state_dict()

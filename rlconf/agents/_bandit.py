@@ -32,7 +32,6 @@ class BanditAgent(Checkpointed, ParallelAgent, Buildable):
     """An agent for ``n_envs`` bandits at once (see the module's docstring)."""
 
     plays = Plays(frozenset({EnvKind.BANDIT}), (gym.spaces.Discrete,))  # bandits, and only those
-    counters = {"pulls": "pulls"}
 
     def __init__(self, n_bandits: int, arms: int, clock: Clock, init_pulls: int = 0):
         self.n_bandits = n_bandits
@@ -42,6 +41,13 @@ class BanditAgent(Checkpointed, ParallelAgent, Buildable):
         self.pulls = 0  # pulls of each bandit so far
         self._contexts: np.ndarray | None = None  # what the last pull saw and did, until its reward arrives
         self._arms: np.ndarray | None = None
+
+    def state_dict(self) -> dict:
+        return super().state_dict() | {"pulls": self.pulls}
+
+    def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
+        self.pulls = state["pulls"]
 
     @staticmethod
     def check_context(context: BuildContext, agent: str) -> int:

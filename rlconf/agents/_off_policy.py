@@ -38,8 +38,6 @@ class OffPolicy(ReplayLearner, ParallelAgent, Buildable):
     A subclass says how it explores (``_explore``) and what one update does (``_update``); ``_train`` (one
     burst) is here for agents whose updates take a minibatch each."""
 
-    counters = {"calls": "_calls"}
-
     def __init__(self, replay: ReplayBuffer, clock: Clock, config: Any, n_envs: int):
         self.replay = replay
         self.clock = clock
@@ -55,6 +53,13 @@ class OffPolicy(ReplayLearner, ParallelAgent, Buildable):
         self.replay.store(states, actions)
         self._learn()
         return actions
+
+    def state_dict(self) -> dict:
+        return super().state_dict() | {"calls": self._calls}
+
+    def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
+        self._calls = state["calls"]
 
     def generators(self) -> dict[str, Any]:
         # The replay's own (the contents are saved only with checkpoint.replay, the generator always).

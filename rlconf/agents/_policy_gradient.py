@@ -84,8 +84,6 @@ class PolicyGradient(Checkpointed, ParallelAgent, Buildable):
     generator that makes sampling reproducible from the run's seed (checkpoints save it, ``generators``)."""
 
     plays = Plays.single_agent(gym.spaces.Discrete, gym.spaces.Box)  # softmax or Gaussian policies
-    checkpointed = ("features", "policy", "v")
-
     def __init__(self, features: Approximation, policy: StochasticPolicy, v: VNetwork, clock: Clock,
                  config: PolicyGradientConfig, device: torch.device | str = "cpu", seed: int = 0,
                  buffer: GeneralizedAdvantageBuffer | CompleteEpisodeBuffer | None = None):
@@ -98,6 +96,19 @@ class PolicyGradient(Checkpointed, ParallelAgent, Buildable):
         self.generator = torch.Generator(device=device)
         self.generator.manual_seed(seed)
         self.buffer = buffer  # the experience an update learns from; None where each step is learned at once
+
+    def state_dict(self) -> dict:
+        state = super().state_dict() | {"features": self.features.state_dict(), "policy": self.policy.state_dict(),
+                                        "v": self.v.state_dict()}
+        return state if self.buffer is None else state | {"buffer": self.buffer.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
+        self.features.load_state_dict(state["features"])
+        self.policy.load_state_dict(state["policy"])
+        self.v.load_state_dict(state["v"])
+        if self.buffer is not None:
+            self.buffer.load_state_dict(state["buffer"])
 
     def generators(self) -> dict[str, Any]:
         return {"generator": self.generator}

@@ -51,7 +51,7 @@ class C51(DQN):
         """With double Q-learning the online network's choices change with every update of a burst."""
         return not self.config.double_q
 
-    def _td_targets(self, batch: Transitions) -> torch.Tensor:
+    def td_targets(self, batch: Transitions) -> torch.Tensor:
         """The projected target distribution of every transition: [batch, atoms]."""
         next_probabilities = self.q.target(batch.next_observation)
         chooser = self.q.no_grad(batch.next_observation) if self.config.double_q else next_probabilities

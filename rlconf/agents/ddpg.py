@@ -46,7 +46,6 @@ from rlconf.policies import ActionBounds, DeterministicPolicy
 
 class DDPG(ContinuousOffPolicy):
     Config = DDPGConfig
-    checkpointed = ("q", "policy")
 
     def __init__(self, q: QContinuous, policy: DeterministicPolicy, replay: ReplayBuffer, clock: Clock,
                  config: DDPGConfig, n_envs: int, generator: torch.Generator):
@@ -55,6 +54,14 @@ class DDPG(ContinuousOffPolicy):
         self.bounds = policy.bounds
         super().__init__(replay, clock, config, n_envs)
         self.generator = generator
+
+    def state_dict(self) -> dict:
+        return super().state_dict() | {"q": self.q.state_dict(), "policy": self.policy.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
+        self.q.load_state_dict(state["q"])
+        self.policy.load_state_dict(state["policy"])
 
     def generators(self) -> dict[str, Any]:
         return super().generators() | {"generator": self.generator}  # the warm-up's and the noise's
@@ -72,11 +79,11 @@ class DDPG(ContinuousOffPolicy):
         return self.bounds.clip(actions + self.bounds.half_range * gaussian(actions, self.config.noise, self.generator))
 
     def _update(self, batch: Transitions) -> None:
-        q_loss = F.mse_loss(self.q(batch.observation, batch.action), self._td_targets(batch))
+        q_loss = F.mse_loss(self.q(batch.observation, batch.action), self.td_targets(batch))
         policy_loss = -self.q.frozen(batch.observation, self.policy(batch.observation)).mean()
         reinforce_together((self.q, q_loss), (self.policy, policy_loss))
 
-    def _td_targets(self, batch: Transitions) -> torch.Tensor:
+    def td_targets(self, batch: Transitions) -> torch.Tensor:
         """r + gamma * mask' * Q_target(s', policy_target(s'))."""
         return self._bootstrap(batch, self.q.target(batch.next_observation, self.policy.target(batch.next_observation)))
 

@@ -16,7 +16,7 @@ class DDQN(DQN):
     Config = DDQNConfig
     targets_per_burst = False  # the online network's choice changes with every update
 
-    def _td_targets(self, batch) -> torch.Tensor:
+    def td_targets(self, batch) -> torch.Tensor:
         next_actions = legal_argmax(self.q.no_grad(batch.next_observation), batch.next_action_mask).unsqueeze(1)
         next_values = self.q.target(batch.next_observation).gather(1, next_actions).squeeze(1)
         return self._bootstrap(batch, next_values)

@@ -36,8 +36,6 @@ LOSS_FUNCTIONS = {"mse": lambda x, y: F.mse_loss(x, y, reduction="none"),
 class DQN(OffPolicy):
     Config = DQNConfig
     plays = DISCRETE
-    checkpointed = ("q",)
-    counters = OffPolicy.counters | {"target_stale": "_target_stale"}
     targets_per_burst = True  # targets depend on the target network alone (not so for double Q-learning)
 
     def __init__(self, q: QNetwork, policy: ParallelGreedyPolicy, replay: ReplayBuffer, clock: Clock,
@@ -48,6 +46,14 @@ class DQN(OffPolicy):
         self.loss = LOSS_FUNCTIONS[config.loss]
         self._sync_every = max(1, config.target_update_frequency // n_envs)
         self._target_stale = False
+
+    def state_dict(self) -> dict:
+        return super().state_dict() | {"q": self.q.state_dict(), "target_stale": self._target_stale}
+
+    def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
+        self.q.load_state_dict(state["q"])
+        self._target_stale = state["target_stale"]
 
     def generators(self) -> dict[str, Any]:
         return super().generators() | {"policy": self.policy}
@@ -94,7 +100,7 @@ class DQN(OffPolicy):
         size = self.config.batch_size
         for draw in draws(self.replay, self.config.gradient_steps, size, self.config.replay == "prioritized"):
             # A fixed target does not move during a burst, so a draw's targets can all come from one pass.
-            targets = self._td_targets(draw) if self._fixed_targets() else None
+            targets = self.td_targets(draw) if self._fixed_targets() else None
             for part in parts(draw, size):
                 self._update(part_of(draw, part), None if targets is None else targets[part])
 
@@ -104,7 +110,7 @@ class DQN(OffPolicy):
     def _update(self, batch: Transitions, targets: torch.Tensor | None = None) -> None:
         """One step on the minibatch's losses (importance-weighted under prioritized replay), which then
         learns the minibatch's new priorities."""
-        losses, priorities = self._losses(batch, self._td_targets(batch) if targets is None else targets)
+        losses, priorities = self._losses(batch, self.td_targets(batch) if targets is None else targets)
         self.q.reinforce(losses.mean() if batch.weights is None else (batch.weights * losses).mean())
         self.replay.update_priorities(batch.indices, priorities)
 
@@ -113,7 +119,7 @@ class DQN(OffPolicy):
         values = self.q(batch.observation).gather(1, batch.action.unsqueeze(1)).squeeze(1)
         return self.loss(values, targets), (targets - values).detach().abs()
 
-    def _td_targets(self, batch: Transitions) -> torch.Tensor:
+    def td_targets(self, batch: Transitions) -> torch.Tensor:
         """r + gamma^n * mask' * max_a Q_target(s', a), the max over the legal actions a of s'."""
         return self._bootstrap(batch, legal_max(self.q.target(batch.next_observation), batch.next_action_mask))
 

@@ -92,6 +92,11 @@ class IndependentMultiagent(Multiagent):
         for player, agent in self.agents.items():
             agent.load_state_dict(state[player])
 
+    def schedules(self) -> dict[str, Any]:
+        """Each player's schedules, under ``player/name`` (shared parameters: one clock per player still)."""
+        return {f"{player}/{name}": scheduler for player, agent in self.agents.items()
+                for name, scheduler in agent.schedules().items()}
+
     def replay_state_dict(self) -> dict:
         replays = {player: agent.replay_state_dict() for player, agent in self.agents.items()}
         return {player: replay for player, replay in replays.items() if replay}  # empty: no player has replay

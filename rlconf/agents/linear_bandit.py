@@ -123,7 +123,6 @@ class LinearBandit(BanditAgent):
     Subclasses choose how to explore."""
 
     name: ClassVar[str]  # as configs and error messages call the agent
-    checkpointed = ("stats",)
 
     def __init__(self, config, n_bandits: int, arms: int, features: int, clock: Clock,
                  rng: np.random.Generator | None = None):
@@ -131,6 +130,13 @@ class LinearBandit(BanditAgent):
         self.config = config
         self.stats = RidgeStatistics(n_bandits, arms, features + config.intercept, config.lambda_prior)
         self.rng = rng or np.random.default_rng()
+
+    def state_dict(self) -> dict:
+        return super().state_dict() | {"stats": self.stats.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
+        self.stats.load_state_dict(state["stats"])
 
     def generators(self) -> dict[str, Any]:
         return {"rng": self.rng}

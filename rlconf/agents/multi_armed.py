@@ -3,8 +3,9 @@
 Each plays ``n`` independent bandits at once (``hardware.n_envs``) through the protocol of
 ``rlconf.agents._bandit``: ``learn`` from the last pull of every bandit, ``choose`` the next arms, and
 ``greedy`` for the test agent. They ignore the context (the constant 1 of a multi-armed bandit). Every
-statistic is an array of shape (bandits, arms), updated for all bandits in one numpy operation, and
-saved in checkpoints (``arrays``); each agent's generator comes from the run's seed, and resumes where it was.
+statistic is an array of shape (bandits, arms), updated for all bandits in one numpy operation, and saved
+in checkpoints (each agent's ``state_dict`` names its own); each agent's generator comes from the run's seed,
+and resumes where it was.
 
 The shared base, ArmStatistics, keeps each arm's pull count and mean reward. On top of it:
 
@@ -33,7 +34,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from rlconf.agents._agent import BuildContext
+from rlconf.agents._agent import BuildContext, arrays_state, load_arrays
 from rlconf.agents._bandit import BanditAgent, argmax_random_ties
 from rlconf.agents.hyperparameters import (
     ArmConfig,
@@ -53,7 +54,6 @@ class ArmStatistics(BanditAgent):
 
     Config: ClassVar[type] = ArmConfig
     name: ClassVar[str]  # the registry's name, for error messages
-    arrays = ("counts", "means")
 
     def __init__(self, n_bandits: int, arms: int, clock: Clock, config: ArmConfig, rng: np.random.Generator):
         super().__init__(n_bandits, arms, clock, config.init_pulls)
@@ -62,6 +62,13 @@ class ArmStatistics(BanditAgent):
         self.counts = np.zeros((n_bandits, arms))
         self.means = np.zeros((n_bandits, arms))
         self._rows = np.arange(n_bandits)
+
+    def state_dict(self) -> dict:
+        return super().state_dict() | arrays_state(self, ("counts", "means"))
+
+    def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
+        load_arrays(self, ("counts", "means"), state)
 
     def generators(self) -> dict[str, Any]:
         return {"rng": self.rng}
@@ -144,12 +151,18 @@ class PosteriorAgent(ArmStatistics):
     ``m = s^2 (m0/s0^2 + n mean/sigma^2)``."""
 
     Config = PosteriorConfig
-    arrays = ("counts", "means", "successes")
 
     def __init__(self, n_bandits, arms, clock, config: PosteriorConfig, rng, kind: str = "beta"):
         super().__init__(n_bandits, arms, clock, config, rng)
         self.kind = kind
         self.successes = np.zeros((n_bandits, arms))  # beta: pulls counted as successes
+
+    def state_dict(self) -> dict:
+        return super().state_dict() | arrays_state(self, ("successes",))
+
+    def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
+        load_arrays(self, ("successes",), state)
 
     @classmethod
     def from_config(cls, config: PosteriorConfig, context: BuildContext) -> PosteriorAgent:
@@ -185,7 +198,6 @@ class BayesianUCB(PosteriorAgent):
 
     Config = BayesianUCBConfig
     name = "bayesian_ucb"
-    arrays = (*PosteriorAgent.arrays, "quantiles", "guesses")
 
     def __init__(self, n_bandits, arms, clock, config: BayesianUCBConfig, rng, kind: str = "beta",
                  horizon: int = 10_000):
@@ -195,6 +207,13 @@ class BayesianUCB(PosteriorAgent):
         # little from one pull to the next: the next search starts from the new guess corrected by the last error.
         self.quantiles = np.full((n_bandits, arms), np.nan)
         self.guesses = np.full((n_bandits, arms), np.nan)
+
+    def state_dict(self) -> dict:
+        return super().state_dict() | arrays_state(self, ("quantiles", "guesses"))
+
+    def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
+        load_arrays(self, ("quantiles", "guesses"), state)
 
     @classmethod
     def from_config(cls, config: BayesianUCBConfig, context: BuildContext) -> BayesianUCB:
@@ -250,12 +269,18 @@ class GradientBandit(ArmStatistics):
 
     Config = GradientBanditConfig
     name = "gradient_bandit"
-    arrays = ("counts", "means", "preferences", "baseline")
 
     def __init__(self, n_bandits, arms, clock, config: GradientBanditConfig, rng):
         super().__init__(n_bandits, arms, clock, config, rng)
         self.preferences = np.zeros((n_bandits, arms))  # H
         self.baseline = np.zeros(n_bandits)  # the average reward of each bandit so far
+
+    def state_dict(self) -> dict:
+        return super().state_dict() | arrays_state(self, ("preferences", "baseline"))
+
+    def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
+        load_arrays(self, ("preferences", "baseline"), state)
 
     def policy(self) -> np.ndarray:
         """pi, (bandits, arms)."""

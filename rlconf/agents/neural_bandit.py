@@ -32,7 +32,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from rlconf.agents._agent import BuildContext
+from rlconf.agents._agent import BuildContext, arrays_state, load_arrays
 from rlconf.agents._bandit import BanditAgent, argmax_random_ties
 from rlconf.agents.hyperparameters import (
     BootstrapNeuralConfig,
@@ -179,8 +179,6 @@ class Store:
 class NeuralBandit(BanditAgent):
     """The store, the networks (``views`` per bandit) and their training rounds; subclasses choose arms."""
 
-    checkpointed: ClassVar[tuple[str, ...]] = ("networks", "optimizer", "store")
-    counters = {"pulls": "pulls", "rounds": "rounds", "updates": "updates"}
     views: int = 1  # networks per bandit
     name: ClassVar[str] = "neural"
 
@@ -205,6 +203,17 @@ class NeuralBandit(BanditAgent):
         self.logger = context.logger
         self.rounds = 0  # training rounds so far
         self.updates = 0  # gradient steps so far
+
+    def state_dict(self) -> dict:
+        return super().state_dict() | {"networks": self.networks.state_dict(), "optimizer": self.optimizer.state_dict(),
+                                       "store": self.store.state_dict(), "rounds": self.rounds, "updates": self.updates}
+
+    def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
+        self.networks.load_state_dict(state["networks"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.store.load_state_dict(state["store"])
+        self.rounds, self.updates = state["rounds"], state["updates"]
 
     def generators(self) -> dict[str, Any]:
         return {"rng": self.rng, "generator": self.generator}
@@ -292,13 +301,19 @@ class NeuralLinear(NeuralBandit):
     features, so it is refitted from the whole store whenever the features change (after each round)."""
 
     Config = NeuralLinearConfig
-    checkpointed = (*NeuralBandit.checkpointed, "stats")
     name = "neural_linear"
 
     def __init__(self, config: NeuralLinearConfig, context: BuildContext):
         super().__init__(config, context)
         width = self.networks.weights[-1].shape[1]
         self.stats = RidgeStatistics(self.n_bandits, self.arms, width + config.intercept, config.lambda_prior)
+
+    def state_dict(self) -> dict:
+        return super().state_dict() | {"stats": self.stats.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
+        self.stats.load_state_dict(state["stats"])
 
     @torch.no_grad()
     def latent(self, contexts: torch.Tensor) -> torch.Tensor:
@@ -350,7 +365,6 @@ class NoiseSampling(NeuralBandit):
 
     Config = NoiseSamplingConfig
     name = "noise_sampling"
-    arrays = ("noise_std",)
 
     def __init__(self, config: NoiseSamplingConfig, context: BuildContext):
         super().__init__(config, context)
@@ -397,8 +411,9 @@ class NoiseSampling(NeuralBandit):
         return argmax_random_ties(self.predict(contexts, self.noise)[:, 0], self.rng)
 
     def state_dict(self) -> dict:
-        return super().state_dict() | {"noise": [n.clone() for n in self.noise]}
+        return super().state_dict() | arrays_state(self, ("noise_std",)) | {"noise": [n.clone() for n in self.noise]}
 
     def load_state_dict(self, state: dict) -> None:
         super().load_state_dict(state)
+        load_arrays(self, ("noise_std",), state)
         self.noise = [n.to(self.device) for n in state["noise"]]

@@ -58,7 +58,6 @@ class LogTemperature(nn.Module):
 
 class SAC(ContinuousOffPolicy):
     Config = SACConfig
-    checkpointed = ("q_1", "q_2", "policy", "temperature")
 
     def __init__(self, q_1: QContinuous, q_2: QContinuous, policy: SoftDeterministicPolicy,
                  temperature: Approximation, replay: ReplayBuffer, clock: Clock, config: SACConfig, n_envs: int,
@@ -88,6 +87,17 @@ class SAC(ContinuousOffPolicy):
         return cls(q_1, q_2, policy, temperature, off_policy_replay(config, context), Clock(), config,
                    context.n_envs, entropy_target)
 
+    def state_dict(self) -> dict:
+        return super().state_dict() | {"q_1": self.q_1.state_dict(), "q_2": self.q_2.state_dict(),
+                                       "policy": self.policy.state_dict(), "temperature": self.temperature.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
+        self.q_1.load_state_dict(state["q_1"])
+        self.q_2.load_state_dict(state["q_2"])
+        self.policy.load_state_dict(state["policy"])
+        self.temperature.load_state_dict(state["temperature"])
+
     def generators(self) -> dict[str, Any]:
         return super().generators() | {"policy": self.policy}  # its generator also draws the warm-up's actions
 
@@ -102,7 +112,7 @@ class SAC(ContinuousOffPolicy):
     def _update(self, batch: Transitions) -> None:
         log_alpha = self.temperature()
         alpha = log_alpha.detach().exp()  # a constant in the critics' and the policy's losses
-        targets = self._td_targets(batch, alpha)
+        targets = self.td_targets(batch, alpha)
         q_1_loss = F.mse_loss(self.q_1(batch.observation, batch.action), targets)
         q_2_loss = F.mse_loss(self.q_2(batch.observation, batch.action), targets)
 
@@ -120,7 +130,7 @@ class SAC(ContinuousOffPolicy):
             logger.add_scalar("debug/temperature", alpha.item())
             logger.add_scalar("debug/entropy", -log_probs.detach().mean().item())
 
-    def _td_targets(self, batch: Transitions, alpha: torch.Tensor) -> torch.Tensor:
+    def td_targets(self, batch: Transitions, alpha: torch.Tensor) -> torch.Tensor:
         """r + gamma * mask' * (min_i Q_i,target(s', a') - alpha log pi(a'|s')), a' ~ pi(s')."""
         next_observation = batch.next_observation
         actions, log_probs = self.policy.no_grad(next_observation)

@@ -36,7 +36,15 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from rlconf.agents._agent import Buildable, BuildContext, Checkpointed, ParallelAgent, TestAgent
+from rlconf.agents._agent import (
+    Buildable,
+    BuildContext,
+    Checkpointed,
+    ParallelAgent,
+    TestAgent,
+    arrays_state,
+    load_arrays,
+)
 from rlconf.agents._plays import DISCRETE
 from rlconf.agents.hyperparameters import DynaQConfig, QLearningConfig, SarsaLambdaConfig, TabularConfig
 from rlconf.core import StateArray
@@ -58,7 +66,6 @@ class TabularAgent(Checkpointed, ParallelAgent, Buildable):
 
     name: ClassVar[str]  # as configs and error messages call the agent
     plays = DISCRETE
-    arrays = ("q",)
 
     def __init__(self, config: TabularConfig, n_states: int, n_actions: int, n_envs: int, *,
                  rng: np.random.Generator | None = None, total_steps: int = 0):
@@ -117,8 +124,12 @@ class TabularAgent(Checkpointed, ParallelAgent, Buildable):
     def generators(self) -> dict[str, Any]:
         return {"rng": self.rng}
 
+    def state_dict(self) -> dict:
+        return super().state_dict() | arrays_state(self, ("q",))
+
     def load_state_dict(self, state: dict) -> None:
         super().load_state_dict(state)
+        load_arrays(self, ("q",), state)
         # The loop resets its environments after a load: the steps in progress ended with the checkpoint.
         self._previous = [None] * len(self._previous)
 
@@ -151,13 +162,19 @@ class SarsaLambda(TabularAgent):
 
     Config = SarsaLambdaConfig
     name = "sarsa_lambda"
-    arrays = ("q", "traces")
 
     def __init__(self, config: SarsaLambdaConfig, n_states: int, n_actions: int, n_envs: int, **kwargs):
         super().__init__(config, n_states, n_actions, n_envs, **kwargs)
         self.traces = np.zeros((n_envs, n_states, n_actions), dtype=np.float64)
         self._trace_decay = config.discount_factor * config.lam
         self._accumulate = config.traces == "accumulating"
+
+    def state_dict(self) -> dict:
+        return super().state_dict() | arrays_state(self, ("traces",))
+
+    def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
+        load_arrays(self, ("traces",), state)
 
     def _step(self, env: int, state: int, reward: float, done: bool, terminal: bool, alpha: float,
               epsilon: float) -> int:
@@ -256,12 +273,18 @@ class DynaQ(QLearning):
 
     Config = DynaQConfig
     name = "dyna_q"
-    checkpointed = ("model",)
 
     def __init__(self, config: DynaQConfig, n_states: int, n_actions: int, n_envs: int, **kwargs):
         super().__init__(config, n_states, n_actions, n_envs, **kwargs)
         self.model = OutcomeModel()
         self.planning_steps = config.planning_steps
+
+    def state_dict(self) -> dict:
+        return super().state_dict() | {"model": self.model.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
+        self.model.load_state_dict(state["model"])
 
     def _learn(self, state: int, action: int, reward: float, next_state: int, terminal: bool, alpha: float) -> None:
         self._q_learning_update(state, action, reward, next_state, terminal, alpha)

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from rlconf.agents._agent import BuildContext
-from rlconf.agents._off_policy import action_bounds, critic, gaussian, generator, off_policy_replay
+from rlconf.agents._off_policy import ContinuousOffPolicy, action_bounds, critic, gaussian, generator, off_policy_replay
 from rlconf.agents.ddpg import DDPG, deterministic_policy
 from rlconf.agents.hyperparameters import TD3Config
 from rlconf.approximation import QContinuous, reinforce_together
@@ -26,14 +26,25 @@ from rlconf.policies import DeterministicPolicy
 
 class TD3(DDPG):
     Config = TD3Config
-    checkpointed = ("q_1", "q_2", "policy")
-    counters = DDPG.counters | {"updates": "_updates"}
 
     def __init__(self, q_1: QContinuous, q_2: QContinuous, policy: DeterministicPolicy, replay: ReplayBuffer,
                  clock: Clock, config: TD3Config, n_envs: int, generator: torch.Generator):
         super().__init__(q_1, policy, replay, clock, config, n_envs, generator)  # DDPG's critic: the first twin
         self.q_1, self.q_2 = q_1, q_2
         self._updates = 0
+
+    # DDPG's critic is the first twin here, saved under its own name: the state skips DDPG's.
+    def state_dict(self) -> dict:
+        return ContinuousOffPolicy.state_dict(self) | {
+            "q_1": self.q_1.state_dict(), "q_2": self.q_2.state_dict(), "policy": self.policy.state_dict(),
+            "updates": self._updates}
+
+    def load_state_dict(self, state: dict) -> None:
+        ContinuousOffPolicy.load_state_dict(self, state)
+        self.q_1.load_state_dict(state["q_1"])
+        self.q_2.load_state_dict(state["q_2"])
+        self.policy.load_state_dict(state["policy"])
+        self._updates = state["updates"]
 
     @classmethod
     def from_config(cls, config: TD3Config, context: BuildContext) -> TD3:
@@ -46,7 +57,7 @@ class TD3(DDPG):
 
     def _update(self, batch: Transitions) -> None:
         self._updates += 1
-        targets = self._td_targets(batch)
+        targets = self.td_targets(batch)
         q_losses = ((self.q_1, F.mse_loss(self.q_1(batch.observation, batch.action), targets)),
                     (self.q_2, F.mse_loss(self.q_2(batch.observation, batch.action), targets)))
         if self._updates % self.config.policy_delay:
@@ -56,7 +67,7 @@ class TD3(DDPG):
         policy_loss = -self.q_1.frozen(batch.observation, self.policy(batch.observation)).mean()
         reinforce_together(*q_losses, (self.policy, policy_loss))
 
-    def _td_targets(self, batch: Transitions) -> torch.Tensor:
+    def td_targets(self, batch: Transitions) -> torch.Tensor:
         """r + gamma * mask' * min_i Q_i,target(s', a'), a' the smoothed target action."""
         next_observation = batch.next_observation
         actions = self.policy.target(next_observation)

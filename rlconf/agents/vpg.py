@@ -31,8 +31,6 @@ from rlconf.optim import Clock
 
 class VPG(PolicyGradient):
     Config = VPGConfig
-    checkpointed = ("features", "policy", "v", "buffer")
-
     @classmethod
     def extras(cls, config: VPGConfig, context: BuildContext, clock: Clock) -> dict[str, Any]:
         return {"buffer": CompleteEpisodeBuffer(context.n_envs, config.discount_factor, context.device)}

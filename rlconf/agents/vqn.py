@@ -28,7 +28,6 @@ from rlconf.policies import ParallelGreedyPolicy
 class VQN(Checkpointed, ParallelAgent, Buildable):
     Config = VQNConfig
     plays = DISCRETE
-    checkpointed = ("q",)
 
     def __init__(self, q: QNetwork, policy: ParallelGreedyPolicy, clock: Clock, config: VQNConfig):
         self.q = q
@@ -40,6 +39,13 @@ class VQN(Checkpointed, ParallelAgent, Buildable):
 
     def generators(self) -> dict[str, Any]:
         return {"policy": self.policy}
+
+    def state_dict(self) -> dict:
+        return super().state_dict() | {"q": self.q.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
+        self.q.load_state_dict(state["q"])
 
     @classmethod
     def from_config(cls, config: VQNConfig, context: BuildContext) -> VQN:
@@ -56,7 +62,9 @@ class VQN(Checkpointed, ParallelAgent, Buildable):
     def act(self, states: StateArray) -> torch.Tensor:
         self.clock.tick(len(states))
         actions = self.policy(states)
-        if self._state is not None:
+        # Not from a step that leaves ended episodes only (every environment's reset): it holds no transition,
+        # and an optimiser step on a zero loss still moves the weights by Adam's momentum.
+        if self._state is not None and not bool(self._state["done"].all()):
             self._train(states, actions)
         self._state, self._action = states, actions
         return actions

@@ -209,7 +209,10 @@ class ScheduledLearningRate:
         return {}
 
     def load_state_dict(self, state: dict) -> None:
-        self.step()
+        # Nothing to set: the optimiser's own state holds the rate its next step uses (set after its last step),
+        # as an uninterrupted run would use it. Setting it from the clock here made a resumed run's first step
+        # differ from the uninterrupted run's.
+        pass
 
 
 class NonFinite(ArithmeticError):

@@ -27,10 +27,8 @@ import signal
 import threading
 import time
 import warnings
-from collections import deque
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -44,7 +42,6 @@ from rlconf.experiments.progress import ConsoleProgress
 from rlconf.experiments.rundir import atomic_write, write_failure
 from rlconf.logging import Logger
 from rlconf.logging.base import STEPS_PER_SECOND
-from rlconf.optim import LinearScheduler
 
 # SIGINT: Ctrl-C. SIGTERM: kill, and Slurm at a time limit, on preemption or scancel. SIGUSR1 / SIGUSR2: the
 # warning Slurm sends ahead of a time limit (sbatch --signal; submitit asks for USR2) or scancel --signal.
@@ -215,7 +212,7 @@ class Experiment:
         self.scalars_every = scalars_every
         self._next_scalars = scalars_every
         # Scheduled hyperparameters (epsilon, learning rates, PPO's clip...), logged with verbose=true.
-        self._schedules = _named_schedules(agent) if logger.verbose else []
+        self._schedules = agent.schedules() if logger.verbose else {}
         self.train_seconds = 0.0
         self.start_steps = 0  # where this attempt began: 0, or the checkpoint's step when resumed
         self.resumes = 0  # how many times this run has been resumed from a checkpoint
@@ -329,7 +326,7 @@ class Experiment:
         then, steps_then = self._rate_mark
         self._rate_mark = (now, steps)
         values = {STEPS_PER_SECOND: (steps - steps_then) / max(now - then, 1e-9)}
-        values.update({f"schedule/{name}": float(scheduler) for name, scheduler in self._schedules})
+        values.update({f"schedule/{name}": float(scheduler) for name, scheduler in self._schedules.items()})
         self.logger.add_scalars(values, steps)
 
     def _evaluate(self) -> None:
@@ -498,44 +495,3 @@ def first_non_finite_weight(state: Any, path: str = "") -> str | None:
         if found is not None:
             return found
     return None
-
-
-def _named_schedules(agent) -> list[tuple[str, LinearScheduler]]:
-    """Every LinearScheduler the agent holds, by its name; a name two schedules share gets its index. (For
-    verbose logs only: schedules are functions of their clock, which the agent saves, so checkpoints hold
-    nothing of theirs.)"""
-    found = list(_reachable_schedules(agent))
-    names = [scheduler.name for scheduler in found]
-    return [(name if names.count(name) == 1 else f"{name}_{names[:i].count(name)}", found[i])
-            for i, name in enumerate(names)]
-
-
-# Objects that hold no schedule and may be large: not walked into.
-_LEAVES = (str, bytes, int, float, bool, type(None), torch.Tensor, np.ndarray, torch.nn.Parameter, type)
-_MAX_DEPTH = 12
-
-
-def _reachable_schedules(root: Any) -> Iterator[LinearScheduler]:
-    """Every LinearScheduler reachable from ``root`` through attributes, lists, tuples and dict values; each
-    once, breadth first (the order verbose logs have always listed them in)."""
-    seen: set[int] = set()
-    queue: deque[tuple[Any, int]] = deque([(root, 0)])
-    while queue:
-        obj, depth = queue.popleft()
-        if id(obj) in seen or isinstance(obj, _LEAVES):
-            continue
-        seen.add(id(obj))
-        if isinstance(obj, LinearScheduler):
-            yield obj
-            continue
-        if depth >= _MAX_DEPTH:
-            continue
-        if isinstance(obj, dict):
-            children = list(obj.values())
-        elif isinstance(obj, (list, tuple)):
-            children = list(obj)
-        elif hasattr(obj, "__dict__") and not isinstance(obj, ModuleType):
-            children = list(vars(obj).values())
-        else:
-            continue
-        queue.extend((child, depth + 1) for child in children)

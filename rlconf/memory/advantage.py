@@ -100,13 +100,12 @@ class GeneralizedAdvantageBuffer:
         self.t = 0
 
     def state_dict(self) -> dict:
-        """The rows written so far: states 0..t (row 0 is carried over from the last rollout) and actions
-        0..t-1. Cloned, since torch.save writes a view's whole storage: an Atari rollout's preallocated
-        frames are 29 MB, and a checkpoint at the end of a rollout holds one row of them."""
-        states = {name: getattr(self, name)[: self.t + 1].clone() for name in ("observation", "reward", "mask",
-                                                                               "done")}
-        actions = {name: getattr(self, name)[: self.t].clone() for name in ("action", "log_prob")}
-        return states | actions | {"t": self.t}
+        """The rows written so far: the states and actions of steps 0..t-1 (row t is written by the next step,
+        and row 0 carried over from the last rollout is written again by the first step of the next one).
+        Cloned, since torch.save writes a view's whole storage: an Atari rollout's preallocated frames are
+        29 MB."""
+        return {name: getattr(self, name)[: self.t].clone() for name in ("observation", "reward", "mask", "done",
+                                                                          "action", "log_prob")} | {"t": self.t}
 
     def load_state_dict(self, state: dict) -> None:
         """Restore a checkpoint's rollout (its leading rows; older checkpoints hold every row). A resumed run

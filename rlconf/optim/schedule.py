@@ -12,9 +12,16 @@ class Clock:
 
     def __init__(self, steps: int = 0):
         self.steps = steps
+        self.schedules: list[LinearScheduler] = []  # those reading this clock, in the order they were made
 
     def tick(self, n: int = 1) -> None:
         self.steps += n
+
+    def named_schedules(self) -> dict[str, LinearScheduler]:
+        """The schedules reading this clock by name (for verbose logs); a name two share gets its index."""
+        names = [scheduler.name for scheduler in self.schedules]
+        return {(name if names.count(name) == 1 else f"{name}_{names[:i].count(name)}"): self.schedules[i]
+                for i, name in enumerate(names)}
 
 
 class LinearScheduler:
@@ -34,6 +41,7 @@ class LinearScheduler:
         self.decay_end = int(decay_end)
         self.clock = clock
         self.name = name
+        clock.schedules.append(self)
 
     @property
     def value(self) -> float:
