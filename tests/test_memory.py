@@ -211,9 +211,10 @@ def test_gae_state_dict_holds_only_the_rows_written_so_far(tmp_path):
                                   torch.ones(2)))
         buffer.store_action(torch.tensor([t, t + 1]), torch.tensor([-0.5, -0.25]))
     state = buffer.state_dict()
-    assert state["t"] == 3 and len(state["observation"]) == 4 and len(state["action"]) == 3
+    # Row 3 is written by the next step (the rollout's next state): not saved.
+    assert state["t"] == 3 and len(state["observation"]) == 3 and len(state["action"]) == 3
     torch.save(state, tmp_path / "rollout.pt")
-    assert (tmp_path / "rollout.pt").stat().st_size < 300_000, "4 rows of frames (226 kB), not all 129 (7.3 MB)"
+    assert (tmp_path / "rollout.pt").stat().st_size < 250_000, "3 rows of frames (170 kB), not all 129 (7.3 MB)"
 
     for saved in (torch.load(tmp_path / "rollout.pt", weights_only=True),
                   {k: v.clone() if torch.is_tensor(v) else v for k, v in vars(buffer).items()
