@@ -99,7 +99,6 @@ def _move_found_generators(state: dict[str, Any]) -> None:
             generators.setdefault(name, {})[key] = generator
 
 
-
 def _save(state: dict[str, Any], path: str) -> None:
     """torch.save through a file that remembers the OSError of a failed write (a full disk): torch reports it
     as a RuntimeError of its zip writer, or not at all until the end, and the OSError says what happened."""
