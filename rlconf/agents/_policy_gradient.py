@@ -84,6 +84,7 @@ class PolicyGradient(Checkpointed, ParallelAgent, Buildable):
     generator that makes sampling reproducible from the run's seed (checkpoints save it, ``generators``)."""
 
     plays = Plays.single_agent(gym.spaces.Discrete, gym.spaces.Box)  # softmax or Gaussian policies
+
     def __init__(self, features: Approximation, policy: StochasticPolicy, v: VNetwork, clock: Clock,
                  config: PolicyGradientConfig, device: torch.device | str = "cpu", seed: int = 0,
                  buffer: GeneralizedAdvantageBuffer | CompleteEpisodeBuffer | None = None):

@@ -30,6 +30,7 @@ from rlconf.optim import Clock
 
 class A2C(RolloutPolicyGradient):
     Config = A2CConfig
+
     @classmethod
     def extras(cls, config: A2CConfig, context: BuildContext, clock: Clock) -> dict[str, Any]:
         return {"buffer": cls.rollout_buffer(config, context, lam=config.lam)}

@@ -25,6 +25,7 @@ from rlconf.policies import StochasticPolicy
 
 class PPO(RolloutPolicyGradient):
     Config = PPOConfig
+
     def __init__(self, features: Approximation, policy: StochasticPolicy, v: VNetwork, clock: Clock,
                  config: PPOConfig, device: torch.device | str = "cpu", seed: int = 0, *,
                  buffer: GeneralizedAdvantageBuffer, clip: float | LinearScheduler):

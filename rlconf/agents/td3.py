@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from rlconf.agents._agent import BuildContext
-from rlconf.agents._off_policy import ContinuousOffPolicy, action_bounds, critic, gaussian, generator, off_policy_replay
+from rlconf.agents._off_policy import action_bounds, critic, gaussian, generator, off_policy_replay
 from rlconf.agents.ddpg import DDPG, deterministic_policy
 from rlconf.agents.hyperparameters import TD3Config
 from rlconf.approximation import QContinuous, reinforce_together
@@ -33,17 +33,15 @@ class TD3(DDPG):
         self.q_1, self.q_2 = q_1, q_2
         self._updates = 0
 
-    # DDPG's critic is the first twin here, saved under its own name: the state skips DDPG's.
+    # DDPG's critic is the first twin here: DDPG's state with its "q" saved as "q_1".
     def state_dict(self) -> dict:
-        return ContinuousOffPolicy.state_dict(self) | {
-            "q_1": self.q_1.state_dict(), "q_2": self.q_2.state_dict(), "policy": self.policy.state_dict(),
-            "updates": self._updates}
+        state = super().state_dict()
+        state["q_1"] = state.pop("q")
+        return state | {"q_2": self.q_2.state_dict(), "updates": self._updates}
 
     def load_state_dict(self, state: dict) -> None:
-        ContinuousOffPolicy.load_state_dict(self, state)
-        self.q_1.load_state_dict(state["q_1"])
+        super().load_state_dict(state | {"q": state["q_1"]})
         self.q_2.load_state_dict(state["q_2"])
-        self.policy.load_state_dict(state["policy"])
         self._updates = state["updates"]
 
     @classmethod

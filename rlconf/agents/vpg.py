@@ -31,6 +31,7 @@ from rlconf.optim import Clock
 
 class VPG(PolicyGradient):
     Config = VPGConfig
+
     @classmethod
     def extras(cls, config: VPGConfig, context: BuildContext, clock: Clock) -> dict[str, Any]:
         return {"buffer": CompleteEpisodeBuffer(context.n_envs, config.discount_factor, context.device)}
