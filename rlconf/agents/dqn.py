@@ -65,10 +65,12 @@ class DQN(OffPolicy):
         q = context.share("q", lambda: cls.build_q(config, context, clock, n_actions))
         epsilon = schedule(config.epsilon, config.epsilon_final, config.epsilon_decay_steps, clock, "epsilon")
         policy = ParallelGreedyPolicy(cls.action_values(q), n_actions, epsilon, np.random.default_rng(context.seed))
-        replay = off_policy_replay(
-            config, context, prioritized=config.replay == "prioritized", alpha=config.alpha,
-            beta=schedule(config.beta, 1.0, context.total_steps, clock, "beta"), epsilon=config.priority_epsilon,
-            n_steps=config.n_steps, discount_factor=config.discount_factor)
+        prioritized = config.replay == "prioritized"
+        # beta anneals to 1 over the run; it is built (and logged with verbose=true) only where replay has it.
+        beta = schedule(config.beta, 1.0, context.total_steps, clock, "beta") if prioritized else config.beta
+        replay = off_policy_replay(config, context, prioritized=prioritized, alpha=config.alpha, beta=beta,
+                                   epsilon=config.priority_epsilon, n_steps=config.n_steps,
+                                   discount_factor=config.discount_factor)
         return cls(q, policy, replay, clock, config, context.n_envs)
 
     @classmethod
