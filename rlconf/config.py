@@ -113,6 +113,19 @@ class HardwareSettings:
                 self.device, "allowed: cpu, cuda, cuda:N, mps")
 
 
+# The velocity components of vector observations, by simulator id: what body=mask_velocity hides unless
+# body.masked names others. Classic control from gymnasium's observation tables; MuJoCo's observations are the
+# joint positions (without the root's x), then the velocities.
+VELOCITY_COMPONENTS: dict[str, tuple[int, ...]] = {
+    "CartPole-v0": (1, 3), "CartPole-v1": (1, 3),  # cart velocity, pole angular velocity
+    "Pendulum-v1": (2,),  # angular velocity
+    "MountainCar-v0": (1,), "MountainCarContinuous-v0": (1,),  # the car's velocity
+    "Acrobot-v1": (4, 5),  # both joints' angular velocities
+    "LunarLander-v3": (2, 3, 5), "LunarLanderContinuous-v3": (2, 3, 5),  # vx, vy, angular velocity
+    "HalfCheetah-v5": tuple(range(8, 17)), "Hopper-v5": tuple(range(5, 11)), "Walker2d-v5": tuple(range(8, 17)),
+}
+
+
 @dataclass
 class BodySettings:
     """The chosen body and its settings; a body takes those named in its constructor (bodies.body_options)."""
@@ -122,6 +135,7 @@ class BodySettings:
     clip_rewards: bool = True  # the agent learns from sign(reward) (atari)
     episodic_lives: bool = True  # in training, a lost life ends the agent's episode (atari)
     time_feature_scale: float = 0.001  # the feature is t * this, t the steps into the episode (time_feature)
+    masked: list[int] | None = None  # the observation components hidden (mask_velocity); null: the velocities
     # Any body: running mean/std normalisation of the env's observations, saved in checkpoints (bodies.normalize)
     normalize_observations: bool = False
     # Any body: rewards / running std of the discounted return, statistics in checkpoints (bodies.normalize)
@@ -372,6 +386,35 @@ def check_pairing(env: EnvSettings, body: BodySettings, model_schema: type, mode
                           "none: add body.episodic_lives=false, or choose body=none")
 
 
+def check_memory(agent_name: str, agent: Any, recurrent: str, declared: str | None = None) -> None:
+    """An agent takes a recurrent core (``approximation.recurrent``) only if it declares it can (``recurrent``:
+    never, optional, required, or ignored by one that builds no network); a multi-agent run's players are its
+    agents (agent.base, agent.players). ``declared``: what an agent named by ``_target_`` declares (None: ask
+    the registry)."""
+    players = [agent.base, *agent.players.values()] if hasattr(agent, "base") else [agent_name]
+    for name in players:
+        support = declared if declared is not None and name == agent_name else registry.declared(
+            "agent", name, "recurrent", "never")
+        if recurrent != "none" and support == "never":
+            able = [n for n in registry.names("agent")
+                    if registry.declared("agent", n, "recurrent", "never") in ("optional", "required")]
+            raise ConfigError(f"approximation.recurrent={recurrent}: agent={name} has no memory; allowed with "
+                              f"{', '.join(able)} (or approximation.recurrent=none)")
+        if recurrent == "none" and support == "required":
+            raise ConfigError(f"agent={name} learns with memory: approximation.recurrent=none; allowed: lstm, gru")
+
+
+def with_masked_components(body: BodySettings, env: EnvSettings) -> BodySettings:
+    """``body.masked`` resolved: for body=mask_velocity without a list, the env's velocities, or one line
+    naming what to write when the env is not in VELOCITY_COMPONENTS."""
+    if body.name != "mask_velocity" or body.masked is not None:
+        return body
+    if env.id not in VELOCITY_COMPONENTS:
+        raise ConfigError(f"body=mask_velocity: rlconf does not know which components of {env.id}'s observations "
+                          f"are velocities; name them, e.g. body.masked=[1,3]; known: {', '.join(VELOCITY_COMPONENTS)}")
+    return dataclasses.replace(body, masked=list(VELOCITY_COMPONENTS[env.id]))
+
+
 def check_interpolations(cfg: DictConfig) -> None:
     """Every interpolation of ``cfg`` resolves (``${oc.env:VAR}``, ``${key}``), or a ConfigError naming the key,
     what was written and why it does not resolve."""
@@ -440,7 +483,10 @@ def validate(cfg: DictConfig) -> Settings:
     except registry.UnknownComponent as error:
         raise ConfigError(f"approximation.model: {error}") from None
     check_pairing(groups["env"], groups["body"], model_schema, model)
+    groups["body"] = with_masked_components(groups["body"], groups["env"])
     approximation = dataclasses.asdict(check(model_schema, approximation, "approximation."))
+    check_memory(agent_name, agent, approximation.get("recurrent", "none"),
+                 getattr(agent_class, "recurrent", "never") if target else None)
     return Settings(run=run, agent_name=agent_name, agent=agent, approximation=approximation, agent_target=target,
                     **groups)
 

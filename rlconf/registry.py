@@ -21,9 +21,10 @@ KINDS = ("agent", "environment", "model", "body", "logger", "buffer", "approxima
 # kind -> name -> (import path "module:attribute", one-line description, what it declares). What it declares
 # is what checking a config needs to know of a component without importing it (which imports torch), as the
 # component itself declares it (tests/test_config.py compares them): an agent's Config (a class of
-# rlconf.agents.hyperparameters) and whether the agent is itself multi-agent, a model's settings schema (a
-# class of rlconf.nn.schemas), whether an environment family's observations are frames and its games have
-# lives, the options a body's constructor takes.
+# rlconf.agents.hyperparameters), whether the agent is itself multi-agent and whether it takes a recurrent
+# core (never, optional, required; ignored: it builds no network), a model's settings schema (a class of
+# rlconf.nn.schemas), whether an environment family's observations are frames and its games have lives, the
+# options a body's constructor takes.
 _BUILTIN: dict[str, dict[str, tuple[str, str, dict[str, Any]]]] = {
     "agent": {
         "dqn": ("rlconf.agents.dqn:DQN", "Deep Q-Network: replay, target network, epsilon-greedy",
@@ -43,9 +44,9 @@ _BUILTIN: dict[str, dict[str, tuple[str, str, dict[str, Any]]]] = {
         "vac": ("rlconf.agents.vac:VAC", "vanilla actor-critic: one-step TD advantages every step, parallel envs",
                 {"config": "VACConfig"}),
         "a2c": ("rlconf.agents.a2c:A2C", "Advantage Actor-Critic: n-step returns, entropy bonus, parallel envs",
-                {"config": "A2CConfig"}),
+                {"config": "A2CConfig", "recurrent": "optional"}),
         "ppo": ("rlconf.agents.ppo:PPO", "Proximal Policy Optimisation: clipped surrogate, GAE, parallel envs",
-                {"config": "PPOConfig"}),
+                {"config": "PPOConfig", "recurrent": "optional"}),
         "ddpg": ("rlconf.agents.ddpg:DDPG", "Deep Deterministic Policy Gradient: continuous actions, Gaussian noise",
                  {"config": "DDPGConfig"}),
         "td3": ("rlconf.agents.td3:TD3", "DDPG + twin critics, target policy smoothing, delayed policy updates",
@@ -54,7 +55,7 @@ _BUILTIN: dict[str, dict[str, tuple[str, str, dict[str, Any]]]] = {
                 {"config": "SACConfig"}),
         "random": ("rlconf.agents.random_agent:RandomAgent",
                    "uniformly random (legal) actions: a baseline, and the opponent of multi-agent tests",
-                   {"config": "RandomConfig"}),
+                   {"config": "RandomConfig", "recurrent": "ignored"}),
         "independent": ("rlconf.agents.independent:IndependentMultiagent",
                         "multi-agent (PettingZoo): one agent per player (agent.base), or shared for self-play",
                         {"config": "IndependentConfig", "plays.multiagent": True}),
@@ -134,6 +135,9 @@ _BUILTIN: dict[str, dict[str, tuple[str, str, dict[str, Any]]]] = {
         "time_feature": ("rlconf.bodies.time_feature:TimeFeature",
                          "appends t * scale (steps into the episode) to the observation (MuJoCo)",
                          {"options": ("time_feature_scale",)}),
+        "mask_velocity": ("rlconf.bodies.mask_velocity:MaskVelocity",
+                          "hides the velocities of vector observations (CartPole, Pendulum, MuJoCo): memory tasks",
+                          {"options": ("masked",)}),
     },
     "logger": {
         "csv": ("rlconf.logging.csv:CSVLogger", "episodes.csv, returns100.csv, evaluations.csv (always on)", {}),

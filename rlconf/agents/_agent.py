@@ -181,6 +181,9 @@ class Buildable:
     """Mixin for registry agents: a typed ``Config`` dataclass and ``from_config`` that builds the agent."""
 
     Config: ClassVar[type]
+    # Whether the agent takes a recurrent core (approximation.recurrent): never, optional or required (ignored:
+    # it builds no network).
+    recurrent: ClassVar[str] = "never"
 
     @classmethod
     def from_config(cls, config: Any, context: BuildContext) -> ParallelAgent:  # pragma: no cover - interface

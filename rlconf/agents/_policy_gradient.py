@@ -162,6 +162,7 @@ class RolloutPolicyGradient(PolicyGradient):
     """Collects ``n_steps`` steps of every environment into ``self.buffer`` and trains on the full rollout."""
 
     buffer: GeneralizedAdvantageBuffer
+    recurrent = "optional"
 
     @staticmethod
     def rollout_buffer(config, context: BuildContext, lam: float) -> GeneralizedAdvantageBuffer:

@@ -31,6 +31,7 @@ class RandomAgent(ParallelAgent, Buildable):
 
     Config = RandomConfig
     plays = Plays(frozenset({EnvKind.SINGLE_AGENT, EnvKind.BANDIT}), (gym.Space,))  # a baseline for bandits too
+    recurrent = "ignored"  # it builds no network: any approximation will do
 
     def __init__(self, action_space: gym.Space, rng: np.random.Generator):
         self.action_space = check_space(action_space)

@@ -2,8 +2,9 @@
 
 from rlconf.bodies.atari import ClipRewards, DeepmindAtariBody, EpisodicLives, FrameStack
 from rlconf.bodies.body import Body, body_options
+from rlconf.bodies.mask_velocity import MaskVelocity
 from rlconf.bodies.normalize import NormalizeObservations, NormalizeRewards, RunningMeanStd
 from rlconf.bodies.time_feature import TimeFeature
 
-__all__ = ["Body", "ClipRewards", "DeepmindAtariBody", "EpisodicLives", "FrameStack", "NormalizeObservations",
-           "NormalizeRewards", "RunningMeanStd", "TimeFeature", "body_options"]
+__all__ = ["Body", "ClipRewards", "DeepmindAtariBody", "EpisodicLives", "FrameStack", "MaskVelocity",
+           "NormalizeObservations", "NormalizeRewards", "RunningMeanStd", "TimeFeature", "body_options"]

@@ -3,9 +3,10 @@
 Each model is a settings dataclass, checked against the config before anything is built, whose methods build
 the networks agents ask for: ``q`` (action values), ``q_dist`` (return-distribution logits), ``head`` (a
 network of its own with any number of outputs), ``trunk`` (shared features) and ``linear`` (a head layer on a
-trunk). Agents call these methods and never name a layer, so every agent runs on every model: DQN on an MLP
-for CartPole and on the Nature CNN for Atari with the same code. ``model_settings`` picks the class from the
-registry.
+trunk); with ``recurrent`` (lstm, gru), ``recurrent_q`` and ``recurrent_trunk`` build the same networks around
+a recurrent core (rlconf.nn.recurrent). Agents call these methods and never name a layer, so every agent runs on
+every model: DQN on an MLP for CartPole and on the Nature CNN for Atari with the same code. ``model_settings``
+picks the class from the registry.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from rlconf.nn.layers import (
     Scale,
     activation,
 )
+from rlconf.nn.recurrent import RecurrentCore, RecurrentNetwork, SideBySide
 from rlconf.nn.schemas import MLPConfig, NatureCNNConfig
 
 HIDDEN_GAIN = math.sqrt(2)  # orthogonal gain of layers followed by a ReLU-like activation
@@ -50,6 +52,8 @@ class ModelSettings:
     dueling: bool
     noisy: bool
     noisy_sigma: float
+    recurrent: str  # none, lstm or gru
+    recurrent_hidden: int
     # Output layers start at zero (Linear0) unless ortho_init; a model tuned on torch's default says False.
     zero_output: ClassVar[bool] = True
 
@@ -78,6 +82,28 @@ class ModelSettings:
         out = self._output(width, outputs, noisy=False)
         return self._initialised(out, {out: gain})
 
+    def recurrent_q(self, space: gym.Space, n_actions: int, atoms: int | None = None) -> RecurrentNetwork:
+        """Sequences ``[T, B, *space.shape]`` -> action values ``[T, B, n_actions]`` (logits ``[T, B, n_actions,
+        atoms]`` with ``atoms``): the shared layers, the core, then the value-based head with its hidden layer
+        (dueling and noisy as configured), R2D2's layout: Nature convolutions, an LSTM, a dueling head."""
+        layers, width = self._features(space)
+        core = self._core(width)
+        head = self._action_values_on(layers=[], width=self.recurrent_hidden, n_actions=n_actions, atoms=atoms)
+        return self._recurrent(nn.Sequential(*layers), core, head)
+
+    def recurrent_trunk(self, space: gym.Space) -> tuple[RecurrentNetwork | SideBySide, int]:
+        """Sequences -> features ``[T, B, width]`` for policy and value heads (from ``linear``): every hidden
+        layer, then the core, as CleanRL's LSTM PPO. Unless ``shared``, the actor and the critic each get a
+        trunk and a core of their own (Stable-Baselines3's RecurrentPPO), side by side: the first half of the
+        features is the actor's (``rlconf.nn.recurrent.Part``)."""
+        def trunk() -> RecurrentNetwork:
+            layers, width = self._trunk_layers(space)
+            return self._recurrent(nn.Sequential(*layers), self._core(width), None)
+
+        if self.shared:
+            return trunk(), self.recurrent_hidden
+        return SideBySide(trunk(), trunk()), 2 * self.recurrent_hidden
+
     # -- what a model defines -----------------------------------------------------------------------------
     def _features(self, space: gym.Space) -> tuple[list[nn.Module], int]:
         """The layers every head shares, and their output width."""
@@ -92,6 +118,9 @@ class ModelSettings:
     # -- assembly -----------------------------------------------------------------------------------------
     def _action_values(self, space: gym.Space, n_actions: int, atoms: int | None) -> nn.Module:
         layers, width = self._features(space)
+        return self._action_values_on(layers, width, n_actions, atoms)
+
+    def _action_values_on(self, layers: list[nn.Module], width: int, n_actions: int, atoms: int | None) -> nn.Module:
         per_action = atoms or 1
         if self.dueling:
             value = self._stream(width, per_action)
@@ -129,6 +158,16 @@ class ModelSettings:
         if noisy or self.ortho_init or not self.zero_output:
             return self._linear_layer(width, outputs, noisy)
         return Linear0(width, outputs)
+
+    def _core(self, width: int) -> RecurrentCore:
+        return RecurrentCore(self.recurrent, width, self.recurrent_hidden)
+
+    def _recurrent(self, encoder: nn.Module, core: RecurrentCore, head: nn.Module | None) -> RecurrentNetwork:
+        """The three parts, encoder and head initialised as their feed-forward counterparts were (each part
+        on its own: the head's layers were initialised when built), the core orthogonally under ``ortho_init``."""
+        if self.ortho_init:
+            core.orthogonal_()
+        return RecurrentNetwork(self._initialised(encoder, {}), core, head)
 
     def _initialised(self, model: nn.Module, output_gains: dict[nn.Module, float]) -> nn.Module:
         """``model`` with orthogonal weights and zero biases under ``ortho_init``, else as built.

@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 from rlconf.errors import require
 
 ACTIVATION_NAMES = ("relu", "tanh", "elu", "gelu", "silu")  # the modules: rlconf.nn.layers.ACTIVATIONS
+RECURRENT_NAMES = ("none", "lstm", "gru")  # approximation.recurrent: rlconf.nn.recurrent.RECURRENT_CORES or none
 
 
 @dataclass
@@ -30,6 +31,8 @@ class MLPConfig:
     dueling: bool = False  # value and advantage streams, each with its own last hidden layer
     noisy: bool = False  # factorised noisy linears in the value-based heads instead of epsilon-greedy
     noisy_sigma: float = 0.5  # their initial noise scale, divided by sqrt(fan-in)
+    recurrent: str = "none"  # an LSTM or GRU core between the hidden layers and the heads (agents with memory)
+    recurrent_hidden: int = 64  # the core's units
 
     def __post_init__(self):
         require(self.activation in ACTIVATION_NAMES, "approximation.activation", self.activation,
@@ -52,6 +55,8 @@ class NatureCNNConfig:
     dueling: bool = False
     noisy: bool = False
     noisy_sigma: float = 0.5
+    recurrent: str = "none"
+    recurrent_hidden: int = 512  # R2D2's LSTM
 
     def __post_init__(self):
         require(self.hidden >= 1, "approximation.hidden", self.hidden, "must be at least 1")
@@ -59,5 +64,9 @@ class NatureCNNConfig:
 
 
 def check_heads(settings: Any) -> None:
-    """What every model's value-based heads need (``dueling`` and ``noisy`` shape only those)."""
+    """What every model's heads and core need (``dueling`` and ``noisy`` shape only the value-based heads)."""
     require(settings.noisy_sigma > 0, "approximation.noisy_sigma", settings.noisy_sigma, "must be positive")
+    require(settings.recurrent in RECURRENT_NAMES, "approximation.recurrent", settings.recurrent,
+            f"allowed: {', '.join(RECURRENT_NAMES)}")
+    require(settings.recurrent_hidden >= 1, "approximation.recurrent_hidden", settings.recurrent_hidden,
+            "must be at least 1")

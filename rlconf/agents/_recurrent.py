@@ -1,0 +1,58 @@
+"""What the agents with memory (R2D1, recurrent PPO and A2C) share: the recurrent state each carries for each
+of its environments between two ``act`` calls, and the checks of a config that asks for memory.
+
+An environment starts a new episode on the step after a ``done`` state, so that is where a carried state
+returns to zero: the first state of an episode is seen with no memory of the previous one, in training, in
+tests (a test agent carries its own) and after a resume (environments restart there).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from rlconf.core import StateArray
+
+
+class CarriedState:
+    """The recurrent state ``[n_envs, size]`` of each environment, from one step to the next.
+
+        state = carried.current(states)          # zero where an episode begins
+        outputs, after = network(x, state)
+        carried.advance(after, states)           # kept for the next step
+    """
+
+    def __init__(self, size: int, device: torch.device | str = "cpu"):
+        self.size = size
+        self.device = torch.device(device)
+        self.state: torch.Tensor | None = None  # after the last step, [n_envs, size]
+        self.ended: torch.Tensor | None = None  # [n_envs] bool: the last state ended its episode
+
+    def current(self, states: StateArray) -> torch.Tensor:
+        """The state to process ``states`` from: the carried one, zeroed for environments whose previous state
+        ended its episode (all of them on the first call)."""
+        n = len(states)
+        if self.state is None or len(self.state) != n:
+            return torch.zeros((n, self.size), device=self.device)
+        return self.state * (~self.ended).unsqueeze(1).to(self.state.dtype)
+
+    def starts(self, states: StateArray) -> torch.Tensor:
+        """``[n_envs]`` bool: where ``states`` begin an episode (no memory: the first call, or after ``done``)."""
+        if self.state is None or len(self.state) != len(states):
+            return torch.ones(len(states), dtype=torch.bool, device=self.device)
+        return self.ended.clone()
+
+    def advance(self, state: torch.Tensor, states: StateArray) -> None:
+        self.state = state.detach()
+        self.ended = torch.as_tensor(states["done"], device=self.device).reshape(len(states)).bool()
+
+    def state_dict(self) -> dict:
+        return {} if self.state is None else {"state": self.state.clone(), "ended": self.ended.clone()}
+
+    def load_state_dict(self, state: dict) -> None:
+        """The saved state, every environment marked as ended: a resumed run restarts its environments, whose
+        first states begin new episodes."""
+        if not state:
+            self.state = self.ended = None
+            return
+        self.state = state["state"].to(self.device)
+        self.ended = torch.ones_like(state["ended"], device=self.device)
