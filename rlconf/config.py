@@ -407,11 +407,17 @@ def check_memory(agent_name: str, agent: Any, recurrent: str, declared: str | No
 def with_masked_components(body: BodySettings, env: EnvSettings) -> BodySettings:
     """``body.masked`` resolved: for body=mask_velocity without a list, the env's velocities, or one line
     naming what to write when the env is not in VELOCITY_COMPONENTS."""
-    if body.name != "mask_velocity" or body.masked is not None:
+    if body.name != "mask_velocity":
+        return body
+    if registry.declared("environment", env.family, "image_observations", False):
+        raise ConfigError(f"body=mask_velocity: hides components of vector observations; env={env.name} has frames "
+                          "(memory on Atari: body=atari body.frame_stack=1)")
+    if body.masked is not None:
         return body
     if env.id not in VELOCITY_COMPONENTS:
-        raise ConfigError(f"body=mask_velocity: rlconf does not know which components of {env.id}'s observations "
-                          f"are velocities; name them, e.g. body.masked=[1,3]; known: {', '.join(VELOCITY_COMPONENTS)}")
+        raise ConfigError(f"body=mask_velocity: which components of {env.id}'s observations are velocities is not "
+                          "known; name them, e.g. body.masked=[1,3] (known: classic control, HalfCheetah, Hopper, "
+                          "Walker2d)")
     return dataclasses.replace(body, masked=list(VELOCITY_COMPONENTS[env.id]))
 
 

@@ -169,6 +169,8 @@ def test_the_registry_declares_what_each_built_in_component_declares():
         agent_class = registry.get("agent", name)
         assert registry.agent_config(name) is agent_class.Config, name
         assert registry.declared("agent", name, "plays.multiagent", False) == agent_class.plays.multiagent, name
+        memory = getattr(agent_class, "recurrent", "never")  # a multi-agent agent's is its players' (check_memory)
+        assert registry.declared("agent", name, "recurrent", "never") == memory, name
     for name in registry.names("model"):
         builder, schema = registry.get("model", name), registry.model_schema(name)
         assert issubclass(builder, schema) and "torch" not in schema.__module__, name
