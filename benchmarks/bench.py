@@ -27,7 +27,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from presets import SB3_KWARGS, WORKLOADS, Workload, describe, load_settings
+from presets import WORKLOADS, Workload, describe, load_settings, sb3_kwargs
 from report import machine_info, render
 
 HERE = Path(__file__).resolve().parent
@@ -71,7 +71,7 @@ def plan(workload: Workload, quick: bool, test_episodes: int) -> Plan:
     settings = load_settings(workload, steps)
     if workload.test_episodes is not None:
         test_episodes = workload.test_episodes
-    sb3 = describe(SB3_KWARGS[workload.agent](settings)) if workload.sb3 else None
+    sb3 = describe(sb3_kwargs(settings)) if workload.sb3 else None
     return Plan(workload.name, workload.agent, settings.env.id, settings.env.family,
                 workload.command_overrides(steps), steps, settings.hardware.n_envs, test_episodes, sb3)
 

@@ -12,6 +12,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import gymnasium
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
 from rlconf.config import Settings, compose, validate
@@ -88,9 +90,18 @@ def _unsupported(key: str, value: Any, why: str) -> ValueError:
     return ValueError(f"{key}={value}: no Stable-Baselines3 equivalent ({why}); the comparison would not be matched")
 
 
+def recurrent(settings: Settings) -> bool:
+    return settings.approximation.get("recurrent", "none") != "none"
+
+
 def sb3_policy(settings: Settings) -> str:
-    """SB3's policy class for rlconf's model: its CnnPolicy is the Nature CNN, its MlpPolicy an MLP."""
+    """SB3's policy class for rlconf's model: its CnnPolicy is the Nature CNN, its MlpPolicy an MLP; with a
+    recurrent core, SB3-contrib's CnnLstmPolicy and MlpLstmPolicy."""
     model = settings.approximation
+    if recurrent(settings):
+        if model["recurrent"] != "lstm":
+            raise _unsupported("approximation.recurrent", model["recurrent"], "SB3-contrib's cores are LSTMs")
+        return {"nature_cnn": "CnnLstmPolicy", "mlp": "MlpLstmPolicy"}[model["model"]]
     if model["model"] == "nature_cnn":
         for key in ("dueling", "noisy"):
             if model[key]:
@@ -128,11 +139,13 @@ def sb3_env(settings: Settings, n_envs: int, seed: int):
     from stable_baselines3.common.vec_env import VecFrameStack
 
     if settings.env.family in ("classic", "continuous", "mujoco"):
-        return make_vec_env(settings.env.id, n_envs=n_envs, seed=seed)
+        masked = settings.body.masked if settings.body.name == "mask_velocity" else None
+        return make_vec_env(settings.env.id, n_envs=n_envs, seed=seed,
+                            wrapper_class=None if masked is None else MaskedComponents,
+                            wrapper_kwargs=None if masked is None else {"masked": masked})
     if settings.env.family != "atari":
         raise _unsupported("env.family", settings.env.family, "the benchmark maps gymnasium and atari envs")
     import ale_py
-    import gymnasium
 
     gymnasium.register_envs(ale_py)
     game, body = settings.env.kwargs, settings.body
@@ -144,6 +157,19 @@ def sb3_env(settings: Settings, n_envs: int, seed: int):
         wrapper_kwargs={"noop_max": game["noop_max"], "frame_skip": game["frame_skip"], "screen_size": 84,
                         "terminal_on_life_loss": body.episodic_lives, "clip_reward": body.clip_rewards})
     return VecFrameStack(env, body.frame_stack)
+
+
+class MaskedComponents(gymnasium.ObservationWrapper):
+    """rlconf's body=mask_velocity for SB3's envs: the same components of the observations dropped."""
+
+    def __init__(self, env: gymnasium.Env, masked: list[int]):
+        super().__init__(env)
+        self.kept = [i for i in range(env.observation_space.shape[0]) if i not in masked]
+        space = env.observation_space
+        self.observation_space = gymnasium.spaces.Box(space.low[self.kept], space.high[self.kept], dtype=space.dtype)
+
+    def observation(self, observation):
+        return observation[self.kept]
 
 
 def sb3_dqn_kwargs(settings: Settings) -> dict[str, Any]:
@@ -201,6 +227,41 @@ def sb3_ppo_kwargs(settings: Settings) -> dict[str, Any]:
     }
 
 
+def sb3_recurrent_ppo_kwargs(settings: Settings) -> dict[str, Any]:
+    """rlconf's PPO with an LSTM core as keyword arguments of ``sb3_contrib.RecurrentPPO``. rlconf's MLP trunk is
+    hidden layers, then the core, then the heads; SB3-contrib's is a features extractor, the core, then net_arch:
+    the hidden layers become the features extractor (``MLPFeatures``) and net_arch stays empty. Unshared, the
+    actor and the critic each have an extractor and a core, as rlconf's side-by-side trunks."""
+    kwargs, model = sb3_ppo_kwargs(settings), settings.approximation
+    shared = model["shared"]
+    policy = {"ortho_init": model["ortho_init"], "optimizer_kwargs": kwargs["policy_kwargs"]["optimizer_kwargs"],
+              "lstm_hidden_size": model["recurrent_hidden"], "n_lstm_layers": 1, "shared_lstm": shared,
+              "enable_critic_lstm": not shared}
+    if model["model"] == "mlp":
+        policy |= {"net_arch": [], "features_extractor_class": MLPFeatures, "share_features_extractor": shared,
+                   "features_extractor_kwargs": {"hidden": list(model["hidden"]),
+                                                 "activation": ACTIVATIONS[model["activation"]]}}
+    elif not shared:
+        raise _unsupported("approximation.shared", False, "SB3-contrib's CnnLstmPolicy shares the CNN")
+    return kwargs | {"policy_kwargs": policy}
+
+
+class MLPFeatures(BaseFeaturesExtractor):
+    """An SB3 features extractor of fully connected layers: rlconf's hidden layers before the core."""
+
+    def __init__(self, observation_space: gymnasium.spaces.Box, hidden: list[int], activation: type[nn.Module]):
+        width = int(observation_space.shape[0])
+        super().__init__(observation_space, hidden[-1] if hidden else width)
+        layers: list[nn.Module] = []
+        for size in hidden:
+            layers += [nn.Linear(width, size), activation()]
+            width = size
+        self.layers = nn.Sequential(*layers)
+
+    def forward(self, observations):
+        return self.layers(observations)
+
+
 def sb3_sac_kwargs(settings: Settings) -> dict[str, Any]:
     """rlconf's SAC settings as keyword arguments of ``stable_baselines3.SAC``."""
     a = settings.agent
@@ -226,6 +287,15 @@ def sb3_sac_kwargs(settings: Settings) -> dict[str, Any]:
 
 
 SB3_KWARGS = {"dqn": sb3_dqn_kwargs, "ppo": sb3_ppo_kwargs, "sac": sb3_sac_kwargs}
+
+
+def sb3_kwargs(settings: Settings) -> dict[str, Any]:
+    """The keyword arguments of SB3's (or SB3-contrib's) algorithm for the workload's settings."""
+    if recurrent(settings):
+        if settings.agent_name != "ppo":
+            raise _unsupported("agent", settings.agent_name, "SB3-contrib's recurrent algorithm is PPO")
+        return sb3_recurrent_ppo_kwargs(settings)
+    return SB3_KWARGS[settings.agent_name](settings)
 
 
 def describe(kwargs: dict[str, Any]) -> dict[str, Any]:

@@ -30,25 +30,29 @@ import torch
 # Pin threads before anything builds a model: both libraries get exactly one core's worth of torch.
 torch.set_num_threads(1)
 
-from presets import SB3_KWARGS, WORKLOADS, load_settings, sb3_env, sb3_policy  # noqa: E402  (after the pin)
+from presets import WORKLOADS, load_settings, recurrent, sb3_env, sb3_kwargs, sb3_policy  # noqa: E402  (after the pin)
 
 REPEATS = 3  # timed windows per measurement; the median resists a single noisy window
 CHECK_EVERY = 32  # calls between clock reads, so reading the clock costs well under 1% of a window
 
 
-def sb3_algorithm(agent: str):
+def sb3_algorithm(settings):
     import stable_baselines3
 
-    return {"dqn": stable_baselines3.DQN, "ppo": stable_baselines3.PPO, "sac": stable_baselines3.SAC}[agent]
+    if recurrent(settings):  # presets.sb3_kwargs admits PPO alone
+        import sb3_contrib
+
+        return sb3_contrib.RecurrentPPO
+    algorithms = {"dqn": stable_baselines3.DQN, "ppo": stable_baselines3.PPO, "sac": stable_baselines3.SAC}
+    return algorithms[settings.agent_name]
 
 
 def sb3_model(name: str, steps: int | None, seed: int):
     """An untrained SB3 model with the workload's hyperparameters, on an SB3 vector env of the preset's size."""
     settings = load_settings(WORKLOADS[name], steps)
-    agent = settings.agent_name
     env = sb3_env(settings, settings.hardware.n_envs, seed)
-    kwargs = SB3_KWARGS[agent](settings)
-    return sb3_algorithm(agent)(sb3_policy(settings), env, seed=seed, device="cpu", **kwargs), settings
+    algorithm = sb3_algorithm(settings)
+    return algorithm(sb3_policy(settings), env, seed=seed, device="cpu", **sb3_kwargs(settings)), settings
 
 
 def sb3_train(name: str, steps: int, seed: int, test_episodes: int) -> dict[str, Any]:
@@ -163,11 +167,12 @@ def collect_sb3(name: str, seconds: float) -> dict[str, Any]:
     env = model.get_env()
     n_envs = env.num_envs
     observation = env.reset()
+    memory, starts = None, np.ones(n_envs, dtype=bool)  # a recurrent policy's state, and where episodes begin
 
     def step() -> int:
-        nonlocal observation
-        actions, _ = model.predict(observation, deterministic=True)
-        observation, *_ = env.step(actions)
+        nonlocal observation, memory, starts
+        actions, memory = model.predict(observation, state=memory, episode_start=starts, deterministic=True)
+        observation, _, starts, _ = env.step(actions)
         return n_envs
 
     result = timed_rate(step, seconds)
