@@ -148,7 +148,7 @@ MASKED_BUDGET = 300_000
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", [0])
+@pytest.mark.parametrize("seed", [0, 1])
 def test_recurrent_ppo_solves_cartpole_without_velocities(run_cli, workdir, seed):
     summary = _masked_cartpole(run_cli, workdir, seed, "experiment=cartpole_masked_ppo_lstm")
     assert summary["test_return_mean"] >= 475, summary
