@@ -39,6 +39,11 @@ RUNS = {
                                                "bootstrap_neural", "noise_sampling")},
     **{name: ["env=tabular/frozen_lake"] for name in ("q_learning", "sarsa_lambda", "dyna_q")},
 }
+# Agents with memory, as well: the carried recurrent states and the stored start of the rollout's chunks.
+RECURRENT_RUNS = {
+    "ppo lstm": ["agent=ppo", CARTPOLE, "body=mask_velocity", "approximation.recurrent=lstm", "agent.n_steps=32"],
+    "a2c gru": ["agent=a2c", CARTPOLE, "body=mask_velocity", "approximation.recurrent=gru"],
+}
 HALF, REST = 200, 200
 
 
@@ -48,8 +53,17 @@ def test_every_registered_agent_is_checked():
 
 @pytest.mark.parametrize("name", sorted(RUNS))
 def test_resumed_agent_draws_what_the_uninterrupted_one_draws(name):
+    _check_resumed(name, [f"agent={name}", *RUNS[name]])
+
+
+@pytest.mark.parametrize("name", sorted(RECURRENT_RUNS))
+def test_resumed_recurrent_agent_draws_what_the_uninterrupted_one_draws(name):
+    _check_resumed(name, RECURRENT_RUNS[name])
+
+
+def _check_resumed(name: str, overrides: list[str]) -> None:
     # One environment: several end their episodes at different steps, and the checkpoint is taken at an end.
-    overrides = [f"agent={name}", *RUNS[name], "hardware.device=cpu", "hardware.n_envs=1"]
+    overrides = [*overrides, "hardware.device=cpu", "hardware.n_envs=1"]
     _, env, agent = build(*overrides, "seed=0")
     _to_an_episode_end(env, agent, HALF)
     checkpoint = _saved({"agent": agent.state_dict(), "replay": agent.replay_state_dict(), "rng": rng.capture()})

@@ -5,27 +5,43 @@ algorithm: what it learns from and when.
 - ``build_networks``: features, a stochastic policy head and a value head. The policy is a softmax over a
   Discrete action space and a Gaussian over a Box (``rlconf.policies.stochastic_policy``), so every agent
   here acts in both through one code path. With ``approximation.shared`` (the Nature CNN's default) both
-  heads sit on one trunk, a ``FeatureNetwork``; otherwise each head is a network of its own.
+  heads sit on one trunk, a ``FeatureNetwork``; otherwise each head is a network of its own. With
+  ``approximation.recurrent`` (A2C and PPO) the features are a recurrent trunk (``RecurrentFeatureNetwork``),
+  one shared or an actor's and a critic's side by side, and both heads are linear layers on it.
 - ``PolicyGradient``: the agent base with sampling, the advantage actor-critic step, the greedy test agent
   and checkpoints.
 - ``RolloutPolicyGradient``: agents that learn from fixed-length rollouts of every environment (A2C, PPO):
-  their acting and their rollout buffer.
+  their acting and their rollout buffer. With a recurrent trunk the agent carries each environment's state from
+  step to step (``CarriedState``), its buffer keeps the state each environment's chunk of the rollout started
+  from, and updates unroll the trunk over whole chunks from there (``_rollout_features``, ``SequenceRollout``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
 import torch
+from torch import nn
 
 from rlconf.agents._agent import Buildable, BuildContext, Checkpointed, ParallelAgent, TestAgent
 from rlconf.agents._plays import Plays
+from rlconf.agents._recurrent import CarriedState
 from rlconf.agents.hyperparameters import PolicyGradientConfig
-from rlconf.approximation import Approximation, FeatureNetwork, Identity, VNetwork, adam, reinforce_together
+from rlconf.approximation import (
+    Approximation,
+    FeatureNetwork,
+    Identity,
+    RecurrentFeatureNetwork,
+    VNetwork,
+    adam,
+    reinforce_together,
+)
 from rlconf.core import StateArray
-from rlconf.memory import CompleteEpisodeBuffer, GeneralizedAdvantageBuffer
-from rlconf.nn import model_settings
+from rlconf.memory import CompleteEpisodeBuffer, GeneralizedAdvantageBuffer, RecurrentAdvantageBuffer
+from rlconf.nn import ModelSettings, model_settings
+from rlconf.nn.recurrent import Part
 from rlconf.optim import Clock, LinearScheduler, schedule
 from rlconf.policies import StochasticPolicy, action_layout, policy_network, policy_outputs, stochastic_policy
 
@@ -55,7 +71,12 @@ def build_networks(config: PolicyGradientConfig, context: BuildContext,
         return dict(optimizer=optimizer, clip_grad=config.clip_grad, scheduler=lr_schedule, name=name,
                     logger=context.logger)
 
-    if settings.shared:
+    if settings.recurrent != "none":
+        trunk, width = settings.recurrent_trunk(space)
+        trunk = trunk.to(device)
+        features = RecurrentFeatureNetwork(trunk, **training(trunk, "features", lr))
+        policy_layers, value_model = heads_on_recurrent_trunk(settings, width, outputs)
+    elif settings.shared:
         trunk, width = settings.trunk(space)
         trunk = trunk.to(device)
         features: Approximation = FeatureNetwork(trunk, **training(trunk, "features", lr))
@@ -69,6 +90,22 @@ def build_networks(config: PolicyGradientConfig, context: BuildContext,
     value_model = value_model.to(device)
     v = VNetwork(value_model, **training(value_model, "v", lr_v))
     return features, policy, v
+
+
+def heads_on_recurrent_trunk(settings: ModelSettings, width: int, outputs: int) -> tuple[nn.Module, nn.Module]:
+    """Linear policy and value layers on a recurrent trunk's ``width`` features: all of them when actor and
+    critic share the trunk, else each its own half of the side-by-side pair (the actor's first)."""
+    if settings.shared:
+        return settings.linear(width, outputs, 0.01), settings.linear(width, 1, 1.0)
+    half = width // 2
+    return (nn.Sequential(Part(0, half), settings.linear(half, outputs, 0.01)),
+            nn.Sequential(Part(half, half), settings.linear(half, 1, 1.0)))
+
+
+def acting_features(forward: Callable, states: StateArray, carried: CarriedState | None) -> torch.Tensor:
+    """The features of ``states`` as an agent acts on them: ``forward`` (the features' ``no_grad`` or ``eval``)
+    on the batch, or, with memory, one step of the recurrent trunk from each environment's carried state."""
+    return forward(states.as_input()) if carried is None else carried.step(forward, states)
 
 
 def normalized(advantages: torch.Tensor) -> torch.Tensor:
@@ -97,10 +134,15 @@ class PolicyGradient(Checkpointed, ParallelAgent, Buildable):
         self.generator = torch.Generator(device=device)
         self.generator.manual_seed(seed)
         self.buffer = buffer  # the experience an update learns from; None where each step is learned at once
+        # With a recurrent trunk: its state for each environment, from one act to the next.
+        recurrent = isinstance(features, RecurrentFeatureNetwork)
+        self.carried = CarriedState(features.state_size, device) if recurrent else None
 
     def state_dict(self) -> dict:
         state = super().state_dict() | {"features": self.features.state_dict(), "policy": self.policy.state_dict(),
                                         "v": self.v.state_dict()}
+        if self.carried is not None:
+            state["carried"] = self.carried.state_dict()
         return state if self.buffer is None else state | {"buffer": self.buffer.state_dict()}
 
     def load_state_dict(self, state: dict) -> None:
@@ -108,6 +150,8 @@ class PolicyGradient(Checkpointed, ParallelAgent, Buildable):
         self.features.load_state_dict(state["features"])
         self.policy.load_state_dict(state["policy"])
         self.v.load_state_dict(state["v"])
+        if self.carried is not None:
+            self.carried.load_state_dict(state["carried"])
         if self.buffer is not None:
             self.buffer.load_state_dict(state["buffer"])
 
@@ -130,7 +174,7 @@ class PolicyGradient(Checkpointed, ParallelAgent, Buildable):
         """Actions for ``states`` from the current policy, without gradients, and their log-probabilities.
         The actions are the policy's own (normalised, for a Box); ``policy.env_actions`` maps them."""
         with torch.no_grad():
-            distribution = self.policy.no_grad(self.features.no_grad(states.as_input()))
+            distribution = self.policy.no_grad(acting_features(self.features.no_grad, states, self.carried))
             actions = distribution.sample(self.generator)
             return actions, distribution.log_prob(actions)
 
@@ -155,20 +199,24 @@ class PolicyGradient(Checkpointed, ParallelAgent, Buildable):
         self.features.reinforce()
 
     def test_agent(self) -> TestAgent:
-        return PolicyGradientTestAgent(self.features, self.policy)
+        own = None if self.carried is None else CarriedState(self.carried.size, self.carried.device)
+        return PolicyGradientTestAgent(self.features, self.policy, own)
 
 
 class RolloutPolicyGradient(PolicyGradient):
-    """Collects ``n_steps`` steps of every environment into ``self.buffer`` and trains on the full rollout."""
+    """Collects ``n_steps`` steps of every environment into ``self.buffer`` and trains on the full rollout; with
+    a recurrent trunk, on each environment's chunk of it as a sequence."""
 
     buffer: GeneralizedAdvantageBuffer
     recurrent = "optional"
 
     @staticmethod
     def rollout_buffer(config, context: BuildContext, lam: float) -> GeneralizedAdvantageBuffer:
-        """Room for ``config.n_steps`` steps of each environment (and the state after them), GAE at ``lam``."""
+        """Room for ``config.n_steps`` steps of each environment (and the state after them), GAE at ``lam``;
+        with a recurrent trunk, also the state each environment's chunk starts from."""
         action_shape, action_dtype = action_layout(context.action_space)
-        return GeneralizedAdvantageBuffer(
+        recurrent = model_settings(context.approximation).recurrent != "none"
+        return (RecurrentAdvantageBuffer if recurrent else GeneralizedAdvantageBuffer)(
             config.n_steps, context.n_envs, context.observation_space.shape, context.observation_dtype,
             action_shape, action_dtype, discount_factor=config.discount_factor, lam=lam, device=context.device)
 
@@ -177,6 +225,8 @@ class RolloutPolicyGradient(PolicyGradient):
         self.buffer.store_state(states)
         if self.buffer.full:
             self._train()
+        if self.carried is not None and self.buffer.t == 0:  # a chunk begins: where its unroll will start
+            self.buffer.store_start(self.carried.current(states))
         actions, log_prob = self._sample(states)
         self.buffer.store_action(actions, log_prob)
         return self.policy.env_actions(actions)
@@ -184,13 +234,28 @@ class RolloutPolicyGradient(PolicyGradient):
     def _train(self) -> None:  # pragma: no cover - interface
         raise NotImplementedError
 
+    def _rollout_features(self, forward: Callable, observations: torch.Tensor) -> torch.Tensor:
+        """Features ``[n_steps + 1, n_envs, width]`` of every row of the rollout (``observations``, the buffer's
+        or a copy): ``forward`` (the features, with or without gradients) on each state, or with memory one
+        unroll of the trunk over each environment's chunk from the state acting started it from, zeroed where
+        an episode begins: the features acting computed, now as one sequence to backpropagate through."""
+        if self.carried is None:
+            features = forward(observations.flatten(0, 1))
+            return features.view(*observations.shape[:2], *features.shape[1:])
+        features, _ = forward(observations, self.buffer.start, self.buffer.resets)
+        return features
+
 
 class PolicyGradientTestAgent(TestAgent):
-    """Takes the policy's most probable action: the argmax of the softmax, the mean of the Gaussian."""
+    """Takes the policy's most probable action: the argmax of the softmax, the mean of the Gaussian. With a
+    recurrent trunk it carries its own state for each environment (``carried``), apart from the training
+    agent's."""
 
-    def __init__(self, features: Approximation, policy: StochasticPolicy):
+    def __init__(self, features: Approximation, policy: StochasticPolicy, carried: CarriedState | None = None):
         self.features = features
         self.policy = policy
+        self.carried = carried
 
     def act(self, states: StateArray) -> torch.Tensor:
-        return self.policy.env_actions(self.policy.greedy(self.features.eval(states.as_input())))
+        features = acting_features(self.features.eval, states, self.carried)
+        return self.policy.env_actions(self.policy.greedy(features))

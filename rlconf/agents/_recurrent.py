@@ -8,6 +8,8 @@ tests (a test agent carries its own) and after a resume (environments restart th
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from rlconf.core import StateArray
@@ -40,6 +42,14 @@ class CarriedState:
         if self.state is None or len(self.state) != len(states):
             return torch.ones(len(states), dtype=torch.bool, device=self.device)
         return self.ended.clone()
+
+    def step(self, forward: Callable[..., tuple[torch.Tensor, torch.Tensor]], states: StateArray) -> torch.Tensor:
+        """One step of a recurrent network (``forward``: the network, or an approximation's ``no_grad`` / ``eval``
+        of it) on ``states``, every environment in one batch from its carried state: the outputs ``[n_envs,
+        ...]``; the state after the step is carried to the next."""
+        outputs, after = forward(states.as_input().unsqueeze(0), self.current(states))
+        self.advance(after, states)
+        return outputs[0]
 
     def advance(self, state: torch.Tensor, states: StateArray) -> None:
         self.state = state.detach()

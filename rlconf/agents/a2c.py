@@ -14,6 +14,10 @@ the advantages generalised advantage estimates (Schulman et al. 2016) and G thei
 ``A + V(s)``, as Stable-Baselines3's ``gae_lambda``; the rollout buffer is PPO's either way. The policy
 ascends ``A * log pi(a | s)`` plus an entropy bonus, A normalised over the rollout with
 ``normalize_advantages`` (off by default, as SB3's A2C); V regresses on G.
+
+With a recurrent trunk (``approximation.recurrent``) the pass through the features is one unroll over each
+environment's chunk of the rollout, from the recurrent state acting started it from, with the state zeroed
+where an episode begins: the gradient step backpropagates through the whole chunk (truncated BPTT).
 """
 
 from __future__ import annotations
@@ -44,11 +48,11 @@ class A2C(RolloutPolicyGradient):
         observations = self.buffer.observation.clone()
         # One pass with gradients through the features of every state; the returns need the values of all
         # of them, the loss those of the transitions.
-        features = self.features(observations.flatten(0, 1))
-        values = self.v.no_grad(features).view(observations.shape[:2])
+        features = self._rollout_features(self.features, observations)
+        values = self.v.no_grad(features.flatten(0, 1)).view(observations.shape[:2])
         valid = self.buffer.valid  # the rows the rollout holds, read before it starts the next one
         rollout = self.buffer.rollout(values)
-        steps = features.view(*observations.shape[:2], *features.shape[1:])[:-1][valid]
+        steps = features[:-1][valid]
         # Without normalisation the step takes A = G - V(s) itself, from the values it computes with gradients.
         advantages = normalized(rollout.advantage) if self.config.normalize_advantages else None
         self._actor_critic_step(steps, rollout.action, rollout.returns, advantages)

@@ -5,6 +5,13 @@ estimates, then runs ``epochs`` passes of minibatch updates maximising the clipp
 ``min(ratio * A, clip(ratio, 1 - clip, 1 + clip) * A)`` plus an entropy bonus, and regresses the value head on
 the returns. Policy and value heads sit on shared features or on a trunk each (``approximation.shared``).
 Discrete actions get a softmax policy, Box actions a Gaussian (``_policy_gradient.build_networks``).
+
+With a recurrent trunk (``approximation.recurrent``, as CleanRL's ppo_atari_lstm and SB3-contrib's
+RecurrentPPO) the updates are truncated backpropagation through time: a minibatch is the whole chunk of the
+rollout of ``batch_size // n_steps`` environments (at least one), unrolled from the recurrent state acting
+started that chunk from, with the state zeroed where an episode begins; the losses are means over the chunk's
+transitions, whose advantages are normalised over the minibatch. (Whole chunks, as CleanRL; SB3-contrib cuts
+them at episode ends and pads: the same gradients, more bookkeeping.)
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from rlconf.agents._agent import BuildContext
 from rlconf.agents._policy_gradient import RolloutPolicyGradient, normalized
 from rlconf.agents.hyperparameters import PPOConfig
 from rlconf.approximation import Approximation, VNetwork
-from rlconf.memory import GeneralizedAdvantageBuffer, Rollout
+from rlconf.memory import GeneralizedAdvantageBuffer, Rollout, SequenceRollout
 from rlconf.optim import Clock, LinearScheduler, schedule
 from rlconf.policies import StochasticPolicy
 
@@ -38,10 +45,12 @@ class PPO(RolloutPolicyGradient):
                 "clip": schedule(config.clip, config.clip_final, context.total_steps, clock, "clip")}
 
     def _train(self) -> None:
-        observations = self.buffer.observation
         with torch.no_grad():
-            flat = observations.view(-1, *observations.shape[2:])
-            values = self.v.no_grad(self.features.no_grad(flat)).view(observations.shape[:2])
+            features = self._rollout_features(self.features.no_grad, self.buffer.observation)
+            values = self.v.no_grad(features.flatten(0, 1)).view(features.shape[:2])
+        if self.carried is not None:
+            self._train_on_sequences(self.buffer.sequences(values))
+            return
         rollout = self.buffer.rollout(values)
         n, size = rollout.size, self.config.batch_size
         if n == 0:  # every row was an episode's reset step (all environments ended together): nothing to learn
@@ -51,22 +60,42 @@ class PPO(RolloutPolicyGradient):
             # samples, so shuffling, slicing and normalising once serve every epoch.
             rollout = self._normalized(rollout)
             for _ in range(self.config.epochs):
-                self._update(rollout)
+                self._update(rollout, self.features(rollout.observation))
             return
         for _ in range(self.config.epochs):
             order = torch.randperm(n, generator=self.generator, device=self.generator.device)
             for start in range(0, n, size):
-                index = order[start : start + size]
-                self._update(self._normalized(Rollout(*(x[index] for x in rollout))))
+                batch = self._normalized(Rollout(*(x[order[start : start + size]] for x in rollout)))
+                self._update(batch, self.features(batch.observation))
+
+    def _train_on_sequences(self, rollout: SequenceRollout) -> None:
+        """``epochs`` passes over the environments' chunks in minibatches of ``batch_size // n_steps`` whole
+        chunks, the environments shuffled (one minibatch of all of them: no order to draw)."""
+        envs, per_batch = rollout.n_envs, max(1, self.config.batch_size // self.config.n_steps)
+        for _ in range(self.config.epochs):
+            if envs <= per_batch:
+                self._update_sequences(rollout)
+                continue
+            order = torch.randperm(envs, generator=self.generator, device=self.generator.device)
+            for start in range(0, envs, per_batch):
+                self._update_sequences(rollout.columns(order[start : start + per_batch]))
+
+    def _update_sequences(self, sequences: SequenceRollout) -> None:
+        """One update on whole chunks: the trunk unrolled over them with gradients, the losses on their
+        transitions (a reset step after an episode's end has features but is no transition)."""
+        if not sequences.valid.any():  # every row is an episode's reset step: nothing to learn from
+            return
+        features, _ = self.features(sequences.observation, sequences.start, sequences.resets)
+        self._update(self._normalized(sequences.transitions()), features[sequences.valid])
 
     def _normalized(self, batch: Rollout) -> Rollout:
         if not self.config.normalize_advantages:
             return batch
         return batch._replace(advantage=normalized(batch.advantage))
 
-    def _update(self, batch: Rollout) -> None:
+    def _update(self, batch: Rollout, features: torch.Tensor) -> None:
+        """One clipped-surrogate step on ``batch``, whose ``features`` (with gradients) the caller computed."""
         advantages = batch.advantage
-        features = self.features(batch.observation)
         distribution = self.policy(features)
         ratio = torch.exp(distribution.log_prob(batch.action) - batch.log_prob)
         clip = float(self.clip)

@@ -140,7 +140,10 @@ class FeatureNetwork(Approximation):
         self._cache: list[tuple[torch.Tensor, torch.Tensor]] = []
 
     def __call__(self, *inputs) -> torch.Tensor:
-        out = self.model(*inputs)
+        return self._handed_to_heads(self.model(*inputs))
+
+    def _handed_to_heads(self, out: torch.Tensor) -> torch.Tensor:
+        """A detached copy of ``out`` for the heads, kept with ``out`` for ``reinforce``."""
         detached = out.detach().requires_grad_(True)
         self._cache.append((out, detached))
         return detached
@@ -154,6 +157,22 @@ class FeatureNetwork(Approximation):
             torch.autograd.backward(outs, grads)
         self.step()
         return self
+
+
+class RecurrentFeatureNetwork(FeatureNetwork):
+    """Shared features from a recurrent trunk (rlconf.nn.recurrent): ``features(x, state, resets)`` unrolls it
+    over sequences ``[T, B, *obs]`` and returns the features ``[T, B, width]`` (detached for the heads, as
+    FeatureNetwork's) and the state after the last step; the heads' gradients flow back through the whole
+    unroll in ``reinforce()``: truncated backpropagation through time over the sequences given."""
+
+    def __call__(self, x: torch.Tensor, state: torch.Tensor,  # type: ignore[override]
+                 resets: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        features, after = self.model(x, state, resets)
+        return self._handed_to_heads(features), after.detach()
+
+    @property
+    def state_size(self) -> int:
+        return self.model.state_size
 
 
 class Identity(Approximation):

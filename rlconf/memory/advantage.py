@@ -117,3 +117,74 @@ class GeneralizedAdvantageBuffer:
         self.t = state["t"]
         if self.t:
             self.done[self.t - 1] = True
+
+
+class SequenceRollout(NamedTuple):
+    """One rollout as the chunk of each environment, time-major (``[n_steps, n_envs, ...]``): what an agent
+    with memory unrolls its recurrent trunk over. ``start`` ``[n_envs, state_size]`` is the recurrent state
+    each chunk starts from (zero where an episode begins at its first row), ``resets`` marks the rows where an
+    episode begins later in the chunk (the state is zeroed before them), ``valid`` the rows that are
+    transitions (not the reset step after an episode's end): the unroll runs through every row, the losses
+    count the valid ones."""
+
+    observation: torch.Tensor
+    action: torch.Tensor
+    log_prob: torch.Tensor
+    advantage: torch.Tensor
+    returns: torch.Tensor
+    valid: torch.Tensor
+    resets: torch.Tensor
+    start: torch.Tensor
+
+    @property
+    def n_envs(self) -> int:
+        return self.valid.shape[1]
+
+    def columns(self, envs: torch.Tensor) -> SequenceRollout:
+        """The chunks of environments ``envs`` (indices): a minibatch of whole sequences."""
+        *steps, start = self
+        return SequenceRollout(*(x[:, envs] for x in steps), start[envs])
+
+    def transitions(self) -> Rollout:
+        """The valid steps, flattened in time-major order (as ``features[valid]`` orders them)."""
+        valid = self.valid
+        return Rollout(self.observation[valid], self.action[valid], self.log_prob[valid], self.advantage[valid],
+                       self.returns[valid])
+
+
+class RecurrentAdvantageBuffer(GeneralizedAdvantageBuffer):
+    """The rollout buffer of agents with memory: GAE as its parent, plus the recurrent state each environment's
+    chunk starts from (``store_start`` at the first row), so that an update unrolls the trunk over the chunk
+    from where acting started it, and the rows where episodes begin inside it (``resets``, from ``done``)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.start: torch.Tensor | None = None  # [n_envs, state_size] before row 0
+
+    def store_start(self, state: torch.Tensor) -> None:
+        self.start = state.detach().clone()
+
+    @property
+    def resets(self) -> torch.Tensor:
+        """``[n_steps + 1, n_envs]``: an episode begins at this row, the previous one having ended its last
+        (row 0's are already in ``start``, zeroed where acting began an episode)."""
+        resets = torch.zeros_like(self.done)
+        resets[1:] = self.done[:-1]
+        return resets
+
+    def sequences(self, values: torch.Tensor) -> SequenceRollout:
+        """Rows 0..n_steps-1 of every environment with their advantages (given V of rows 0..n_steps); then
+        start the next rollout. Copies: the next rollout overwrites the buffer's rows."""
+        advantages, returns = self.advantages(values)
+        sequences = SequenceRollout(self.observation[:-1].clone(), self.action.clone(), self.log_prob.clone(),
+                                    advantages, returns, self.valid, self.resets[:-1], self.start)
+        self._carry_last_row()
+        return sequences
+
+    def state_dict(self) -> dict:
+        state = super().state_dict()
+        return state if self.start is None else state | {"start": self.start.clone()}
+
+    def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
+        self.start = state["start"].to(self.done.device) if "start" in state else None
