@@ -56,6 +56,22 @@ class SumTree:
         return np.minimum(nodes - self.leaves, self.size - 1)
 
 
+def proportional_draw(tree: SumTree, rng: np.random.Generator, n: int, population: int,
+                      beta: float) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` leaves of ``tree`` drawn in proportion to their values, and their importance weights
+    ``(population * P(i)) ** -beta`` normalised by the largest (the transitions of a prioritized replay, or the
+    sequences of a prioritized sequence replay)."""
+    total = tree.total
+    if total <= 0:
+        raise RuntimeError("the replay buffer holds nothing to sample yet")
+    # Stratified: one draw in each of n equal slices of the total, lower variance than n free draws.
+    prefix = (np.arange(n) + rng.random(n)) * (total / n)
+    slots = tree.find(np.minimum(prefix, np.nextafter(total, 0)))
+    probabilities = tree.get(slots) / total
+    weights = (population * probabilities) ** -beta
+    return slots, weights / weights.max()
+
+
 class PrioritizedReplayBuffer(ReplayBuffer):
     def __init__(self, *args, alpha: float = 0.5, beta=0.5, epsilon: float = 1e-5, seed: int = 0, **kwargs):
         super().__init__(*args, **kwargs)
@@ -80,15 +96,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
             self.tree.set(self._slots(previous), np.where(valid, self.max_priority ** self.alpha, 0.0))
 
     def draw(self, n: int):
-        total = self.tree.total
-        if total <= 0:
-            raise RuntimeError("the replay buffer holds no complete transition yet")
-        # Stratified: one draw in each of n equal slices of the total, lower variance than n free draws.
-        prefix = (np.arange(n) + self.rng.random(n)) * (total / n)
-        slots = self.tree.find(np.minimum(prefix, np.nextafter(total, 0)))
-        probabilities = self.tree.get(slots) / total
-        weights = (len(self) * probabilities) ** -float(self.beta)
-        weights /= weights.max()
+        slots, weights = proportional_draw(self.tree, self.rng, n, len(self), float(self.beta))
         slots_t = torch.from_numpy(slots).to(self.device)
         return (slots_t // self.n_envs, slots_t % self.n_envs,
                 torch.from_numpy(weights.astype(np.float32)).to(self.device))
