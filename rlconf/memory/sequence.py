@@ -27,8 +27,7 @@ import numpy as np
 import torch
 
 from rlconf.core import State
-from rlconf.core.generators import generators_state, load_generators_state
-from rlconf.memory.prioritized import SumTree, proportional_draw
+from rlconf.memory.prioritized import Priorities, proportional_draw
 from rlconf.memory.replay import ReplayBuffer, check_fits
 
 
@@ -52,7 +51,7 @@ class Sequences(NamedTuple):
     indices: tuple[torch.Tensor, torch.Tensor]
 
 
-class SequenceReplay(ReplayBuffer):
+class SequenceReplay(Priorities, ReplayBuffer):
     """Sequences of ``burn_in + sequence_length`` steps starting every ``period`` rows, with the recurrent state
     (``state_size`` numbers) stored at each start; uniform, or ``prioritized`` (``alpha``, ``beta``, ``eta``)."""
 
@@ -74,11 +73,8 @@ class SequenceReplay(ReplayBuffer):
         assert self.rows == rows
         self.starts = rows // self.period  # start slots per environment
         self.recurrent_state = torch.zeros((self.starts, n_envs, state_size), device=self.device)
-        self.prioritized = prioritized
-        self.alpha, self.beta, self.eta, self.epsilon = alpha, beta, eta, epsilon
-        self.tree = SumTree(self.starts * n_envs) if prioritized else None
-        self.max_priority = 1.0
-        self.rng = np.random.default_rng(seed)
+        self.eta = eta
+        self._prioritize(alpha, beta, epsilon, seed, self.starts * n_envs if prioritized else None)
 
     # -- storing -------------------------------------------------------------------------------------
     def store(self, states: State, actions: torch.Tensor, recurrent_state: torch.Tensor) -> None:  # type: ignore[override]
@@ -165,11 +161,7 @@ class SequenceReplay(ReplayBuffer):
         if self.tree is None:
             return
         starts, cols = indices
-        slots = ((starts // self.period) * self.n_envs + cols).cpu().numpy()
-        p = priorities.detach().double().cpu().numpy() + self.epsilon
-        self.max_priority = max(self.max_priority, float(p.max()))
-        alive = self.tree.get(slots) > 0  # a sequence that lost a row since it was drawn stays at zero
-        self.tree.set(slots[alive], p[alive] ** self.alpha)
+        self._set_priorities(((starts // self.period) * self.n_envs + cols).cpu().numpy(), priorities)
 
     @property
     def bytes_per_transition(self) -> float:
@@ -180,25 +172,12 @@ class SequenceReplay(ReplayBuffer):
     def state_dict(self) -> dict:
         """ReplayBuffer's rows written so far, the states stored at their sequence starts, the priorities."""
         starts = self.starts if self._filled == self.rows else math.ceil(self._filled / self.period)
-        state = super().state_dict() | {"recurrent_state": self.recurrent_state[:starts].clone()}
-        if self.tree is not None:
-            state |= {"tree": torch.from_numpy(self.tree.tree.copy()), "max_priority": self.max_priority}
-        return state
+        return super().state_dict() | {"recurrent_state": self.recurrent_state[:starts].clone()}
 
     def load_state_dict(self, state: dict) -> None:
         """As ReplayBuffer's (the newest row ends its episode: a resumed run restarts its environments)."""
         super().load_state_dict(state)
         self.recurrent_state[: len(state["recurrent_state"])].copy_(state["recurrent_state"])
-        if self.tree is not None:
-            self.tree.tree[:] = state["tree"].numpy()
-            self.max_priority = state["max_priority"]
-
-    def generator_state(self) -> dict[str, Any]:
-        return super().generator_state() | generators_state({"numpy": self.rng})
-
-    def load_generator_state(self, state: dict[str, Any]) -> None:
-        super().load_generator_state(state)
-        load_generators_state({"numpy": self.rng}, state)
 
 
 def sequence_priorities(td_errors: torch.Tensor, valid: torch.Tensor, eta: float) -> torch.Tensor:
