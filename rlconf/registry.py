@@ -35,6 +35,8 @@ _BUILTIN: dict[str, dict[str, tuple[str, str, dict[str, Any]]]] = {
                 {"config": "C51Config"}),
         "rainbow": ("rlconf.agents.c51:Rainbow", "C51 + prioritized + 3-step replay + dueling noisy networks",
                     {"config": "RainbowConfig"}),
+        "r2d1": ("rlconf.agents.r2d1:R2D1", "R2D2 on one learner: LSTM Q, sequence replay, burn-in, value rescaling",
+                 {"config": "R2D1Config", "recurrent": "required"}),
         "vqn": ("rlconf.agents.vqn:VQN", "vanilla Q-learning over parallel envs: no replay, no target",
                 {"config": "VQNConfig"}),
         "vsarsa": ("rlconf.agents.vqn:VSarsa", "SARSA over parallel envs: on-policy TD(0), no replay",
@@ -171,7 +173,7 @@ _BUILTIN: dict[str, dict[str, tuple[str, str, dict[str, Any]]]] = {
 # How ``rlconf list agent`` groups the agents: by what they play and how they learn. A plugin's agent joins
 # the group its ``register(..., group=...)`` names, else "other".
 AGENT_GROUPS: dict[str, tuple[str, ...]] = {
-    "deep RL, value-based": ("dqn", "ddqn", "c51", "rainbow", "vqn", "vsarsa"),
+    "deep RL, value-based": ("dqn", "ddqn", "c51", "rainbow", "r2d1", "vqn", "vsarsa"),
     "deep RL, policy gradient": ("vpg", "vac", "a2c", "ppo"),
     "deep RL, continuous control": ("ddpg", "td3", "sac"),
     "multi-agent": ("independent",),

@@ -29,7 +29,7 @@ SMALL_REPLAY = "agent.replay_start_size=50"  # updates (and the replay's draws) 
 # Each agent on a small env it plays; every registered agent must be here (test below).
 RUNS = {
     "dqn": [CARTPOLE, SMALL_REPLAY], "ddqn": [CARTPOLE, SMALL_REPLAY], "c51": [CARTPOLE, SMALL_REPLAY],
-    "rainbow": [CARTPOLE, SMALL_REPLAY], "vqn": [CARTPOLE], "vsarsa": [CARTPOLE],
+    "rainbow": [CARTPOLE, SMALL_REPLAY], "r2d1": [CARTPOLE, SMALL_REPLAY], "vqn": [CARTPOLE], "vsarsa": [CARTPOLE],
     "vpg": [CARTPOLE], "vac": [CARTPOLE], "a2c": [CARTPOLE], "ppo": [CARTPOLE], "random": [CARTPOLE],
     "ddpg": [PENDULUM, SMALL_REPLAY], "td3": [PENDULUM, SMALL_REPLAY], "sac": [PENDULUM, SMALL_REPLAY],
     "independent": ["env=pettingzoo/tictactoe", SMALL_REPLAY.replace("agent.", "agent.dqn.")],

@@ -50,9 +50,13 @@ class OffPolicy(ReplayLearner, ParallelAgent, Buildable):
         self.clock.tick(len(states))
         self._calls += 1
         actions = self._explore(states)
-        self.replay.store(states, actions)
+        self._store(states, actions)
         self._learn()
         return actions
+
+    def _store(self, states: StateArray, actions: torch.Tensor) -> None:
+        """Into replay (an agent with memory also stores the recurrent state it acted from)."""
+        self.replay.store(states, actions)
 
     def state_dict(self) -> dict:
         return super().state_dict() | {"calls": self._calls}

@@ -63,15 +63,28 @@ class DQN(OffPolicy):
         n_actions = context.n_actions(cls.__name__.lower())
         clock = Clock()
         q = context.share("q", lambda: cls.build_q(config, context, clock, n_actions))
-        epsilon = schedule(config.epsilon, config.epsilon_final, config.epsilon_decay_steps, clock, "epsilon")
-        policy = ParallelGreedyPolicy(cls.action_values(q), n_actions, epsilon, np.random.default_rng(context.seed))
+        policy = cls.epsilon_greedy(cls.action_values(q), config, context, clock, n_actions)
         prioritized = config.replay == "prioritized"
-        # beta anneals to 1 over the run; it is built (and logged with verbose=true) only where replay has it.
-        beta = schedule(config.beta, 1.0, context.total_steps, clock, "beta") if prioritized else config.beta
+        beta = cls.beta(config, context, clock)
         replay = off_policy_replay(config, context, prioritized=prioritized, alpha=config.alpha, beta=beta,
                                    epsilon=config.priority_epsilon, n_steps=config.n_steps,
                                    discount_factor=config.discount_factor)
         return cls(q, policy, replay, clock, config, context.n_envs)
+
+    @staticmethod
+    def epsilon_greedy(q, config: DQNConfig, context: BuildContext, clock: Clock,
+                       n_actions: int) -> ParallelGreedyPolicy:
+        """Epsilon-greedy over ``q``, epsilon decaying linearly on the agent's clock, coins from the run's seed."""
+        epsilon = schedule(config.epsilon, config.epsilon_final, config.epsilon_decay_steps, clock, "epsilon")
+        return ParallelGreedyPolicy(q, n_actions, epsilon, np.random.default_rng(context.seed))
+
+    @staticmethod
+    def beta(config: DQNConfig, context: BuildContext, clock: Clock):
+        """Prioritized replay's importance-sampling exponent, annealed to 1 over the run; built (and logged with
+        verbose=true) only where replay is prioritized."""
+        if config.replay != "prioritized":
+            return config.beta
+        return schedule(config.beta, 1.0, context.total_steps, clock, "beta")
 
     @classmethod
     def build_q(cls, config: DQNConfig, context: BuildContext, clock: Clock, n_actions: int) -> QNetwork:
@@ -96,15 +109,19 @@ class DQN(OffPolicy):
     def _train(self) -> None:
         """A burst of ``gradient_steps`` updates. Prioritized replay draws each minibatch after the previous
         update (it sees the priorities that update left); uniform replay draws the whole burst at once."""
-        if self._target_stale and isinstance(self.q.target_network, FixedTarget):
-            self.q.target_network.sync()
-            self._target_stale = False
+        self._refresh_target()
         size = self.config.batch_size
         for draw in draws(self.replay, self.config.gradient_steps, size, self.config.replay == "prioritized"):
             # A fixed target does not move during a burst, so a draw's targets can all come from one pass.
             targets = self.td_targets(draw) if self._fixed_targets() else None
             for part in parts(draw, size):
                 self._update(part_of(draw, part), None if targets is None else targets[part])
+
+    def _refresh_target(self) -> None:
+        """The fixed target's copy, when a refresh fell due since the last burst."""
+        if self._target_stale and isinstance(self.q.target_network, FixedTarget):
+            self.q.target_network.sync()
+            self._target_stale = False
 
     def _fixed_targets(self) -> bool:
         return self.targets_per_burst and isinstance(self.q.target_network, FixedTarget)
@@ -141,10 +158,14 @@ class DQNTestAgent(TestAgent):
 
     def act(self, states: StateArray) -> torch.Tensor:
         mask = states.as_input(ACTION_MASK) if ACTION_MASK in states else None
-        actions = legal_argmax(self.q.eval(states.as_input()), mask)
+        actions = legal_argmax(self._values(states), mask)
         if not self.epsilon:
             return actions
         n = len(states)  # drawn on the CPU: the same coins on every device
         explore = torch.rand(n) < self.epsilon
         drawn = global_random_actions(n, self.n_actions, mask)
         return torch.where(explore.to(actions.device), drawn.to(actions.device), actions)
+
+    def _values(self, states: StateArray) -> torch.Tensor:
+        """The action values the test agent acts on."""
+        return self.q.eval(states.as_input())

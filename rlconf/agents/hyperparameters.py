@@ -177,6 +177,28 @@ class RainbowConfig(C51Config):
 
 
 @dataclass
+@agent_defaults("r2d1")
+class R2D1Config(DQNConfig):
+    sequence_length: int
+    burn_in: int
+    period: int
+    double_q: bool
+    value_rescaling: bool
+    rescale_epsilon: float
+    eta: float
+
+    def __post_init__(self):
+        super().__post_init__()
+        require(self.sequence_length >= 1, "agent.sequence_length", self.sequence_length, "must be at least 1")
+        require(self.burn_in >= 0, "agent.burn_in", self.burn_in, "must be at least 0")
+        span = self.burn_in + self.sequence_length
+        require(1 <= self.period <= span, "agent.period", self.period,
+                f"must be in [1, burn_in + sequence_length = {span}]: sequences start every period rows")
+        require(self.rescale_epsilon > 0, "agent.rescale_epsilon", self.rescale_epsilon, "must be positive")
+        require(0 <= self.eta <= 1, "agent.eta", self.eta, "must be in [0, 1]")
+
+
+@dataclass
 @agent_defaults("vqn")
 class VQNConfig:
     discount_factor: float

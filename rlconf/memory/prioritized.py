@@ -56,15 +56,73 @@ class SumTree:
         return np.minimum(nodes - self.leaves, self.size - 1)
 
 
-class PrioritizedReplayBuffer(ReplayBuffer):
-    def __init__(self, *args, alpha: float = 0.5, beta=0.5, epsilon: float = 1e-5, seed: int = 0, **kwargs):
-        super().__init__(*args, **kwargs)
+def proportional_draw(tree: SumTree, rng: np.random.Generator, n: int, population: int,
+                      beta: float) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` leaves of ``tree`` drawn in proportion to their values, and their importance weights
+    ``(population * P(i)) ** -beta`` normalised by the largest (the transitions of a prioritized replay, or the
+    sequences of a prioritized sequence replay)."""
+    total = tree.total
+    if total <= 0:
+        raise RuntimeError("the replay buffer holds nothing to sample yet")
+    # Stratified: one draw in each of n equal slices of the total, lower variance than n free draws.
+    prefix = (np.arange(n) + rng.random(n)) * (total / n)
+    slots = tree.find(np.minimum(prefix, np.nextafter(total, 0)))
+    probabilities = tree.get(slots) / total
+    weights = (population * probabilities) ** -beta
+    return slots, weights / weights.max()
+
+
+class Priorities:
+    """What a prioritized memory keeps beside its contents, as a mixin before ReplayBuffer: a sum tree over its
+    slots (transitions here, sequences in rlconf.memory.sequence; None where sampling is uniform), the largest
+    priority so far (where new slots enter) and the draws' generator, all in its checkpoints."""
+
+    tree: SumTree | None
+    alpha: float
+    epsilon: float
+    max_priority: float
+    rng: np.random.Generator
+
+    def _prioritize(self, alpha: float, beta, epsilon: float, seed: int, slots: int | None) -> None:
         self.alpha = alpha
         self.beta = beta  # a number or a LinearScheduler (towards 1)
         self.epsilon = epsilon
-        self.tree = SumTree(self.rows * self.n_envs)
+        self.tree = SumTree(slots) if slots is not None else None
         self.max_priority = 1.0
         self.rng = np.random.default_rng(seed)
+
+    def _set_priorities(self, slots: np.ndarray, priorities: torch.Tensor) -> None:
+        """Slots' new priorities, |TD error| + epsilon (to the power alpha in the tree)."""
+        p = priorities.detach().double().cpu().numpy() + self.epsilon
+        self.max_priority = max(self.max_priority, float(p.max()))
+        # A slot that became invalid since it was drawn (its row was overwritten) must stay at zero.
+        alive = self.tree.get(slots) > 0
+        self.tree.set(slots[alive], p[alive] ** self.alpha)
+
+    def state_dict(self) -> dict:
+        state = super().state_dict()
+        if self.tree is None:
+            return state
+        return state | {"tree": torch.from_numpy(self.tree.tree.copy()), "max_priority": self.max_priority}
+
+    def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
+        if self.tree is not None:
+            self.tree.tree[:] = state["tree"].numpy()
+            self.max_priority = state["max_priority"]
+
+    def generator_state(self) -> dict[str, Any]:
+        return super().generator_state() | generators_state({"numpy": self.rng})
+
+    def load_generator_state(self, state: dict[str, Any]) -> None:
+        super().load_generator_state(state)
+        load_generators_state({"numpy": self.rng}, state)
+
+
+class PrioritizedReplayBuffer(Priorities, ReplayBuffer):
+    def __init__(self, *args, alpha: float = 0.5, beta=0.5, epsilon: float = 1e-5, seed: int = 0, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._prioritize(alpha, beta, epsilon, seed, self.rows * self.n_envs)
 
     def _slots(self, row: int) -> np.ndarray:
         return np.arange(self.n_envs) + ((row % self.rows) * self.n_envs)
@@ -80,40 +138,11 @@ class PrioritizedReplayBuffer(ReplayBuffer):
             self.tree.set(self._slots(previous), np.where(valid, self.max_priority ** self.alpha, 0.0))
 
     def draw(self, n: int):
-        total = self.tree.total
-        if total <= 0:
-            raise RuntimeError("the replay buffer holds no complete transition yet")
-        # Stratified: one draw in each of n equal slices of the total, lower variance than n free draws.
-        prefix = (np.arange(n) + self.rng.random(n)) * (total / n)
-        slots = self.tree.find(np.minimum(prefix, np.nextafter(total, 0)))
-        probabilities = self.tree.get(slots) / total
-        weights = (len(self) * probabilities) ** -float(self.beta)
-        weights /= weights.max()
+        slots, weights = proportional_draw(self.tree, self.rng, n, len(self), float(self.beta))
         slots_t = torch.from_numpy(slots).to(self.device)
         return (slots_t // self.n_envs, slots_t % self.n_envs,
                 torch.from_numpy(weights.astype(np.float32)).to(self.device))
 
     def update_priorities(self, indices, priorities: torch.Tensor) -> None:
         rows, cols = indices
-        slots = (rows * self.n_envs + cols).cpu().numpy()
-        p = priorities.detach().double().cpu().numpy() + self.epsilon
-        self.max_priority = max(self.max_priority, float(p.max()))
-        # A slot that became invalid since it was drawn (its row was overwritten) must stay at zero.
-        alive = self.tree.get(slots) > 0
-        self.tree.set(slots[alive], p[alive] ** self.alpha)
-
-    def state_dict(self) -> dict:
-        return super().state_dict() | {"tree": torch.from_numpy(self.tree.tree.copy()),
-                                       "max_priority": self.max_priority}
-
-    def load_state_dict(self, state: dict) -> None:
-        super().load_state_dict(state)
-        self.tree.tree[:] = state["tree"].numpy()
-        self.max_priority = state["max_priority"]
-
-    def generator_state(self) -> dict[str, Any]:
-        return super().generator_state() | generators_state({"numpy": self.rng})
-
-    def load_generator_state(self, state: dict[str, Any]) -> None:
-        super().load_generator_state(state)
-        load_generators_state({"numpy": self.rng}, state)
+        self._set_priorities((rows * self.n_envs + cols).cpu().numpy(), priorities)

@@ -7,6 +7,7 @@ draw the same random numbers as before masks existed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -98,12 +99,18 @@ class ParallelGreedyPolicy(GreedyPolicy):
     """
 
     def __call__(self, states: State) -> torch.Tensor:
+        return self.choose(states, lambda: self.q.no_grad(states.as_input()))
+
+    def choose(self, states: State, values: Callable[[], torch.Tensor]) -> torch.Tensor:
+        """Epsilon-greedy over the action values ``values()`` of ``states``, asked for only when some
+        environment exploits. A recurrent agent computes them anyway (its state must advance every step) and
+        hands them over."""
         n = len(states)
         mask = states.as_input(ACTION_MASK) if ACTION_MASK in states else None
         explore = self.rng.random(n) < float(self.epsilon)
         if explore.all():
             return random_actions(self.rng, n, self.n_actions, mask).to(states.device)
-        actions = legal_argmax(self.q.no_grad(states.as_input()), mask)
+        actions = legal_argmax(values(), mask)
         if explore.any():
             drawn = random_actions(self.rng, n, self.n_actions, mask).to(actions.device)
             actions = torch.where(torch.from_numpy(explore).to(actions.device), drawn, actions)
