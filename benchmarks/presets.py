@@ -69,6 +69,16 @@ WORKLOADS = {w.name: w for w in (
     Workload("sac-halfcheetah", "sac", "mujoco/half_cheetah", ("steps=10000", "agent.replay_start_size=1000",
                                                                "body=none"), test_episodes=0),
     Workload("ppo-breakout", "ppo", "atari/breakout", ("steps=20000",), test_episodes=0),
+    # The memory issue's: PPO with an LSTM against SB3-contrib's RecurrentPPO on CartPole without velocities
+    # (a third of the experiment's budget) and on Breakout (PPO's Atari preset with a core of 128, CleanRL's
+    # ppo_atari_lstm); R2D1 on Breakout beside DQN's workload above, with its warm-up but 3,000 steps of updates
+    # (each update trains 32 sequences of 120 frames: two orders of magnitude more compute a step than DQN's).
+    Workload("ppo-lstm-cartpole-masked", "ppo", "classic/cartpole",
+             ("body=mask_velocity", "approximation.recurrent=lstm", "steps=100000")),
+    Workload("ppo-lstm-breakout", "ppo", "atari/breakout",
+             ("approximation.recurrent=lstm", "approximation.recurrent_hidden=128", "steps=20000"), test_episodes=0),
+    Workload("r2d1-breakout", "r2d1", "atari/breakout", ("steps=8000", "agent.replay_start_size=5000"), sb3=False,
+             test_episodes=0),
 )}
 
 

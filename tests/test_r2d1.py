@@ -74,6 +74,30 @@ def test_an_update_trains_the_steps_after_burn_in_towards_rescaled_double_q_targ
     env.close()
 
 
+def test_targets_bootstrap_from_the_best_legal_action_of_a_board_game():
+    _, env, agent = build("agent=independent", "agent.base=r2d1", "env=pettingzoo/tictactoe",
+                          "approximation.recurrent=lstm", "agent.r2d1.replay_start_size=100000",
+                          "agent.r2d1.sequence_length=4", "agent.r2d1.burn_in=2", "agent.r2d1.period=2",
+                          "agent.r2d1.n_steps=1", "agent.r2d1.value_rescaling=false")
+    r2d1 = inner(agent.agents["player_1"])
+    drive(env, agent, 200)
+    batch = r2d1.replay.sample(8)
+    assert batch.action_mask is not None and not batch.action_mask.all(), "tictactoe's masks were stored"
+    online = r2d1._online_values(batch).detach()
+    # Online values that favour an illegal move everywhere: the target must still value the best legal one.
+    favoured = online.clone()
+    favoured += 1000.0 * (~batch.action_mask[r2d1.config.burn_in:]).float()
+    targets = r2d1.td_targets(batch, favoured)
+    unrolled = r2d1.q.target(batch.observation, batch.state, batch.resets)[0]
+    t = torch.arange(2, 6)
+    legal = batch.action_mask[t + 1]
+    choice = online[t - 1].masked_fill(~legal, -torch.inf).argmax(-1, keepdim=True)
+    gamma = r2d1.config.discount_factor
+    expected = batch.reward[t + 1] + gamma * batch.mask[t + 1] * unrolled[t + 1].gather(2, choice).squeeze(2)
+    assert torch.allclose(targets, expected, atol=1e-5)
+    env.close()
+
+
 @pytest.mark.parametrize("replay", ["uniform", "prioritized"])
 def test_r2d1_updates_on_masked_cartpole_and_its_test_agent_carries_its_own_state(replay):
     _, env, agent = cartpole("hardware.n_envs=2", f"agent.replay={replay}")

@@ -1,14 +1,16 @@
 """Recurrent networks and the state agents carry: a sequence unrolled at once equals the same steps taken one
 by one (resets included), a reset forgets everything before it, the carried state starts each episode from zero,
-and body=mask_velocity hides exactly the velocities."""
+and body=mask_velocity hides exactly the velocities; the players of a multi-agent run each carry their own."""
 
 from __future__ import annotations
+
+import json
 
 import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-from conftest import build, states
+from conftest import build, only_run_dir, states
 
 from rlconf.agents._recurrent import CarriedState
 from rlconf.nn import model_settings
@@ -82,3 +84,19 @@ def test_mask_velocity_hides_cartpoles_velocities():
     assert torch.equal(body.process_state(state).observation, state.observation[:, [0, 2]])
     first_layer = next(m for m in body.agent.policy.model.modules() if isinstance(m, torch.nn.Linear))
     assert first_layer.in_features == 2
+
+
+@pytest.mark.parametrize("base", ["r2d1", "ppo"])
+def test_each_player_of_a_multiagent_run_carries_its_own_memory(base, run_cli, workdir, tmp_path):
+    own = {"r2d1": ["agent.r2d1.replay_start_size=200", "agent.r2d1.batch_size=4", "agent.r2d1.update_frequency=8"],
+           "ppo": ["agent.ppo.n_steps=16"]}[base]
+    result = run_cli("run", "agent=independent", f"agent.base={base}", "env=pettingzoo/simple_spread",
+                     "approximation.recurrent=lstm", *own, "steps=900", "test_episodes=2", "eval_every=0",
+                     "quiet=true", f"logdir={tmp_path}", cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    run_dir = only_run_dir(tmp_path)
+    assert json.loads((run_dir / "summary.json").read_text())["steps"] == 900
+    players = torch.load(run_dir / "checkpoint.pt", weights_only=True)["agent"]
+    assert len(players) == 3
+    for state in players.values():  # a recurrent state per player, which has learned
+        assert state["carried"]["state"].shape[0] == 1 and state["carried"]["state"].abs().sum() > 0

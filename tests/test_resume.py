@@ -46,6 +46,16 @@ def wait_for_checkpoint(logdir: Path, process: subprocess.Popen, at_least: int, 
     return wait_while_running(process, checkpointed, f"a checkpoint at step {at_least:,}", timeout)
 
 
+def killed_after_checkpoint(args: list[str], cwd: Path, logdir: Path, at_least: int) -> tuple[Path, dict, list]:
+    """A run killed with SIGKILL (no handler, no last checkpoint) once it has checkpointed ``at_least`` steps: its
+    directory, its checkpoint and the episodes.csv rows it had written."""
+    process = start_run(args, cwd)
+    run_dir = wait_for_checkpoint(logdir, process, at_least)
+    process.kill()
+    process.communicate(timeout=60)
+    return run_dir, torch.load(run_dir / "checkpoint.pt", weights_only=True), read_rows(run_dir / "episodes.csv")
+
+
 def check_episodes(run_dir: Path, summary: dict) -> list[dict[str, str]]:
     """episodes.csv after a resume: every episode once, numbered 1..N, steps in order, N the summary's."""
     rows = read_rows(run_dir / "episodes.csv")
@@ -66,12 +76,7 @@ def test_kill_9_then_resume_finishes_the_run_without_gaps_or_repeats(run_cli, wo
     logdir = tmp_path / "runs"
     args = [*CARTPOLE, "steps=8000", "checkpoint_every=1000", "eval_every=2000", "eval_episodes=2",
             "test_episodes=2", "quiet=true", f"logdir={logdir}"]
-    process = start_run(args, workdir)
-    run_dir = wait_for_checkpoint(logdir, process, 2000)
-    process.kill()  # SIGKILL: no handler, no last checkpoint
-    process.communicate(timeout=60)
-    saved = torch.load(run_dir / "checkpoint.pt", weights_only=False)
-    before = read_rows(run_dir / "episodes.csv")
+    run_dir, saved, before = killed_after_checkpoint(args, workdir, logdir, 2000)
     assert len(before) >= saved["episodes"] > 0
 
     status = run_cli("status", str(run_dir), cwd=workdir)
@@ -93,6 +98,38 @@ def test_kill_9_then_resume_finishes_the_run_without_gaps_or_repeats(run_cli, wo
     assert evaluations == [2000, 4000, 6000, 8000, 8000], "each evaluation once, then the final test"
     assert torch.load(run_dir / "checkpoint.pt", weights_only=False)["steps"] == 8000
     assert "done" in run_cli("status", str(run_dir), cwd=workdir).stdout
+
+
+RECURRENT = {
+    "r2d1": ["agent=r2d1", "agent.replay_start_size=500", "agent.batch_size=8", "agent.update_frequency=16",
+             "checkpoint.replay=true"],
+    "ppo_lstm": ["agent=ppo", "approximation.recurrent=lstm"],
+}
+
+
+@pytest.mark.parametrize("agent", sorted(RECURRENT))
+def test_kill_9_then_resume_of_a_recurrent_run_loses_no_row_and_restores_its_memory(agent, run_cli, workdir,
+                                                                                   tmp_path):
+    logdir = tmp_path / "runs"
+    args = [*RECURRENT[agent], "env=classic/cartpole", "body=mask_velocity", "steps=3000", "checkpoint_every=1000",
+            "eval_every=0", "test_episodes=2", "quiet=true", f"logdir={logdir}"]
+    run_dir, saved, before = killed_after_checkpoint(args, workdir, logdir, 1000)
+    carried = saved["agent"]["carried"]["state"]  # each environment's recurrent state, saved with the agent
+    assert carried.shape[0] == (1 if agent == "r2d1" else 8) and carried.abs().sum() > 0
+    if agent == "r2d1":  # the sequence replay with the states its sequences start from
+        replay = saved["replay"]
+        assert replay["filled"] > 0 and replay["recurrent_state"].abs().sum() > 0
+    else:  # the rollout in progress with the states its chunks start from
+        assert saved["agent"]["buffer"]["start"].shape == carried.shape
+
+    resumed = run_cli("run", f"resume={run_dir}", "quiet=false", cwd=workdir)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"resuming {run_dir} at step {saved['steps']:,}" in resumed.stderr
+    assert "holds no replay memory" not in resumed.stderr
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["steps"] >= 3000 and summary["resumes"] == 1
+    rows = check_episodes(run_dir, summary)
+    assert rows[: saved["episodes"]] == before[: saved["episodes"]]
 
 
 def test_ctrl_c_checkpoint_keeps_the_replay_and_resume_reaches_the_budget(run_cli, workdir, tmp_path):

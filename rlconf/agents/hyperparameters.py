@@ -373,7 +373,7 @@ class RandomConfig:
 class IndependentConfig:
     """Which agent each player uses, and the hyperparameters of each agent under its name: ``agent.dqn.lr``
     (configs/agent/independent.yaml composes each agent's own config there, so every key can be overridden
-    as it is typed and a misspelt one is refused). Other agents (ppo, ...) play with their defaults."""
+    as it is typed and a misspelt one is refused). Other agents (a2c, ...) play with their defaults."""
 
     base: str
     players: dict[str, str] | None
@@ -384,6 +384,8 @@ class IndependentConfig:
     ddqn: dict[str, Any] = field(default_factory=dict)
     c51: dict[str, Any] = field(default_factory=dict)
     rainbow: dict[str, Any] = field(default_factory=dict)
+    r2d1: dict[str, Any] = field(default_factory=dict)
+    ppo: dict[str, Any] = field(default_factory=dict)
     random: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self):

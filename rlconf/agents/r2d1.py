@@ -34,6 +34,7 @@ from rlconf.core import StateArray
 from rlconf.memory.sequence import Sequences, n_step_returns, sequence_priorities, sequence_replay
 from rlconf.nn import model_settings
 from rlconf.optim import Clock
+from rlconf.policies import legal_argmax
 
 
 def rescale(x: torch.Tensor, eps: float) -> torch.Tensor:
@@ -123,8 +124,8 @@ class R2D1(DQN):
         return self.q(batch.observation[burn_in:], state, batch.resets[burn_in:])[0]
 
     def td_targets(self, batch: Sequences, online: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
-        """``[sequence_length, B]`` n-step targets, double Q (the online network's choice, the target's value,
-        unless ``double_q`` is off) and value rescaling (``value_rescaling``)."""
+        """``[sequence_length, B]`` n-step targets, double Q (the online network's choice among the legal actions,
+        the target's value, unless ``double_q`` is off) and value rescaling (``value_rescaling``)."""
         config = self.config
         burn_in, steps = config.burn_in, config.sequence_length
         target = self.q.target(batch.observation, batch.state, batch.resets)[0][burn_in:]
@@ -132,7 +133,8 @@ class R2D1(DQN):
                                                  config.n_steps, config.discount_factor)
         at_last = last.unsqueeze(2).expand(-1, -1, target.shape[2])
         bootstrap = target.gather(0, at_last)
-        chosen = (online if config.double_q else target).gather(0, at_last).argmax(2, keepdim=True)
+        legal = None if batch.action_mask is None else batch.action_mask[burn_in:].gather(0, at_last)
+        chosen = legal_argmax((online if config.double_q else target).gather(0, at_last), legal).unsqueeze(2)
         next_values = bootstrap.gather(2, chosen).squeeze(2)
         next_mask = batch.mask[burn_in:].gather(0, last)
         if not config.value_rescaling:

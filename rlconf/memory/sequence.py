@@ -37,7 +37,8 @@ class Sequences(NamedTuple):
     ``state``: the recurrent state each sequence began from ``[B, S]``; ``resets [T, B]``: where the state
     returns to zero before a step (after a ``done``); ``valid [T, B]``: the steps that are transitions (not
     leaving a ``done`` state). ``weights``: importance weights (None for uniform sampling); ``indices``: the
-    sequences' (start row, environment) for ``update_priorities``."""
+    sequences' (start row, environment) for ``update_priorities``. ``action_mask [T, B, n_actions]``: the legal
+    actions of each step (None when the environment has no action masks)."""
 
     observation: torch.Tensor
     action: torch.Tensor
@@ -49,6 +50,7 @@ class Sequences(NamedTuple):
     state: torch.Tensor
     weights: torch.Tensor | None
     indices: tuple[torch.Tensor, torch.Tensor]
+    action_mask: torch.Tensor | None = None
 
 
 class SequenceReplay(Priorities, ReplayBuffer):
@@ -154,7 +156,8 @@ class SequenceReplay(Priorities, ReplayBuffer):
                          action=self.action[rows, columns], reward=self.reward[rows, columns],
                          mask=self.mask[rows, columns], done=done, resets=resets, valid=~done,
                          state=self.recurrent_state[starts // self.period, cols], weights=weights,
-                         indices=(starts, cols))
+                         indices=(starts, cols),
+                         action_mask=None if self.action_mask is None else self.action_mask[rows, columns])
 
     def update_priorities(self, indices: tuple[torch.Tensor, torch.Tensor], priorities: torch.Tensor) -> None:
         """Each sampled sequence's new priority (``sequence_priorities``); no-op under uniform sampling."""
