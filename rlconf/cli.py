@@ -223,17 +223,21 @@ def cmd_run(args: list[str]) -> int:
 
 
 def applied_preset(overrides: list[str], config_dirs: list[str]) -> str:
-    """Which preset the defaults list applied (``optional preset: ${family}/${agent}``, chosen silently),
-    and its file: ``atari/dqn (configs/preset/atari/dqn.yaml)``, or ``none`` where the pair has none."""
+    """Which presets the defaults list applied, chosen silently: the family's (``${family}/${agent}``) and a
+    task's (``${family}/${body}/${agent}``), each with its file: ``classic/ppo (configs/preset/classic/ppo.yaml)
+    + classic/mask_velocity/ppo (...)``, or ``none`` where the run has none."""
     from rlconf.config import compose
 
-    choice = compose(overrides, config_dirs, hydra_config=True).hydra.runtime.choices.get("preset")
-    for root in search_dirs(config_dirs):
-        path = root / "preset" / f"{choice}.yaml"
-        if choice and path.is_file():
-            shown = path.relative_to(config_dir().parent) if root == config_dir() else path
-            return f"{choice} ({shown})"
-    return "none"
+    choices = compose(overrides, config_dirs, hydra_config=True).hydra.runtime.choices
+    applied = []
+    for choice in (choices.get("preset"), choices.get("preset@_global_")):
+        for root in search_dirs(config_dirs):
+            path = root / "preset" / f"{choice}.yaml"
+            if choice and path.is_file():
+                shown = path.relative_to(config_dir().parent) if root == config_dir() else path
+                applied.append(f"{choice} ({shown})")
+                break
+    return " + ".join(applied) or "none"
 
 
 def run_help(config_dirs: list[str]) -> str:

@@ -26,7 +26,7 @@ from rlconf.paths import config_dir
 
 AGENTS = sorted(path.stem for path in (config_dir() / "agent").glob("*.yaml"))
 PRESETS = sorted(path.relative_to(config_dir() / "preset").with_suffix("").as_posix()
-                 for path in (config_dir() / "preset").glob("*/*.yaml"))
+                 for path in (config_dir() / "preset").glob("**/*.yaml"))
 
 
 def agent_yaml(name: str) -> dict[str, Any]:
@@ -154,6 +154,13 @@ def family_env(family: str) -> str:
     raise LookupError(family)
 
 
+def preset_run(preset: str) -> list[str]:
+    """The overrides of a run that applies ``preset``: a family's (``classic/ppo``) or a task's, over the
+    family's (``classic/mask_velocity/ppo``: that body)."""
+    family, *body, agent = preset.split("/")
+    return [f"agent={agent}", f"env={family_env(family)}", *(f"body={b}" for b in body)]
+
+
 def preset_file(entry: str) -> Path:
     """The file of a preset's defaults-list entry: ``atari/dqn`` (relative) or ``/preset/continuous/ppo``."""
     return config_dir() / "preset" / f"{entry.removeprefix('/preset/')}.yaml"
@@ -178,11 +185,10 @@ def leaves(node: dict, prefix: str = ""):
 
 
 def restated(preset: str, own: dict[str, Any]) -> list[str]:
-    """The keys of ``own`` (preset ``family/agent``'s values, without its defaults list) whose value the run
-    would have without them: the agent's defaults, the family's and top-level settings, and the presets its
-    defaults list names."""
-    family, agent = preset.split("/")
-    base = compose_run([f"agent={agent}", f"env={family_env(family)}", "~preset"], [])
+    """The keys of ``own`` (preset ``family/agent``'s or ``family/body/agent``'s values, without its defaults
+    list) whose value the run would have without them: the agent's defaults, the family's and top-level
+    settings, the family's preset under a task's, and the presets its defaults list names."""
+    base = compose_run([*preset_run(preset), "~preset@_global_" if preset.count("/") == 2 else "~preset"], [])
     for entry in yaml.safe_load(f"{preset_file(preset).read_text()}").get("defaults", []):
         if entry != "_self_":
             base = OmegaConf.merge(base, preset_values(preset_file(entry)))
@@ -197,8 +203,7 @@ def restated(preset: str, own: dict[str, Any]) -> list[str]:
 
 @pytest.mark.parametrize("preset", PRESETS)
 def test_a_preset_holds_only_what_differs(preset):
-    family, agent = preset.split("/")
-    compose_run([f"agent={agent}", f"env={family_env(family)}"], [])  # it composes, its defaults list too
+    compose_run(preset_run(preset), [])  # it composes, its defaults list too
     own = yaml.safe_load(preset_file(preset).read_text())
     own.pop("defaults", None)
     problems = restated(preset, own)

@@ -237,6 +237,20 @@ def test_bad_input_is_one_line_and_writes_nothing(run_cli, workdir, tmp_path, ar
     assert_run_refused(run_cli, args, words, workdir, tmp_path / "logs")
 
 
+def test_a_task_preset_is_applied_over_the_family_preset_and_named(run_cli, workdir):
+    """A body that makes another task (velocities hidden) brings its own preset: PPO's budget triples there,
+    the rest of the classic PPO preset stays."""
+    masked = run_cli("run", "agent=ppo", "env=classic/cartpole", "body=mask_velocity", "--cfg", "job", cwd=workdir)
+    plain = run_cli("run", "agent=ppo", "env=classic/cartpole", "--cfg", "job", cwd=workdir)
+    assert masked.returncode == 0 and plain.returncode == 0, masked.stderr + plain.stderr
+    assert masked.stdout.splitlines()[0] == (
+        "# preset: classic/ppo (configs/preset/classic/ppo.yaml) + "
+        "classic/mask_velocity/ppo (configs/preset/classic/mask_velocity/ppo.yaml)")
+    masked, plain = yaml.safe_load(masked.stdout), yaml.safe_load(plain.stdout)
+    assert (masked["steps"], plain["steps"]) == (300_000, 100_000)
+    assert masked["agent"] == plain["agent"] and masked["hardware"]["n_envs"] == 8
+
+
 def test_cfg_job_prints_the_composed_config_and_runs_nothing(run_cli, workdir, tmp_path):
     logdir = tmp_path / "logs"
     result = run_cli("run", *CARTPOLE, "--cfg", "job", f"logdir={logdir}", cwd=workdir)

@@ -142,22 +142,22 @@ def test_recurrent_ppo_runs_2000_steps_on_atari_pong_with_updates_then_tests():
     env.close()
 
 
-# Masked CartPole (position and angle only): memory solves it, a feed-forward policy cannot. Budget and
-# figures measured on this machine, one core (see the experiment config).
+# Masked CartPole (position and angle only): memory solves it, a feed-forward policy cannot, both at the budget
+# of the task's preset (configs/preset/classic/mask_velocity/ppo.yaml, where the figures measured here are).
 MASKED_BUDGET = 300_000
+MASKED_CARTPOLE = ("agent=ppo", "env=classic/cartpole", "body=mask_velocity")
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
 def test_recurrent_ppo_solves_cartpole_without_velocities(run_cli, workdir, seed):
-    summary = _masked_cartpole(run_cli, workdir, seed, "experiment=cartpole_masked_ppo_lstm")
+    summary = _masked_cartpole(run_cli, workdir, seed, *MASKED_CARTPOLE, "approximation.recurrent=lstm")
     assert summary["test_return_mean"] >= 475, summary
 
 
 @pytest.mark.slow
 def test_feed_forward_ppo_stays_far_below_on_cartpole_without_velocities(run_cli, workdir):
-    summary = _masked_cartpole(run_cli, workdir, 0, "experiment=cartpole_masked_ppo_lstm",
-                               "approximation.recurrent=none")
+    summary = _masked_cartpole(run_cli, workdir, 0, *MASKED_CARTPOLE)
     assert summary["test_return_mean"] < 200, summary
 
 
@@ -165,5 +165,6 @@ def _masked_cartpole(run_cli, workdir, seed: int, *overrides: str) -> dict:
     result = run_cli("run", *overrides, f"seed={seed}", "quiet=true", cwd=workdir, timeout=1200)
     assert result.returncode == 0, result.stderr
     summary = json.loads((only_run_dir(workdir / "runs") / "summary.json").read_text())
-    assert summary["steps"] <= MASKED_BUDGET + summary["n_envs"] and summary["test_episodes"] == 100
+    assert MASKED_BUDGET <= summary["steps"] <= MASKED_BUDGET + summary["n_envs"]
+    assert summary["test_episodes"] == 100
     return summary
