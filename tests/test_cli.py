@@ -91,7 +91,8 @@ def test_list_preset_shows_each_family_and_agent_with_its_first_sentence(run_cli
     assert result.returncode == 0, result.stderr
     presets = listed(result.stdout)
     root = config_dir() / "preset"
-    assert sorted(presets) == sorted(p.relative_to(root).with_suffix("").as_posix() for p in root.glob("*/*.yaml"))
+    assert sorted(presets) == sorted(p.relative_to(root).with_suffix("").as_posix() for p in root.glob("**/*.yaml"))
+    assert presets["classic/mask_velocity/ppo"].startswith("PPO on classic control with the velocities hidden")
     assert presets["classic/dqn"] == ("DQN on classic control: greedy CartPole-v1 >= 475 within 50k steps (11 of "
                                       "12 seeds measured).")  # its first sentence, not the paragraph that follows
     assert presets["atari/vac"].endswith("shared Nature CNN; the value head learns at 5e-4, the policy and "

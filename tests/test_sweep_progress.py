@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import cli_env, run_dirs, wait_while_running
 from test_progress import run_on_a_terminal, visible_lines
 
@@ -94,7 +95,11 @@ def test_ctrl_c_stops_a_sweep_and_says_how_to_continue_it(tmp_path, workdir):
     wait_while_running(launcher, lambda: list(logdir.glob("sweep_*/*/checkpoint.pt")), "a run's first checkpoint",
                        timeout=600)
     launcher.send_signal(signal.SIGINT)
-    _, stderr = launcher.communicate(timeout=600)  # the run writes its checkpoint with its replay memory
+    try:
+        _, stderr = launcher.communicate(timeout=600)  # the run writes its checkpoint with its replay memory
+    except subprocess.TimeoutExpired:
+        launcher.kill()
+        pytest.fail(f"the sweep did not stop after Ctrl-C; its stderr: {launcher.communicate()[1]}")
     assert launcher.returncode == 130, stderr
     sweep = the_sweep(logdir)
     assert f"rlconf: sweep stopped; continue it with: rlconf run -m resume={sweep}" in stderr, stderr

@@ -24,7 +24,6 @@ import contextlib
 import pickle
 import re
 import signal
-import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -40,12 +39,10 @@ from rlconf.experiments import rng
 from rlconf.experiments.evaluate import evaluate
 from rlconf.experiments.progress import ConsoleProgress
 from rlconf.experiments.rundir import atomic_write, write_failure
+from rlconf.experiments.stopping import stop_requests
 from rlconf.logging import Logger
 from rlconf.logging.base import STEPS_PER_SECOND
 
-# SIGINT: Ctrl-C. SIGTERM: kill, and Slurm at a time limit, on preemption or scancel. SIGUSR1 / SIGUSR2: the
-# warning Slurm sends ahead of a time limit (sbatch --signal; submitit asks for USR2) or scancel --signal.
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2)
 CHECKPOINT_FORMAT = 3  # 1: agent, steps, episodes (and replay); 2: adds what resuming needs; 3: tensors and
 #                        plain data only (loads with torch.load(weights_only=True))
 TEST_SEED_OFFSET = 1_000_003  # evaluations reset their environments with the run's seed plus this
@@ -150,36 +147,6 @@ class Interrupted(Exception):
         self.signum = signum
         self.steps = steps
         super().__init__(f"{signal.Signals(signum).name} at step {steps:,}")
-
-
-class _StopRequest:
-    def __init__(self):
-        self.signum: int | None = None
-
-
-@contextlib.contextmanager
-def stop_requests(signals=STOP_SIGNALS) -> Iterator[_StopRequest]:
-    """While training, these signals only ask the loop to stop: it finishes the current step, writes a
-    checkpoint and raises Interrupted, so nothing is left half-updated. A second Ctrl-C acts at once; other
-    signals are not repeated by people but by schedulers (Slurm's SIGTERM reaches a job step twice within a
-    millisecond): those must not cut the checkpoint short, so they change nothing."""
-    request = _StopRequest()
-    if threading.current_thread() is not threading.main_thread():
-        yield request
-        return
-
-    def ask(signum, frame):
-        if request.signum is None:
-            request.signum = signum
-        if signum == signal.SIGINT and signal.SIGINT in previous:  # the next Ctrl-C is not polite any more
-            signal.signal(signal.SIGINT, previous[signal.SIGINT])
-
-    previous = {s: signal.signal(s, ask) for s in signals}
-    try:
-        yield request
-    finally:
-        for s in signals:
-            signal.signal(s, previous[s])
 
 
 class Experiment:

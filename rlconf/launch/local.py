@@ -25,6 +25,7 @@ from pathlib import Path
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus
 
+from rlconf.experiments.stopping import stop_requests
 from rlconf.launch.base import Job, RunLauncher, failed, log_tail
 from rlconf.launch.slots import Slot, make_slots, visible_gpus
 
@@ -46,8 +47,6 @@ class LocalRunLauncher(RunLauncher):
                           p["pin_cpus"])
 
     def start(self, jobs: list[Job], sweep_dir: Path) -> list[JobReturn]:
-        import cloudpickle
-
         slots = self.slots()
         spool = sweep_dir / ".launcher"
         spool.mkdir(exist_ok=True)
@@ -61,32 +60,27 @@ class LocalRunLauncher(RunLauncher):
         at_once = min(len(slots), len(jobs))
         progress = self.progress(sweep_dir, jobs, at_once, f", {at_once} at a time on this machine")
         try:
-            while queue or running:
-                while queue and free:
-                    job, slot = queue.popleft(), free.pop(0)
-                    task = spool / f"{job.num}.pkl"
-                    task.write_bytes(cloudpickle.dumps(
-                        (self, (job.overrides, job.num, Singleton.get_state(), slot, None))))
-                    log = job.run_dir / "log.txt"
-                    with open(log, "ab") as out:
-                        # The slot's GPUs are the process's from its start, before anything could touch CUDA.
-                        process = subprocess.Popen(
-                            [sys.executable, "-m", "rlconf.launch.job", str(task)], stdout=out,
-                            stderr=subprocess.STDOUT, start_new_session=True, env={**os.environ, **slot.environment()})
-                    self.record(job, state="started", pid=process.pid, log=str(log), slot=slot.describe(),
-                                started_at=time.time())
-                    running[job.num] = (process, job, slot, task)
-                    progress.started(job.name)
-                for num, (process, job, slot, task) in list(running.items()):
-                    if process.poll() is not None:
-                        results[num] = _result(process.returncode, job, task)
-                        free.append(slot)
-                        free.sort(key=lambda s: s.index)
-                        del running[num]
-                        progress.ended(job.name, results[num].status == JobStatus.FAILED,
-                                       _exit(process.returncode) + f" (log: {job.run_dir / 'log.txt'})")
-                progress.tick()
-                time.sleep(POLL_SECONDS)
+            # Ctrl-C is answered at the top of the loop, never raised inside subprocess's bookkeeping: a
+            # KeyboardInterrupt landing in Popen.poll() while it holds its lock would hang the wait that follows.
+            with stop_requests((signal.SIGINT,)) as ctrl_c:
+                while queue or running:
+                    if ctrl_c.signum is not None:
+                        raise KeyboardInterrupt
+                    while queue and free:
+                        job, slot = queue.popleft(), free.pop(0)
+                        process, task = self._launch(job, slot, spool)
+                        running[job.num] = (process, job, slot, task)
+                        progress.started(job.name)
+                    for num, (process, job, slot, task) in list(running.items()):
+                        if process.poll() is not None:
+                            results[num] = _result(process.returncode, job, task)
+                            free.append(slot)
+                            free.sort(key=lambda s: s.index)
+                            del running[num]
+                            progress.ended(job.name, results[num].status == JobStatus.FAILED,
+                                           _exit(process.returncode) + f" (log: {job.run_dir / 'log.txt'})")
+                    progress.tick()
+                    time.sleep(POLL_SECONDS)
         except KeyboardInterrupt:
             progress.close()
             _stop(running)
@@ -96,6 +90,22 @@ class LocalRunLauncher(RunLauncher):
         finally:
             progress.close()
         return [results[job.num] if job.num in results else failed(job, "not started") for job in jobs]
+
+    def _launch(self, job: Job, slot: Slot, spool: Path) -> tuple[subprocess.Popen, Path]:
+        """The job's process, in its own session (Ctrl-C reaches the launcher only), and its task file."""
+        import cloudpickle
+
+        task = spool / f"{job.num}.pkl"
+        task.write_bytes(cloudpickle.dumps((self, (job.overrides, job.num, Singleton.get_state(), slot, None))))
+        log = job.run_dir / "log.txt"
+        with open(log, "ab") as out:
+            # The slot's GPUs are the process's from its start, before anything could touch CUDA.
+            process = subprocess.Popen([sys.executable, "-m", "rlconf.launch.job", str(task)], stdout=out,
+                                       stderr=subprocess.STDOUT, start_new_session=True,
+                                       env={**os.environ, **slot.environment()})
+        self.record(job, state="started", pid=process.pid, log=str(log), slot=slot.describe(),
+                    started_at=time.time())
+        return process, task
 
 
 def _result(returncode: int, job: Job, task: Path) -> JobReturn:
