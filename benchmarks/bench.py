@@ -27,8 +27,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from presets import WORKLOADS, Workload, describe, load_settings, sb3_kwargs
+from presets import WORKLOADS, Workload, describe, load_settings, recurrent, sb3_kwargs
 from report import machine_info, render
+
+from rlconf.config import Settings
 
 HERE = Path(__file__).resolve().parent
 TRIAL = HERE / "trial.py"
@@ -54,9 +56,11 @@ class Plan:
     test_episodes: int
     sb3_kwargs: dict[str, Any] | None  # None: SB3 has no such algorithm
 
+    variant: str = ""  # what sets the workload apart from the agent's plain one: " + LSTM of 128, velocities hidden"
+
     @property
     def title(self) -> str:
-        return f"{self.agent.upper()} {self.env_id}, {self.steps:,} steps, {plural(self.n_envs, 'env')}"
+        return f"{self.agent.upper()}{self.variant} {self.env_id}, {self.steps:,} steps, {plural(self.n_envs, 'env')}"
 
 
 def plural(n: int, noun: str) -> str:
@@ -73,7 +77,15 @@ def plan(workload: Workload, quick: bool, test_episodes: int) -> Plan:
         test_episodes = workload.test_episodes
     sb3 = describe(sb3_kwargs(settings)) if workload.sb3 else None
     return Plan(workload.name, workload.agent, settings.env.id, settings.env.family,
-                workload.command_overrides(steps), steps, settings.hardware.n_envs, test_episodes, sb3)
+                workload.command_overrides(steps), steps, settings.hardware.n_envs, test_episodes, sb3,
+                variant(settings))
+
+
+def variant(settings: Settings) -> str:
+    """A recurrent core and a masking body, as the title says them: `` + LSTM of 64 (velocities hidden)``."""
+    model = settings.approximation
+    core = f" + {model['recurrent'].upper()} of {model['recurrent_hidden']}" if recurrent(settings) else ""
+    return core + (" (velocities hidden)" if settings.body.name == "mask_velocity" else "")
 
 
 # -- running trials ----------------------------------------------------------------------------------------
