@@ -29,6 +29,9 @@ from rlconf.paths import config_dir, launchers_dir
 # How environment copies are stepped: auto, in this process (sync), in subprocesses (async), or by the
 # simulator's own vector version (native). Environment adapters read the same tuple.
 VECTORIZATION_MODES = ("auto", "sync", "async", "native")
+# Where a run's training environments step: in this process (serial) or in worker processes writing to shared
+# memory (parallel).
+SAMPLERS = ("serial", "parallel")
 
 
 @dataclass
@@ -87,6 +90,7 @@ class HardwareSettings:
     n_envs: int = 1  # parallel training environments
     torch_threads: int = 1
     vectorization: str = "auto"  # auto, sync, async (subprocesses) or native (gymnasium's vector version)
+    sampler: str = "serial"  # serial, or parallel (cpus_per_run worker processes)
     eval_envs: int = 16  # parallel environments for evaluation
     # How runs share a machine (read by the launchers): each run gets gpus_per_run GPUs of its own (Slurm
     # allocates them; local_gpus hands each run a distinct set), runs_per_gpu runs share one GPU when
@@ -109,6 +113,7 @@ class HardwareSettings:
         require(self.eval_envs >= 1, "hardware.eval_envs", self.eval_envs, "must be at least 1")
         require(self.vectorization in VECTORIZATION_MODES, "hardware.vectorization", self.vectorization,
                 f"allowed: {', '.join(VECTORIZATION_MODES)}")
+        require(self.sampler in SAMPLERS, "hardware.sampler", self.sampler, f"allowed: {', '.join(SAMPLERS)}")
         require(self.device == "cpu" or self.device.startswith(("cuda", "mps")), "hardware.device",
                 self.device, "allowed: cpu, cuda, cuda:N, mps")
 

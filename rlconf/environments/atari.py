@@ -42,6 +42,7 @@ import os
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -51,6 +52,7 @@ from rlconf import registry
 from rlconf.config import VECTORIZATION_MODES
 from rlconf.core import StateArray
 from rlconf.environments.gym import GymVectorEnvironment
+from rlconf.environments.parallel import sampled_vector_env
 from rlconf.errors import ConfigError, require
 
 FRAME_SHAPE = (1, 84, 84)  # one grayscale frame, channels first
@@ -128,13 +130,14 @@ class AtariEnvironment(GymVectorEnvironment):
     """
 
     image_observations = True
+    info_keys: ClassVar[dict[str, Any]] = {"lives": np.int64}  # _state reads them
     lives = True  # states carry life_lost, which the atari body's episodic lives read
     test_bounds = True  # built with test=True, it bounds the games of tests (see __init__)
 
     def __init__(self, env_id: str, n_envs: int = 1, *, kwargs: dict | None = None,
                  vectorization: str = "auto", max_episode_steps: int | None = None,
                  device: str | torch.device = "cpu", name: str | None = None, render_mode: str | None = None,
-                 wrappers: tuple = (), test: bool = False):
+                 wrappers: tuple = (), test: bool = False, sampler: str = "serial", workers: int = 1):
         """``test``: the copies play tests (evaluations, the final test, ``rlconf eval`` and ``watch``), whose
         games are bounded as the Atari literature bounds them: a game with no reward for
         ``test_frames_without_reward`` frames is cut short (``Episode.stalled``; SABER, Toromanoff et al. 2019,
@@ -146,8 +149,13 @@ class AtariEnvironment(GymVectorEnvironment):
         _import_ale()
         self.settings = AtariSettings.from_kwargs(kwargs)
         self.game = game_of(env_id)
-        env = make_atari_vector_env(env_id, self.game, n_envs, self.settings, vectorization,
-                                    self.settings.episode_steps(max_episode_steps), render_mode, tuple(wrappers))
+        episode_steps = self.settings.episode_steps(max_episode_steps)
+        if render_mode or wrappers:  # watching: in this process
+            env = make_atari_vector_env(env_id, self.game, n_envs, self.settings, vectorization, episode_steps,
+                                        render_mode, tuple(wrappers))
+        else:
+            make = partial(_atari_share, env_id, self.game, self.settings, vectorization, episode_steps)
+            env = sampled_vector_env(make, n_envs, sampler, workers, self.info_keys)
         self._adopt(env, name or env_id, n_envs, device)
         self.observation_space = gym.spaces.Box(0, 255, FRAME_SHAPE, np.uint8)
         self.frames_per_step = self.settings.frame_skip
@@ -201,6 +209,12 @@ def make_atari_vector_env(env_id: str, game: str, n_envs: int, settings: AtariSe
     make = partial(make_preprocessed_env, env_id, settings, episode_steps)
     vector_class = gym.vector.SyncVectorEnv if vectorization == "sync" else gym.vector.AsyncVectorEnv
     return vector_class([make] * n_envs)
+
+
+def _atari_share(env_id: str, game: str, settings: AtariSettings, vectorization: str, episode_steps: int,
+                 n_envs: int) -> gym.vector.VectorEnv:
+    """``make_atari_vector_env`` of ``n_envs`` copies, not rendered: what each sampler worker builds."""
+    return make_atari_vector_env(env_id, game, n_envs, settings, vectorization, episode_steps)
 
 
 def _import_ale():

@@ -15,6 +15,8 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -23,6 +25,7 @@ import torch
 from rlconf.config import VECTORIZATION_MODES
 from rlconf.core import EnvKind, StateArray
 from rlconf.environments.base import Environment
+from rlconf.environments.parallel import sampled_vector_env
 
 
 @dataclass
@@ -75,13 +78,22 @@ class GymVectorEnvironment(Environment):
     kind = EnvKind.SINGLE_AGENT
     image_observations = False  # observations are frames (the image networks' input), not vectors
     vector_env = staticmethod(make_vector_env)  # (env_id, n_envs, kwargs, vectorization, max_episode_steps, ...)
+    # The keys of the vector env's info that ``_state`` reads, with their dtypes: what a parallel sampler's
+    # workers pass back besides observations, rewards and flags (Atari's lives).
+    info_keys: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, env_id: str, n_envs: int = 1, *, kwargs: dict | None = None,
                  vectorization: str = "auto", max_episode_steps: int | None = None,
                  device: str | torch.device = "cpu", name: str | None = None, render_mode: str | None = None,
-                 wrappers: Sequence[Callable[[gym.Env], gym.Env]] = ()):
-        env = self.vector_env(env_id, n_envs, kwargs or {}, vectorization, max_episode_steps, render_mode,
-                              tuple(wrappers))
+                 wrappers: Sequence[Callable[[gym.Env], gym.Env]] = (), sampler: str = "serial", workers: int = 1):
+        """``sampler`` (``environments.parallel``): the copies step in this process (serial) or in ``workers``
+        worker processes (parallel, alternating); watching (``render_mode``, ``wrappers``) is always serial."""
+        if render_mode or wrappers:
+            env = self.vector_env(env_id, n_envs, kwargs or {}, vectorization, max_episode_steps, render_mode,
+                                  tuple(wrappers))
+        else:
+            make = partial(vector_env_share, self.vector_env, env_id, kwargs or {}, vectorization, max_episode_steps)
+            env = sampled_vector_env(make, n_envs, sampler, workers, self.info_keys)
         self._adopt(env, name or env_id, n_envs, device)
 
     def _adopt(self, env: gym.vector.VectorEnv, name: str, n_envs: int, device: str | torch.device) -> None:
@@ -160,6 +172,12 @@ class GymVectorEnvironment(Environment):
 
     def close(self) -> None:
         self.env.close()
+
+
+def vector_env_share(factory: Callable[..., gym.vector.VectorEnv], env_id: str, kwargs: dict, vectorization: str,
+                   max_episode_steps: int | None, n_envs: int) -> gym.vector.VectorEnv:
+    """``factory``'s vector env of ``n_envs`` copies, not rendered: what each sampler worker builds (picklable)."""
+    return factory(env_id, n_envs, kwargs, vectorization, max_episode_steps, None, ())
 
 
 def has_display() -> bool:

@@ -34,6 +34,7 @@ import numpy as np
 import torch
 
 from rlconf.approximation import NonFinite
+from rlconf.environments.parallel import SamplerError
 from rlconf.errors import first_line
 from rlconf.experiments import rng
 from rlconf.experiments.evaluate import evaluate
@@ -233,11 +234,14 @@ class Experiment:
     @contextlib.contextmanager
     def _stop_on_divergence(self) -> Iterator[None]:
         """A network's loss or gradient norm became nan or inf (``approximation.NonFinite``, raised before the
-        step that would have used it): stop, keeping the last checkpoint as it is."""
+        step that would have used it): stop, keeping the last checkpoint as it is. A sampler worker that failed
+        or died (``SamplerError``) stops the run the same way."""
         try:
             yield
         except NonFinite as error:
             raise self.failed(str(error), kind=Diverged) from None
+        except SamplerError as error:
+            raise self.failed(str(error)) from None
 
     def failed(self, what: str, exit_status: int = 1, kind: type[RunFailed] = RunFailed) -> RunFailed:
         """The one line of a fault (a divergence, a full disk): what went wrong, when, and which checkpoint is

@@ -66,6 +66,12 @@ def make_env(settings: Settings, n_envs: int, render_mode: str | None = None, wr
     extra = {"render_mode": render_mode, "wrappers": tuple(wrappers)} if render_mode else {}
     if test and env_class.test_bounds:
         extra["test"] = True
+    hardware = settings.hardware
+    if not test and not render_mode and hardware.sampler != "serial":  # training copies in worker processes
+        if env_class.kind is not EnvKind.SINGLE_AGENT:
+            raise ConfigError(f"hardware.sampler={hardware.sampler}: {env_class.kind.value} environments "
+                              f"(env={settings.env.name}) step in the run's process; allowed: serial")
+        extra |= {"sampler": hardware.sampler, "workers": hardware.cpus_per_run}
     if env_class.kind is EnvKind.BANDIT:  # the arms' parameters are drawn from the run's seed
         extra["seed"] = settings.run.seed
     try:

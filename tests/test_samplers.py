@@ -1,0 +1,197 @@
+"""Samplers (hardware.sampler): environments stepped by worker processes through shared memory play exactly
+the trajectories of the serial sampler, a run on them finishes, resumes after kill -9 without losing a row, and a
+worker that dies stops the run in one line with its last checkpoint kept."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from functools import partial
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import FAST_RUN, assert_run_refused, only_run_dir, wait_while_running
+from test_resume import check_episodes, killed_after_checkpoint, read_rows, start_run, wait_for_checkpoint
+
+from rlconf.environments.gym import make_vector_env, vector_env_share
+from rlconf.environments.parallel import SamplerError, SharedMemoryVectorEnv, shares, worker_cores
+
+
+def test_shares_are_contiguous_even_and_cover_every_copy():
+    assert shares(8, 2) == [range(0, 4), range(4, 8)]
+    assert shares(5, 2) == [range(0, 2), range(2, 5)] or shares(5, 2) == [range(0, 3), range(3, 5)]
+    assert shares(3, 8) == [range(0, 1), range(1, 2), range(2, 3)], "never a worker without a copy"
+    for n, w in [(7, 3), (16, 5), (1, 1)]:
+        parts = shares(n, w)
+        assert [i for part in parts for i in part] == list(range(n))
+        assert max(map(len, parts)) - min(map(len, parts)) <= 1
+
+
+def test_workers_are_pinned_to_cores_of_their_own_when_there_are_enough():
+    cores = sorted(os.sched_getaffinity(0))
+    pinned = worker_cores(len(cores))
+    assert all(p is not None and len(p) == 1 for p in pinned) and set().union(*pinned) == set(cores)
+    assert worker_cores(len(cores) + 1) == [None] * (len(cores) + 1), "more workers than cores: not pinned"
+
+
+def rollout(env, steps: int, seed: int = 3) -> dict[str, torch.Tensor]:
+    """``steps`` steps of random actions (from a fixed generator) from a seeded reset: every field of every
+    state the adapter handed over."""
+    generator = torch.Generator().manual_seed(0)
+    state = env.reset(seed=seed)
+    seen = [state]
+    for _ in range(steps):
+        if hasattr(env.action_space, "n"):
+            actions = torch.randint(0, int(env.action_space.n), (env.n_envs,), generator=generator)
+        else:
+            actions = torch.rand((env.n_envs, *env.action_space.shape), generator=generator) * 2 - 1
+        state = env.step(actions)
+        seen.append(state)
+    env.close()
+    return {key: torch.stack([s[key] for s in seen]) for key in seen[0]}
+
+
+def environment(family: str, sampler: str, n_envs: int, workers: int = 2):
+    """An adapter of ``family`` whose copies are seeded one by one (so both samplers seed them alike)."""
+    if family == "classic":
+        from rlconf.environments import GymVectorEnvironment
+
+        return GymVectorEnvironment("CartPole-v1", n_envs, vectorization="sync", sampler=sampler, workers=workers)
+    if family == "atari":
+        from rlconf.environments.atari import AtariEnvironment
+
+        return AtariEnvironment("ALE/Breakout-v5", n_envs, sampler=sampler, workers=workers)  # sticky actions on
+    from rlconf.environments.mujoco import MujocoEnvironment
+
+    return MujocoEnvironment("HalfCheetah-v5", n_envs, vectorization="sync", sampler=sampler, workers=workers,
+                             max_episode_steps=50)
+
+
+@pytest.mark.parametrize("family,n_envs,steps", [("classic", 5, 300), ("atari", 4, 400), ("mujoco", 3, 120)])
+def test_parallel_workers_play_the_serial_trajectories(family, n_envs, steps):
+    serial = rollout(environment(family, "serial", n_envs), steps)
+    parallel = rollout(environment(family, "parallel", n_envs), steps)
+    assert serial.keys() == parallel.keys()
+    for key in serial:
+        assert torch.equal(serial[key], parallel[key]), key
+    assert serial["done"].any(), "episodes ended (and the copies were reset) along the way"
+    if family == "atari":
+        assert serial["life_lost"].any() and serial["reward"].any()
+
+
+def test_a_masked_reset_and_a_step_of_one_group_touch_only_their_copies():
+    make = partial(vector_env_share, make_vector_env, "CartPole-v1", {}, "sync", None)
+    env = SharedMemoryVectorEnv(make, 4, 2, groups=2)
+    try:
+        assert env.group_copies(0) == range(0, 2) and env.group_copies(1) == range(2, 4)
+        first, _ = env.reset(seed=1)
+        env.step_async([0, 1], group=1)
+        observation, reward, terminated, truncated, _ = env.step_wait(group=1)
+        assert observation.shape == (2, 4) and (reward == 1).all()
+        again, _ = env.reset(seed=[5, None, None, None], options={"reset_mask": [True, False, False, False]})
+        assert not (again[0] == first[0]).all() and (again[1] == first[1]).all()
+        assert (again[2:] == observation).all(), "group 1's step stands"
+    finally:
+        env.close()
+
+
+def test_a_worker_that_cannot_build_its_copies_is_one_error_naming_it():
+    make = partial(vector_env_share, make_vector_env, "CartPole-v1", {"no_such_option": 1}, "sync", None)
+    with pytest.raises(SamplerError, match=r"sampler worker 0: TypeError: .*no_such_option"):
+        SharedMemoryVectorEnv(make, 2, 2)
+
+
+PPO_PARALLEL = ["agent=ppo", "env=classic/cartpole", "hardware.sampler=parallel", "hardware.cpus_per_run=2"]
+
+
+def test_a_parallel_run_finishes_and_resumes_after_kill_9_without_losing_a_row(run_cli, workdir, tmp_path):
+    logdir = tmp_path / "runs"
+    args = [*PPO_PARALLEL, "steps=6000", "checkpoint_every=1024", "eval_every=0", "test_episodes=2", "quiet=true",
+            f"logdir={logdir}"]
+    run_dir, saved, before = killed_after_checkpoint(args, workdir, logdir, 2048)
+    resumed = run_cli("run", f"resume={run_dir}", "quiet=false", cwd=workdir)
+    assert resumed.returncode == 0, resumed.stderr
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["steps"] >= 6000 and summary["resumes"] == 1
+    rows = check_episodes(run_dir, summary)
+    assert rows[: saved["episodes"]] == before[: saved["episodes"]]
+    config = (run_dir / "config.yaml").read_text()
+    assert "sampler: parallel" in config
+
+
+def test_a_worker_killed_mid_run_stops_the_run_in_one_line_keeping_its_checkpoint(workdir, tmp_path):
+    logdir = tmp_path / "runs"
+    process = start_run([*PPO_PARALLEL, "steps=1000000", "checkpoint_every=1024", "quiet=true",
+                         f"logdir={logdir}"], workdir)
+    run_dir = wait_for_checkpoint(logdir, process, 1024)
+    workers = wait_while_running(process, lambda: sampler_workers(process.pid), "sampler workers")
+    os.kill(workers[0], signal.SIGKILL)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 1, stderr
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in stderr, stderr
+    assert "sampler worker" in lines[0] and "died (exit code -9)" in lines[0] and "is kept" in lines[0], lines[0]
+    status = json.loads((run_dir / "status.json").read_text())
+    assert status["state"] == "failed" and "sampler worker" in status["error"]
+    assert torch.load(run_dir / "checkpoint.pt", weights_only=True)["steps"] >= 1024
+    wait_until_gone(workers[1:])
+    assert read_rows(run_dir / "episodes.csv"), "the episodes before the failure are kept"
+
+
+def wait_until_gone(pids: list[int], timeout: float = 60) -> None:
+    """The processes ``pids`` leave (the workers of a run that ended): they see their pipe close."""
+    deadline = time.monotonic() + timeout
+    while alive := [pid for pid in pids if running(pid)]:
+        assert time.monotonic() < deadline, f"sampler workers {alive} outlived their run"
+        time.sleep(0.05)
+
+
+def running(pid: int) -> bool:
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def sampler_workers(pid: int) -> list[int]:
+    """The live sampler workers started by process ``pid`` (children spawned by multiprocessing)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            command = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        if parent == pid and b"spawn_main" in command:
+            found.append(int(entry.name))
+    return found
+
+
+def test_the_sampler_is_refused_where_it_cannot_serve(run_cli, workdir, tmp_path):
+    assert_run_refused(run_cli, ["agent=dqn", "env=classic/cartpole", "hardware.sampler=threads"],
+                       ["hardware.sampler", "threads", "serial, parallel"], workdir, tmp_path / "a")
+    assert_run_refused(run_cli, ["agent=independent", "env=pettingzoo/tictactoe", "hardware.sampler=parallel"],
+                       ["hardware.sampler=parallel", "multi-agent", "allowed: serial"], workdir, tmp_path / "b")
+
+
+def test_a_parallel_dqn_run_learns_as_a_serial_one_does(run_cli, workdir, tmp_path):
+    """Same seed, copies seeded one by one: the parallel sampler's run is the serial run, step for step."""
+    summaries = []
+    for sampler in ("serial", "parallel"):
+        logdir = tmp_path / sampler
+        result = run_cli("run", "agent=dqn", "env=classic/cartpole", "steps=3000", "hardware.n_envs=4",
+                         "hardware.vectorization=sync", f"hardware.sampler={sampler}", "hardware.cpus_per_run=2",
+                         *FAST_RUN, f"logdir={logdir}", cwd=workdir)
+        assert result.returncode == 0, result.stderr
+        run_dir = only_run_dir(logdir)
+        summaries.append(json.loads((run_dir / "summary.json").read_text()))
+        summaries[-1]["rows"] = [(r["step"], r["return"]) for r in read_rows(run_dir / "episodes.csv")]
+    serial, parallel = summaries
+    assert parallel["rows"] == serial["rows"] and len(serial["rows"]) > 20
+    assert parallel["test_return_mean"] == serial["test_return_mean"]
