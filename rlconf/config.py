@@ -91,6 +91,10 @@ class HardwareSettings:
     torch_threads: int = 1
     vectorization: str = "auto"  # auto, sync, async (subprocesses) or native (gymnasium's vector version)
     sampler: str = "serial"  # serial, or parallel (cpus_per_run worker processes)
+    # Data-parallel learners (rlconf.distributed): processes that each step n_envs copies of their own and
+    # average every gradient; steps is their total. On Slurm, tasks of one job spread over ``nodes`` nodes.
+    learners: int = 1
+    nodes: int = 1
     eval_envs: int = 16  # parallel environments for evaluation
     # How runs share a machine (read by the launchers): each run gets gpus_per_run GPUs of its own (Slurm
     # allocates them; local_gpus hands each run a distinct set), runs_per_gpu runs share one GPU when
@@ -114,6 +118,11 @@ class HardwareSettings:
         require(self.vectorization in VECTORIZATION_MODES, "hardware.vectorization", self.vectorization,
                 f"allowed: {', '.join(VECTORIZATION_MODES)}")
         require(self.sampler in SAMPLERS, "hardware.sampler", self.sampler, f"allowed: {', '.join(SAMPLERS)}")
+        require(self.learners >= 1, "hardware.learners", self.learners, "must be at least 1")
+        require(self.nodes >= 1, "hardware.nodes", self.nodes, "must be at least 1")
+        require(self.learners % self.nodes == 0, "hardware.nodes", self.nodes,
+                f"the {self.learners} learner(s) must divide evenly among the nodes; allowed: a divisor of "
+                f"hardware.learners")
         require(self.device == "cpu" or self.device.startswith(("cuda", "mps")), "hardware.device",
                 self.device, "allowed: cpu, cuda, cuda:N, mps")
 

@@ -186,3 +186,29 @@ def test_a_job_at_its_time_limit_requeues_and_finishes(cluster, site, run_cli, w
     assert summary["resumes"] >= 1
     log = Path(json.loads((run_dir / "job.json").read_text())["log"]).read_text()
     assert log.count("requeued Slurm job") == summary["resumes"], "every attempt but the last requeued itself"
+
+
+def test_a_run_of_two_learners_is_one_job_whose_two_tasks_form_one_process_group(cluster, site, run_cli, workdir,
+                                                                                  tmp_path):
+    logdir = tmp_path / "runs"
+    result = run_cli("run", "-m", "agent=ppo", "env=classic/cartpole", "hardware.learners=2", "steps=4096",
+                     "checkpoint_every=1024", *FAST_RUN, f"logdir={logdir}", "launcher=ci", "--config-dir", str(site),
+                     cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    sweep = sweep_of(logdir)
+    (run_dir,) = run_dirs(sweep)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["steps"] >= 4096 and summary["hardware"]["learners"] == 2
+    script = next((sweep / ".slurm").glob("*submission.sh")).read_text()
+    assert "--ntasks-per-node=2" in script and "--nodes=1" in script
+    job = json.loads((run_dir / "job.json").read_text())["slurm_job_id"]
+    logs = sorted(p.name for p in (sweep / ".slurm").glob(f"{job}_*_log.err"))
+    assert logs == [f"{job}_0_log.err", f"{job}_1_log.err"], "a task (and a log) per learner"
+    # The checkpoint holds the second task's agent: gathered by the first through their process group.
+    import torch
+
+    saved = torch.load(run_dir / "checkpoint.pt", weights_only=True)
+    assert len(saved["learners"]) == 1
+    with open(run_dir / "episodes.csv", newline="") as file:
+        rows = list(csv.DictReader(file))
+    assert [int(r["episode"]) for r in rows] == list(range(1, summary["episodes"] + 1))

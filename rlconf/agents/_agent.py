@@ -149,6 +149,8 @@ class BuildContext:
     # Parameters shared among the agents built with this same dict (self-play: one network for every
     # player); None: each agent builds its own.
     shared: dict[str, Any] | None = None
+    # Data-parallel learners training this agent together (hardware.learners); total_steps is this one's share.
+    learners: int = 1
 
     def generator(self, stream: str) -> np.random.Generator:
         """A generator of the agent's own, seeded from the run's seed and the name of its ``stream``. Not
@@ -184,6 +186,11 @@ class Buildable:
     # Whether the agent takes a recurrent core (approximation.recurrent): never, optional or required (ignored:
     # it builds no network).
     recurrent: ClassVar[str] = "never"
+    # Whether several data-parallel learners (hardware.learners) can train it: every learner must make its
+    # optimiser steps at the same moments (counted in its own steps and updates, never decided by what its
+    # data holds), each being a collective of all learners (rlconf.distributed).
+    data_parallel: ClassVar[bool] = False
+    data_parallel_recurrent: ClassVar[bool] = True  # ... and so with a recurrent core too
 
     @classmethod
     def from_config(cls, config: Any, context: BuildContext) -> ParallelAgent:  # pragma: no cover - interface

@@ -38,6 +38,8 @@ class OffPolicy(ReplayLearner, ParallelAgent, Buildable):
     A subclass says how it explores (``_explore``) and what one update does (``_update``); ``_train`` (one
     burst) is here for agents whose updates take a minibatch each."""
 
+    data_parallel = True  # bursts come every update_frequency steps, of gradient_steps updates each
+
     def __init__(self, replay: ReplayBuffer, clock: Clock, config: Any, n_envs: int):
         self.replay = replay
         self.clock = clock

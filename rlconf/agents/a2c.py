@@ -34,6 +34,7 @@ from rlconf.optim import Clock
 
 class A2C(RolloutPolicyGradient):
     Config = A2CConfig
+    data_parallel = True  # one update per rollout of n_steps steps
 
     @classmethod
     def extras(cls, config: A2CConfig, context: BuildContext, clock: Clock) -> dict[str, Any]:

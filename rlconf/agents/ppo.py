@@ -21,6 +21,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from rlconf import distributed
 from rlconf.agents._agent import BuildContext
 from rlconf.agents._policy_gradient import RolloutPolicyGradient, normalized
 from rlconf.agents.hyperparameters import PPOConfig
@@ -30,8 +31,18 @@ from rlconf.optim import Clock, LinearScheduler, schedule
 from rlconf.policies import StochasticPolicy
 
 
+def minibatch_indices(order: torch.Tensor, size: int, count: int) -> list[torch.Tensor]:
+    """``order`` cut into minibatches of ``size`` (the last one smaller); with several data-parallel learners,
+    into ``count`` minibatches of nearly equal sizes, as many on every learner."""
+    if not distributed.active():
+        return [order[start : start + size] for start in range(0, len(order), size)]
+    return list(torch.tensor_split(order, count))
+
+
 class PPO(RolloutPolicyGradient):
     Config = PPOConfig
+    data_parallel = True
+    data_parallel_recurrent = False  # a minibatch of chunks that holds no transition is skipped (_update_sequences)
 
     def __init__(self, features: Approximation, policy: StochasticPolicy, v: VNetwork, clock: Clock,
                  config: PPOConfig, device: torch.device | str = "cpu", seed: int = 0, *,
@@ -53,9 +64,12 @@ class PPO(RolloutPolicyGradient):
             return
         rollout = self.buffer.rollout(values)
         n, size = rollout.size, self.config.batch_size
-        if n == 0:  # every row was an episode's reset step (all environments ended together): nothing to learn
+        # A rollout's size is its transitions (reset steps excluded), which differ between data-parallel
+        # learners: they agree on the number of minibatches, as each of their updates is a step of all.
+        count = distributed.agree_max(-(-n // size))
+        if count == 0:  # every row was an episode's reset step (all environments ended together): nothing to learn
             return
-        if n <= size:
+        if count == 1:
             # One minibatch holds the whole rollout: its gradient does not depend on the order of the
             # samples, so shuffling, slicing and normalising once serve every epoch.
             rollout = self._normalized(rollout)
@@ -64,8 +78,8 @@ class PPO(RolloutPolicyGradient):
             return
         for _ in range(self.config.epochs):
             order = torch.randperm(n, generator=self.generator, device=self.generator.device)
-            for start in range(0, n, size):
-                batch = self._normalized(Rollout(*(x[order[start : start + size]] for x in rollout)))
+            for part in minibatch_indices(order, size, count):
+                batch = self._normalized(Rollout(*(x[part] for x in rollout)))
                 self._update(batch, self.features(batch.observation))
 
     def _train_on_sequences(self, rollout: SequenceRollout) -> None:

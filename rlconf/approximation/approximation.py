@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from rlconf import distributed
 from rlconf.approximation.target import TargetNetwork, TrivialTarget
 from rlconf.optim import LinearScheduler
 
@@ -73,12 +74,16 @@ class Approximation:
         self.step(loss)
         return self
 
-    def step(self, loss: torch.Tensor | None = None, clip: bool = True) -> Approximation:
+    def step(self, loss: torch.Tensor | None = None, clip: bool = True, averaged: bool = False) -> Approximation:
         """One optimiser step, given that gradients are in place (``clip=False``: already clipped).
 
-        A loss or gradient norm that is nan or inf raises ``NonFinite`` before the step: the weights stay as
-        they were, and training stops (``experiments.Experiment``) rather than carry on from poisoned ones.
-        The check reads numbers this step computes anyway (the loss, the clipped norm), never the weights."""
+        With several data-parallel learners (``rlconf.distributed``) the gradients and the loss are first
+        averaged over them (``averaged``: they already are), so every learner takes the same step. A loss or
+        gradient norm that is nan or inf raises ``NonFinite`` before the step: the weights stay as they were,
+        and training stops (``experiments.Experiment``) rather than carry on from poisoned ones. The check reads
+        numbers this step computes anyway (the loss, the clipped norm), never the weights."""
+        if not averaged:
+            (loss,) = distributed.average(self._params, [loss])
         norm = clip_grad_norm(self._params, self.clip_grad) if clip and self.clip_grad else None
         check_finite(self.name, loss, norm)
         self.optimizer.step()
@@ -184,7 +189,7 @@ class Identity(Approximation):
     def reinforce(self, loss: torch.Tensor | None = None) -> Identity:  # type: ignore[override]
         return self
 
-    def step(self, loss: torch.Tensor | None = None, clip: bool = True) -> Identity:
+    def step(self, loss: torch.Tensor | None = None, clip: bool = True, averaged: bool = False) -> Identity:
         return self
 
     def zero_grad(self) -> Identity:
@@ -285,12 +290,13 @@ def reinforce_together(*losses: tuple[Approximation, torch.Tensor]) -> None:
     for approximation in approximations:
         approximation.zero_grad()
     sum(loss * approximation.loss_scaling for approximation, loss in losses).backward()
+    params = [p for approximation in approximations for p in approximation._params]
+    means = distributed.average(params, [loss for _, loss in losses])  # one all-reduce for all of them
     clip = {approximation.clip_grad for approximation in approximations}
     if len(clip) == 1 and (limit := clip.pop()):
-        params = [p for approximation in approximations for p in approximation._params]
         check_finite("+".join(a.name for a in approximations), None, clip_grad_norm(params, limit))
-        for approximation, loss in losses:
-            approximation.step(loss, clip=False)
+        for approximation, loss in zip(approximations, means, strict=True):
+            approximation.step(loss, clip=False, averaged=True)
     else:
-        for approximation, loss in losses:
-            approximation.step(loss)
+        for approximation, loss in zip(approximations, means, strict=True):
+            approximation.step(loss, averaged=True)

@@ -20,6 +20,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from rlconf import distributed
 from rlconf.agents import TestAgent
 from rlconf.bodies.body import Body
 from rlconf.core import StateArray
@@ -38,10 +39,10 @@ class RunningMeanStd:
         self.count = 0
 
     def update(self, batch: torch.Tensor) -> None:
+        """Add ``batch`` (of this learner; with several data-parallel learners, the batches of all of them:
+        their statistics stay one)."""
         batch = batch.to(torch.float64)
-        n = len(batch)
-        batch_mean = batch.mean(0)
-        batch_var = batch.var(0, correction=0)
+        n, batch_mean, batch_var = distributed.merge_moments(len(batch), batch.mean(0), batch.var(0, correction=0))
         total = self.count + n
         delta = batch_mean - self.mean
         self.mean += delta * (n / total)

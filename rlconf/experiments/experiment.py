@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from rlconf import distributed
 from rlconf.approximation import NonFinite
 from rlconf.environments.parallel import SamplerError
 from rlconf.errors import first_line
@@ -41,6 +42,7 @@ from rlconf.experiments.evaluate import evaluate
 from rlconf.experiments.progress import ConsoleProgress
 from rlconf.experiments.rundir import atomic_write, write_failure
 from rlconf.experiments.stopping import stop_requests
+from rlconf.experiments.team import TeamEnvironment
 from rlconf.logging import Logger
 from rlconf.logging.base import STEPS_PER_SECOND
 
@@ -187,6 +189,10 @@ class Experiment:
         self._next_eval = float(eval_every or "inf")
         self._next_checkpoint = float(checkpoint_every or "inf")
         self._test_env = None
+        # With several data-parallel learners (``env``: a TeamEnvironment) only the first one writes the run
+        # directory and evaluates; every learner takes part in checkpoints (the first writes all their states).
+        self.writer = distributed.rank() == 0
+        self.team = env if isinstance(env, TeamEnvironment) else None
 
     # -- training ------------------------------------------------------------------------------------
     def train(self) -> None:
@@ -197,6 +203,8 @@ class Experiment:
         # Signals only ask the loop to stop from before the first checkpoint on: one that comes while it is
         # written is answered at the first step (a checkpoint on disk means Ctrl-C is polite: tests wait for it).
         with stop_requests() as stop, self._stop_on_divergence():
+            if self.team is not None:  # a team of learners agrees on the signal to stop on
+                self.team.stop_request = stop
             if self.checkpoint_steps is None:  # a fresh run: from now on there is always a checkpoint to go back to
                 self.save_checkpoint()
             state = env.reset(seed=self.reset_seed())
@@ -219,17 +227,21 @@ class Experiment:
                     next_status = now + STATUS_SECONDS
                     self.logger.flush()  # episodes.csv readable as the run goes; a resume cuts it back
                     self._status()
-                if stop.signum is not None:
+                if self._stopping(stop) is not None:
                     self.progress.stop()
                     try:
                         self._checkpoint_in_loop(start, replay=True)  # the memory too: the run goes on elsewhere
                     except OSError as error:  # a full disk: stopped all the same, as the signal asked
                         raise self.failed(write_failure(error), 128 + stop.signum) from None
-                    raise Interrupted(stop.signum, env.steps)
+                    raise Interrupted(self._stopping(stop), env.steps)
         self.train_seconds += time.perf_counter() - start
         self.logger.step = env.steps
         self.progress.stop()
         self.save_checkpoint()
+
+    def _stopping(self, stop) -> int | None:
+        """The signal training stops on: this process's, or the one a team of learners agreed on."""
+        return stop.signum if self.team is None else self.team.stop
 
     @contextlib.contextmanager
     def _stop_on_divergence(self) -> Iterator[None]:
@@ -240,7 +252,7 @@ class Experiment:
             yield
         except NonFinite as error:
             raise self.failed(str(error), kind=Diverged) from None
-        except SamplerError as error:
+        except (SamplerError, distributed.LearnerLost) as error:
             raise self.failed(str(error)) from None
 
     def failed(self, what: str, exit_status: int = 1, kind: type[RunFailed] = RunFailed) -> RunFailed:
@@ -300,6 +312,8 @@ class Experiment:
         self.logger.add_scalars(values, steps)
 
     def _evaluate(self) -> None:
+        if not self.writer:  # the first learner evaluates; the others wait for it at their next exchange
+            return
         episodes = self.eval_episodes
         try:
             returns = self.test(episodes, self._reporter("eval", episodes,
@@ -356,21 +370,26 @@ class Experiment:
     def save_checkpoint(self, replay: bool | None = None) -> None:
         """Everything ``restore`` needs, written to a temporary file and renamed into place. ``replay``: also
         the replay memory (default: as configured, ``checkpoint.replay``)."""
-        agent_state = self.agent.state_dict()
-        poisoned = first_non_finite_weight(agent_state)
+        mine = {"agent": self.agent.state_dict(), "rng": rng.capture()}
+        poisoned = first_non_finite_weight(mine["agent"])
         if poisoned is not None:  # never overwrite a good checkpoint with these
             raise self.failed(poisoned, kind=Diverged)
+        if self.save_replay if replay is None else replay:
+            mine["replay"] = self.agent.replay_state_dict()
+        learners = distributed.gather(mine)  # every learner's own state (the first learner's alone, usually)
+        if not self.writer:
+            self.checkpoint_steps = self.env.steps
+            return
         self.logger.step = self.env.steps
         self.logger.flush()
         state: dict[str, Any] = {
-            "format": CHECKPOINT_FORMAT, "agent": agent_state, "steps": self.env.steps,
+            "format": CHECKPOINT_FORMAT, **learners[0], "steps": self.env.steps,
             "episodes": self.episodes, "last_return": self.last_return, "best_return": self.best_return,
             "train_seconds": self.train_seconds,
             "next_eval": self._next_eval, "next_checkpoint": self._next_checkpoint, "resumes": self.resumes,
-            "rng": rng.capture(), "logger": self.logger.state_dict(), **self._loop_state(),
-            **self.checkpoint_extra}
-        if self.save_replay if replay is None else replay:
-            state["replay"] = self.agent.replay_state_dict()
+            "logger": self.logger.state_dict(), **self._loop_state(), **self.checkpoint_extra}
+        if len(learners) > 1:  # the other learners' agents, generators (and replay), in rank order
+            state["learners"] = learners[1:]
         atomic_write(self.run_dir / "checkpoint.pt", lambda tmp: _save(state, tmp))
         self.checkpoint_steps = self.env.steps
         self._status()
@@ -385,7 +404,7 @@ class Experiment:
         missing = [key for key in ("steps", "episodes", "train_seconds", "rng", "logger") if key not in state]
         if missing:
             raise KeyError(f"not an rlconf checkpoint: it has no {missing[0]!r}")
-        agent.load_state_dict(state["agent"])
+        agent.load_state_dict(learner_state(state)["agent"])
 
     def restore(self, state: dict[str, Any] | None) -> None:
         """Continue from a checkpoint written by ``save_checkpoint`` (``None``: start over in a directory that
@@ -396,9 +415,10 @@ class Experiment:
             return
         if state.get("format", 1) < CHECKPOINT_FORMAT:
             raise ValueError("the checkpoint was written by an older rlconf and cannot be resumed")
-        self.agent.load_state_dict(state["agent"])
-        if "replay" in state:
-            self.agent.load_replay_state_dict(state["replay"])
+        mine = learner_state(state)
+        self.agent.load_state_dict(mine["agent"])
+        if "replay" in mine:
+            self.agent.load_replay_state_dict(mine["replay"])
         self.env.steps = self.start_steps = self.checkpoint_steps = state["steps"]
         self.episodes = state["episodes"]
         self.last_return = state["last_return"]
@@ -407,7 +427,7 @@ class Experiment:
         self._next_eval = state["next_eval"]
         self._next_checkpoint = state["next_checkpoint"]
         self.resumes = state["resumes"] + 1
-        rng.restore(state["rng"])
+        rng.restore(mine["rng"])
         self._load_loop_state(state)
         self.logger.step = state["steps"]
         self.logger.load_state_dict(state["logger"])
@@ -427,6 +447,16 @@ class Experiment:
         self.env.close()
         if self._test_env is not None:
             self._test_env.close()
+
+
+def learner_state(state: dict[str, Any]) -> dict[str, Any]:
+    """This learner's part of a checkpoint: its agent, generators (and replay). A checkpoint of data-parallel
+    learners holds the first learner's at the top, as a single learner's, and the others' under ``learners``."""
+    learners = 1 + len(state.get("learners", ()))
+    if learners != distributed.size():
+        raise ValueError(f"the checkpoint holds the state of {learners} learner(s), this run has {distributed.size()}")
+    rank = distributed.rank()
+    return state if rank == 0 else state["learners"][rank - 1]
 
 
 def first_non_finite(state: Any, path: str = "") -> str | None:

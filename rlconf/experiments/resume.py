@@ -25,7 +25,7 @@ from rlconf.experiments.saved import read_config
 RESUME_MAY_CHANGE = ("steps", "quiet", "verbose", "logdir", "resume", "plugins", "eval_every", "eval_episodes",
                      "test_episodes", "checkpoint_every", "checkpoint", "logger", "hardware.device",
                      "hardware.torch_threads", "hardware.eval_envs", "hardware.vectorization", "hardware.sampler",
-                     "hardware.gpus_per_run", "hardware.runs_per_gpu", "hardware.cpus_per_run")
+                     "hardware.nodes", "hardware.gpus_per_run", "hardware.runs_per_gpu", "hardware.cpus_per_run")
 
 
 @dataclass

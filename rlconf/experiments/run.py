@@ -24,14 +24,14 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from rlconf import registry
+from rlconf import distributed, registry
 from rlconf.agents import BuildContext, Multiagent, MultiagentBuildContext, ParallelAgent, SingleEnvAgent
 from rlconf.bodies import NormalizeObservations, NormalizeRewards, RunningMeanStd, body_options
 from rlconf.config import Settings, redact, validate
 from rlconf.core import EnvKind
 from rlconf.environments import Environment
 from rlconf.errors import ConfigError, first_line
-from rlconf.experiments import preemption, resume, rng
+from rlconf.experiments import learners, preemption, resume, rng
 from rlconf.experiments.bandit import BanditExperiment, regret_line
 from rlconf.experiments.experiment import Experiment, Interrupted, RunFailed, load_checkpoint
 from rlconf.experiments.multiagent import MultiagentExperiment
@@ -49,6 +49,7 @@ from rlconf.experiments.rundir import (
     write_text,
 )
 from rlconf.experiments.sweep import redact_multirun, write_sweep_table
+from rlconf.experiments.team import STEPS_PER_EXCHANGE, TeamEnvironment, team_weights
 from rlconf.logging import LoggerContext, LoggerGroup, ScopedLogger
 
 # Optional extras: the package an env family needs, and the extra that installs it.
@@ -133,11 +134,43 @@ def build_agent(settings: Settings, env, logger) -> ParallelAgent | Multiagent:
         raise ConfigError(refusal)
     if env.kind is EnvKind.MULTI_AGENT:
         return build_multiagent(settings, env, logger)
+    learners = settings.hardware.learners
     context = BuildContext(
         observation_space=env.observation_space, action_space=env.action_space, n_envs=settings.hardware.n_envs,
-        device=torch.device(settings.hardware.device), total_steps=settings.run.steps,
-        approximation=settings.approximation, logger=logger, seed=settings.run.seed, reward_range=env.reward_range)
+        device=torch.device(settings.hardware.device), total_steps=max(1, settings.run.steps // learners),
+        approximation=settings.approximation, logger=logger, seed=learner_seed(settings.run.seed),
+        reward_range=env.reward_range, learners=learners)
     return embodied_agent(settings, settings.agent_class, settings.agent, context, settings.agent_name)
+
+
+def check_learners(settings: Settings) -> None:
+    """Refuse, in one line and before any learner starts, several learners (``hardware.learners``) for what
+    they cannot train together: every learner must make its optimiser steps at the same moments."""
+    learners = settings.hardware.learners
+    if learners == 1:
+        return
+    agent = settings.agent_class
+    if env_kind(settings) is not EnvKind.SINGLE_AGENT:
+        raise ConfigError(f"hardware.learners={learners}: {env_kind(settings).value} environments "
+                          f"(env={settings.env.name}) are played by one process; allowed: hardware.learners=1")
+    if not getattr(agent, "data_parallel", False):
+        able = sorted(name for name in registry.names("agent")
+                      if getattr(registry.get("agent", name), "data_parallel", False))
+        raise ConfigError(f"hardware.learners={learners}: agent={settings.agent_name} decides when to update from "
+                          f"what its data holds, so learners would not step together; allowed: "
+                          f"hardware.learners=1, or agent={', '.join(able)}")
+    recurrent = settings.approximation.get("recurrent", "none") != "none"
+    if recurrent and not getattr(agent, "data_parallel_recurrent", True):
+        raise ConfigError(f"hardware.learners={learners}: agent={settings.agent_name} with a recurrent core skips "
+                          "minibatches that hold no transition, so learners would not step together; allowed: "
+                          "hardware.learners=1, or approximation.recurrent=none")
+
+
+def learner_seed(seed: int) -> int:
+    """The seed of this learner's agent (its exploration, replay draws): the run's for the first learner (and a
+    run of one), one drawn from it and the rank for the others."""
+    rank = distributed.rank()
+    return seed if rank == 0 else int(np.random.SeedSequence([seed, rank]).generate_state(1)[0])
 
 
 def embodied_agent(settings: Settings, agent_class, config, context: BuildContext, name: str) -> ParallelAgent:
@@ -218,7 +251,7 @@ def _run_or_skip(cfg: DictConfig, parent_dir: str | Path | None, overrides: list
     started_at = time.time()
     settings = prepare(cfg)
     overrides = list(overrides or [])
-    if parent_dir is not None:  # Hydra wrote the sweep's command line there, secrets included
+    if parent_dir is not None and learners.first():  # Hydra wrote the sweep's command line there, secrets included
         redact_multirun(parent_dir)
     resolved = redact(OmegaConf.to_container(cfg, resolve=True))  # what is saved and logged: no secrets
     where = resume.plan(settings.run.steps, settings.run.resume, parent_dir,
@@ -230,6 +263,18 @@ def _run_or_skip(cfg: DictConfig, parent_dir: str | Path | None, overrides: list
             check_logdir(settings.run.logdir)
         except ValueError as error:
             raise ConfigError(str(error)) from None
+    check_learners(settings)
+    with learners.together(settings, cfg, parent_dir, overrides):
+        if distributed.active():  # every learner continues what the first one found on disk
+            where = distributed.scatter([where] * distributed.size() if distributed.rank() == 0 else None)
+            if distributed.rank() != 0:
+                return _follow(settings, where)
+        return _lead(settings, where, resolved, overrides, parent_dir, started_at)
+
+
+def _lead(settings: Settings, where: resume.Plan, resolved: dict, overrides: list[str],
+          parent_dir: str | Path | None, started_at: float) -> dict:
+    """The run, by its one writer (the only learner, or the first of several)."""
     with contextlib.ExitStack() as held:
         # One writer a run directory: a second resume of it is refused before anything is built or touched.
         claimed = where.run_dir is not None and where.run_dir.exists()
@@ -265,7 +310,11 @@ def build(settings: Settings, where: resume.Plan) -> Built:
     before the run directory is touched."""
     logger = LoggerGroup([], verbose=settings.run.verbose, debug_every=settings.logger.debug_every)
     env = make_env(settings, settings.hardware.n_envs)
+    if distributed.active():  # one of several learners: the loop sees the team's steps and episodes
+        env = TeamEnvironment(env, distributed.size(), distributed.rank())
     agent = build_agent(settings, env, logger)
+    if distributed.active():  # built from the same seed: the same weights on every learner, checked once
+        distributed.check_same(team_weights(agent.state_dict()), "the learners' first weights")
     checkpoint = _load_checkpoint(where.checkpoint) if where.checkpoint else None
     if checkpoint is not None:
         try:
@@ -330,6 +379,29 @@ def choose_experiment(settings: Settings, built: Built, run_dir: Path, resolved:
         scalars_every=settings.logger.scalars_every, **options(settings))
     experiment.on_status = status_writer(run_dir, experiment)
     return experiment
+
+
+def _follow(settings: Settings, where: resume.Plan) -> dict:
+    """A learner other than the first: it trains its share beside the first learner, writing nothing (the
+    first learner writes the run directory, their checkpoints and logs), and leaves when training ends (the
+    first learner tests). Faults are the first learner's to report: this one leaves quietly."""
+    built = build(settings, where)
+    experiment = Experiment(
+        built.agent, built.env, lambda: None, built.logger, where.run_dir or Path("."), steps=settings.run.steps,
+        seed=settings.run.seed, eval_every=settings.run.eval_every, eval_episodes=settings.run.eval_episodes,
+        checkpoint_every=settings.run.checkpoint_every, progress=ConsoleProgress("", settings.run.steps, quiet=True),
+        save_replay=settings.run.checkpoint.replay, scalars_every=settings.logger.scalars_every)
+    try:
+        if where.existing:
+            experiment.restore(built.checkpoint)
+        experiment.train()
+    except Interrupted as stop:
+        raise SystemExit(128 + stop.signum) from None
+    except RunFailed as error:
+        raise SystemExit(error.exit_status) from None
+    finally:
+        experiment.close()
+    return {}
 
 
 def status_writer(run_dir: Path, experiment: Experiment) -> Callable[..., None]:
@@ -513,7 +585,10 @@ def _summary_line(title: str, s: dict[str, Any], budget: int) -> str:
     steps = f"{s['steps']:,} steps"
     if s["steps"] > budget:  # said, not hidden
         over = s["steps"] - budget
+        learners = s["hardware"]["learners"]
         why = (f"{s['n_envs']} environments step together" if over < s["n_envs"] else
+               f"{learners} learners add up their steps every {STEPS_PER_EXCHANGE} or so"
+               if learners > 1 and over < STEPS_PER_EXCHANGE + s["n_envs"] * learners else
                "it resumed from a checkpoint past it")
         steps += f" ({over:,} past the budget of {budget:,}: {why})"
     return (f"{title}: {steps} in {s['wall_seconds']:.1f} s ({s['steps_per_second']:,.0f} steps/s), "

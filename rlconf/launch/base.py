@@ -37,6 +37,7 @@ class Job:
     overrides: list[str]
     run_dir: Path
     summary: dict | None  # the run has finished: not launched again
+    learners: tuple[int, int] = (1, 1)  # its hardware.learners and hardware.nodes
 
     @property
     def name(self) -> str:
@@ -124,7 +125,8 @@ class RunLauncher(Launcher):
         settings = validate(config)
         name = sweep_run_name(settings.agent_name, settings.env.name, settings.run.seed, task_overrides)
         run_dir = Path(str(self.config.hydra.sweep.dir)) / name
-        return Job(num, overrides, run_dir, finished_summary(run_dir, settings.run.steps))
+        return Job(num, overrides, run_dir, finished_summary(run_dir, settings.run.steps),
+                   (settings.hardware.learners, settings.hardware.nodes))
 
     def record(self, job: Job, **fields: Any) -> None:
         """Add ``fields`` to the job's ``job.json`` (creating the run directory)."""

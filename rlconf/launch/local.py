@@ -43,8 +43,9 @@ class LocalRunLauncher(RunLauncher):
             if not gpus:  # the CLI's precheck says so before launching; this is for direct users of Hydra
                 raise RuntimeError("launcher=local_gpus: no GPU is visible here; name them with "
                                    "hydra.launcher.gpus=[0,1,...] or use launcher=local")
-        return make_slots(gpus, p["gpus_per_run"], p["runs_per_gpu"], p["cpus_per_run"], p["parallel"],
-                          p["pin_cpus"])
+        learners = p.get("learners", 1)  # a run of several learners takes a slot of all they need
+        return make_slots(gpus, p["gpus_per_run"] * learners, p["runs_per_gpu"], p["cpus_per_run"] * learners,
+                          p["parallel"], p["pin_cpus"])
 
     def start(self, jobs: list[Job], sweep_dir: Path) -> list[JobReturn]:
         slots = self.slots()

@@ -26,6 +26,7 @@ class LocalLauncherConf:
     gpus_per_run: int = 0
     runs_per_gpu: int = 1
     cpus_per_run: int = 1
+    learners: int = 1  # data-parallel learners a run: its slot has learners x gpus_per_run GPUs and x cpus
     parallel: int | None = 1  # at most this many runs at once (null: one per slot)
     pin_cpus: bool = True  # give each run cpus_per_run cores of its own when the machine has enough
 
@@ -39,8 +40,10 @@ class SlurmLauncherConf:
     account: str | None = None
     qos: str | None = None
     time: int = 60  # minutes per job; a run that needs longer is requeued and resumes
-    gpus: int = 0  # per job (sbatch --gpus-per-node)
-    cpus: int = 1  # per job (sbatch --cpus-per-task)
+    gpus: int = 0  # per learner (sbatch --gpus-per-node: this times the learners on a node)
+    cpus: int = 1  # per learner (sbatch --cpus-per-task)
+    tasks: int = 1  # the run's learners: tasks of one job (sbatch --ntasks-per-node: tasks / nodes) ...
+    nodes: int = 1  # ... on this many nodes (sbatch --nodes)
     mem: str | None = None  # per job, as sbatch takes it: 16G, 4000M
     constraint: str | None = None
     array_parallelism: int = 256  # jobs of the array running at once
@@ -85,7 +88,7 @@ def check(target: str, params: dict[str, Any]) -> None:
             _require(len(gpus) >= params["gpus_per_run"], "gpus", gpus,
                      f"fewer GPUs than hardware.gpus_per_run={params['gpus_per_run']}")
     elif target == SLURM_TARGET:
-        for key in ("time", "cpus", "array_parallelism", "signal_delay_s"):
+        for key in ("time", "cpus", "array_parallelism", "signal_delay_s", "tasks", "nodes"):
             _require(params[key] >= 1, key, params[key], "must be at least 1")
         _require(params["gpus"] >= 0, "gpus", params["gpus"], "must be 0 or more")
         _require(params["poll_seconds"] > 0, "poll_seconds", params["poll_seconds"], "must be positive")

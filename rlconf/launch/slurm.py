@@ -41,17 +41,25 @@ class SlurmRunLauncher(RunLauncher):
         p = self.params
         executor = submitit.SlurmExecutor(folder=p["folder"], max_num_timeout=1000,
                                           python=p["python"] or None)
+        # A run of several learners is one job of tasks (one per learner) that form its process group.
+        per_node = max(1, p["tasks"] // p["nodes"])
         parameters = {"job_name": p["job_name"], "time": p["time"], "cpus_per_task": p["cpus"],
+                      "ntasks_per_node": per_node, "nodes": p["nodes"],
                       "array_parallelism": p["array_parallelism"], "signal_delay_s": p["signal_delay_s"],
                       "setup": list(p["setup"]), "additional_parameters": sbatch_parameters(p["sbatch"]),
                       "partition": p["partition"], "account": p["account"], "qos": p["qos"], "mem": p["mem"],
-                      "constraint": p["constraint"], "gpus_per_node": p["gpus"] or None}
+                      "constraint": p["constraint"], "gpus_per_node": p["gpus"] * per_node or None}
         executor.update_parameters(**{k: v for k, v in parameters.items() if v is not None})
         return executor
 
     def start(self, jobs: list[Job], sweep_dir: Path) -> list[JobReturn]:
         if shutil.which("sbatch") is None:
             raise RuntimeError("launcher=slurm: sbatch is not on PATH (is this a Slurm login node?)")
+        shapes = sorted({job.learners for job in jobs})
+        if shapes != [(self.params["tasks"], self.params["nodes"])]:  # one array, one sbatch shape
+            found = " and ".join(f"hardware.learners={n} hardware.nodes={m}" for n, m in shapes)
+            raise RuntimeError(f"launcher=slurm: the runs of one job array share its tasks and nodes, but this "
+                               f"sweep has {found}; allowed: one value of each per sweep")
         executor = self.executor(sweep_dir)
         state = Singleton.get_state()
         submitted = executor.map_array(self, [j.overrides for j in jobs], [j.num for j in jobs],
