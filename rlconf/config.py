@@ -32,6 +32,7 @@ VECTORIZATION_MODES = ("auto", "sync", "async", "native")
 # Where a run's training environments step: in this process (serial) or in worker processes writing to shared
 # memory (parallel).
 SAMPLERS = ("serial", "parallel")
+RUNNERS = ("sync", "async")
 
 
 @dataclass
@@ -95,6 +96,10 @@ class HardwareSettings:
     # average every gradient; steps is their total. On Slurm, tasks of one job spread over ``nodes`` nodes.
     learners: int = 1
     nodes: int = 1
+    # Off-policy agents: act and learn in one process (sync), or in two at once (async: rlconf.experiments.runner),
+    # the acting one's weights refreshed every sync_every optimiser steps.
+    runner: str = "sync"
+    sync_every: int = 10
     eval_envs: int = 16  # parallel environments for evaluation
     # How runs share a machine (read by the launchers): each run gets gpus_per_run GPUs of its own (Slurm
     # allocates them; local_gpus hands each run a distinct set), runs_per_gpu runs share one GPU when
@@ -119,6 +124,10 @@ class HardwareSettings:
                 f"allowed: {', '.join(VECTORIZATION_MODES)}")
         require(self.sampler in SAMPLERS, "hardware.sampler", self.sampler, f"allowed: {', '.join(SAMPLERS)}")
         require(self.learners >= 1, "hardware.learners", self.learners, "must be at least 1")
+        require(self.runner in RUNNERS, "hardware.runner", self.runner, f"allowed: {', '.join(RUNNERS)}")
+        require(self.sync_every >= 1, "hardware.sync_every", self.sync_every, "must be at least 1")
+        require(self.runner == "sync" or self.learners == 1, "hardware.runner", self.runner,
+                "the async runner is one learner's; allowed: hardware.runner=sync with hardware.learners > 1")
         require(self.nodes >= 1, "hardware.nodes", self.nodes, "must be at least 1")
         require(self.learners % self.nodes == 0, "hardware.nodes", self.nodes,
                 f"the {self.learners} learner(s) must divide evenly among the nodes; allowed: a divisor of "

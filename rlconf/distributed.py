@@ -68,6 +68,19 @@ def size() -> int:
     return dist.get_world_size() if active() else 1
 
 
+def _device() -> torch.device:
+    """Where the tensors of a collective live: the current GPU for NCCL, the CPU for gloo."""
+    if dist.get_backend() == "nccl":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
+def local_rank(rank: int) -> int:
+    """This learner's index among those on its machine (torchrun's LOCAL_RANK, Slurm's SLURM_LOCALID; the
+    rank itself for learners started by the run)."""
+    return int(os.environ.get("LOCAL_RANK", os.environ.get("SLURM_LOCALID", rank)))
+
+
 def backend(device: str) -> str:
     """NCCL between GPUs, gloo between CPUs."""
     return "nccl" if str(device).startswith("cuda") else "gloo"
@@ -81,7 +94,10 @@ def free_port() -> int:
 
 
 def join(rank: int, world_size: int, address: str, port: int, device: str) -> None:
-    """Join the process group of ``world_size`` learners that meet at ``address:port``."""
+    """Join the process group of ``world_size`` learners that meet at ``address:port``. On GPUs (``device``
+    cuda without an index) each learner of a machine takes a GPU of its own: the one its local rank names."""
+    if str(device) == "cuda" and torch.cuda.is_available():
+        torch.cuda.set_device(local_rank(rank) % torch.cuda.device_count())
     dist.init_process_group(backend(device), init_method=f"tcp://{address}:{port}", rank=rank,
                             world_size=world_size, timeout=TIMEOUT)
 
@@ -144,19 +160,9 @@ def agree_max(value: int) -> int:
     """The largest of the learners' ``value``s (how many minibatches an update makes, so all make as many)."""
     if not active():
         return value
-    tensor = torch.tensor([value], dtype=torch.int64)
+    tensor = torch.tensor([value], dtype=torch.int64, device=_device())
     dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
     return int(tensor.item())
-
-
-@_collective
-def total(values: Sequence[float]) -> list[float]:
-    """The sums over the learners of each of ``values`` (CPU, float64)."""
-    if not active():
-        return [float(v) for v in values]
-    tensor = torch.tensor(list(values), dtype=torch.float64)
-    dist.all_reduce(tensor)
-    return tensor.tolist()
 
 
 @_collective
@@ -195,7 +201,7 @@ def check_same(named: dict[str, torch.Tensor], what: str) -> None:
     if not active():
         return
     for name, tensor in named.items():
-        local = tensor.detach().to(torch.float64).sum().reshape(1).cpu()
+        local = tensor.detach().to(torch.float64).sum().reshape(1).to(_device())
         high, low = local.clone(), local.clone()
         dist.all_reduce(high, op=dist.ReduceOp.MAX)
         dist.all_reduce(low, op=dist.ReduceOp.MIN)

@@ -39,6 +39,9 @@ class OffPolicy(ReplayLearner, ParallelAgent, Buildable):
     burst) is here for agents whose updates take a minibatch each."""
 
     data_parallel = True  # bursts come every update_frequency steps, of gradient_steps updates each
+    # Whether the async runner (hardware.runner=async) can split it into an acting and a learning process: they
+    # share its replay (uniform) and the weights ``acting_approximations`` name.
+    runs_async = True
 
     def __init__(self, replay: ReplayBuffer, clock: Clock, config: Any, n_envs: int):
         self.replay = replay
@@ -47,14 +50,37 @@ class OffPolicy(ReplayLearner, ParallelAgent, Buildable):
         # Periods are given in environment steps; with n_envs environments one act() is n_envs steps.
         self._train_every = max(1, config.update_frequency // n_envs)
         self._calls = 0
+        # False in the acting process of the async runner: it explores and stores, the learning process learns.
+        self.learns = True
 
     def act(self, states: StateArray) -> torch.Tensor:
-        self.clock.tick(len(states))
-        self._calls += 1
+        self._count(len(states))
         actions = self._explore(states)
         self._store(states, actions)
-        self._learn()
+        if self.learns:
+            self._learn()
         return actions
+
+    def learn_as_if_acted(self, n_envs: int) -> None:
+        """What ``act`` does besides acting, for the learning process of the async runner, whose acting happens
+        in another process: the clock and the count of acts move as if it had acted on ``n_envs`` states, and a
+        burst of updates comes when one is due. Called once for every act of the acting process, it makes the
+        updates the synchronous agent makes, at the same steps."""
+        self._count(n_envs)
+        self._learn()
+
+    def _count(self, n_envs: int) -> None:
+        self.clock.tick(n_envs)
+        self._calls += 1
+
+    @property
+    def updates(self) -> int:
+        """Optimiser steps of the networks acting reads so far (the async runner publishes them every few)."""
+        return sum(approximation.updates for approximation in self.acting_approximations().values())
+
+    def acting_approximations(self) -> dict[str, Any]:  # pragma: no cover - interface
+        """The approximations whose weights acting reads (the async runner copies them to its acting process)."""
+        raise NotImplementedError
 
     def _store(self, states: StateArray, actions: torch.Tensor) -> None:
         """Into replay (an agent with memory also stores the recurrent state it acted from)."""

@@ -74,6 +74,9 @@ class DDPG(ContinuousOffPolicy):
         return cls(q, policy, off_policy_replay(config, context), Clock(), config, context.n_envs,
                    generator(context))
 
+    def acting_approximations(self) -> dict[str, Any]:
+        return {"policy": self.policy}
+
     def _policy_actions(self, states: StateArray) -> torch.Tensor:
         actions = self.policy.no_grad(states.as_input())
         return self.bounds.clip(actions + self.bounds.half_range * gaussian(actions, self.config.noise, self.generator))

@@ -99,6 +99,9 @@ class DQN(OffPolicy):
     def _explore(self, states: StateArray) -> torch.Tensor:
         return self.policy(states)
 
+    def acting_approximations(self) -> dict[str, Any]:
+        return {"q": self.q}
+
     def _learn(self) -> None:
         if self._due(self._sync_every):
             # Weights only change inside _train, so copying them just before the next burst is the same

@@ -52,6 +52,7 @@ class R2D1(DQN):
     Config = R2D1Config
     plays = DISCRETE
     recurrent = "required"
+    runs_async = False  # its sequence replay, with priorities, lives in one process
 
     def __init__(self, q: QNetwork, policy, replay, clock: Clock, config: R2D1Config, n_envs: int,
                  device: torch.device | str = "cpu"):

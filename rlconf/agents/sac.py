@@ -106,6 +106,9 @@ class SAC(ContinuousOffPolicy):
         """The policy's: the warm-up's random actions and the policy's samples come from one generator."""
         return self.policy.generator
 
+    def acting_approximations(self) -> dict[str, Any]:
+        return {"policy": self.policy}
+
     def _policy_actions(self, states: StateArray) -> torch.Tensor:
         return self.policy.no_grad(states.as_input())[0]
 

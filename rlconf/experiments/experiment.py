@@ -139,6 +139,11 @@ class RunFailed(Exception):
         self.exit_status = exit_status
 
 
+class ProcessLost(RuntimeError):
+    """A process the run's training depends on (the async runner's acting process) failed or died: its
+    message says which and how."""
+
+
 class Diverged(RunFailed):
     """Training stopped because a loss, gradient norm or weight became nan or inf."""
 
@@ -252,7 +257,7 @@ class Experiment:
             yield
         except NonFinite as error:
             raise self.failed(str(error), kind=Diverged) from None
-        except (SamplerError, distributed.LearnerLost) as error:
+        except (SamplerError, distributed.LearnerLost, ProcessLost) as error:
             raise self.failed(str(error)) from None
 
     def failed(self, what: str, exit_status: int = 1, kind: type[RunFailed] = RunFailed) -> RunFailed:

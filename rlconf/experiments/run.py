@@ -48,6 +48,7 @@ from rlconf.experiments.rundir import (
     write_status,
     write_text,
 )
+from rlconf.experiments.runner import Acting, ActingEnvironment, AsyncExperiment
 from rlconf.experiments.sweep import redact_multirun, write_sweep_table
 from rlconf.experiments.team import STEPS_PER_EXCHANGE, TeamEnvironment, team_weights
 from rlconf.logging import LoggerContext, LoggerGroup, ScopedLogger
@@ -166,6 +167,26 @@ def check_learners(settings: Settings) -> None:
                           "hardware.learners=1, or approximation.recurrent=none")
 
 
+def check_runner(settings: Settings) -> None:
+    """Refuse, in one line, the async runner (``hardware.runner=async``) for what it cannot split into an acting
+    and a learning process."""
+    if settings.hardware.runner == "sync":
+        return
+    agent = settings.agent_class
+    if not getattr(agent, "runs_async", False):
+        able = sorted(name for name in registry.names("agent") if getattr(registry.get("agent", name), "runs_async",
+                                                                           False))
+        raise ConfigError(f"hardware.runner=async: agent={settings.agent_name} acts and learns in one process; "
+                          f"allowed: hardware.runner=sync, or an off-policy agent: {', '.join(able)}")
+    if getattr(settings.agent, "replay", "uniform") != "uniform":
+        raise ConfigError(f"hardware.runner=async: agent.replay={settings.agent.replay}: its priorities change with "
+                          "every update, in the learning process; allowed: agent.replay=uniform")
+    if settings.body.normalize_observations:
+        raise ConfigError("hardware.runner=async: body.normalize_observations=true: the statistics are learned where "
+                          "observations are seen, in the acting process, and evaluations run in the learning one; "
+                          "allowed: body.normalize_observations=false")
+
+
 def learner_seed(seed: int) -> int:
     """The seed of this learner's agent (its exploration, replay draws): the run's for the first learner (and a
     run of one), one drawn from it and the rank for the others."""
@@ -264,6 +285,7 @@ def _run_or_skip(cfg: DictConfig, parent_dir: str | Path | None, overrides: list
         except ValueError as error:
             raise ConfigError(str(error)) from None
     check_learners(settings)
+    check_runner(settings)
     with learners.together(settings, cfg, parent_dir, overrides):
         if distributed.active():  # every learner continues what the first one found on disk
             where = distributed.scatter([where] * distributed.size() if distributed.rank() == 0 else None)
@@ -368,6 +390,13 @@ def choose_experiment(settings: Settings, built: Built, run_dir: Path, resolved:
     built.logger.loggers = [registry.get("logger", name).from_config(options, context)
                             for name, options in settings.logger.backends.items()]
     experiment_class, options = EXPERIMENTS[env.kind]
+    acting = None
+    if settings.hardware.runner == "async":  # the environment steps in an acting process; this one learns
+        experiment_class = AsyncExperiment
+        acting = Acting(resolved, built.agent, settings.hardware.n_envs, settings.run.steps,
+                        settings.hardware.sync_every)
+        env.close()
+        env = ActingEnvironment(env, acting)
     test_envs = eval_env_count(settings, settings.run.test_episodes)
     experiment = experiment_class(
         built.agent, env, lambda: make_env(settings, test_envs, test=True), built.logger, run_dir,
@@ -377,6 +406,8 @@ def choose_experiment(settings: Settings, built: Built, run_dir: Path, resolved:
                                  quiet=settings.run.quiet),
         checkpoint_extra={"config": resolved}, save_replay=settings.run.checkpoint.replay,
         scalars_every=settings.logger.scalars_every, **options(settings))
+    if acting is not None:
+        experiment.acting = acting
     experiment.on_status = status_writer(run_dir, experiment)
     return experiment
 

@@ -22,8 +22,8 @@ from typing import Any
 # Overrides that say where or how visibly a run executes, not what it computes: they do not change which
 # directory a sweep job belongs to (re-running a sweep on another launcher, or quietly, continues it).
 PLACEMENT_KEYS = ("hydra", "launcher", "quiet", "logdir", "resume", "hardware.torch_threads",
-                  "hardware.eval_envs", "hardware.vectorization", "hardware.sampler", "hardware.nodes",
-                  "hardware.runs_per_gpu", "hardware.cpus_per_run")
+                  "hardware.eval_envs", "hardware.vectorization", "hardware.sampler", "hardware.runner",
+                  "hardware.sync_every", "hardware.nodes", "hardware.runs_per_gpu", "hardware.cpus_per_run")
 
 
 CONFIG = "config.yaml"  # the run's fully resolved config
