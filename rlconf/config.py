@@ -29,9 +29,9 @@ from rlconf.paths import config_dir, launchers_dir
 # How environment copies are stepped: auto, in this process (sync), in subprocesses (async), or by the
 # simulator's own vector version (native). Environment adapters read the same tuple.
 VECTORIZATION_MODES = ("auto", "sync", "async", "native")
-# Where a run's training environments step: in this process (serial) or in worker processes writing to shared
-# memory (parallel).
-SAMPLERS = ("serial", "parallel")
+# Where a run's training environments step: in this process (serial), in worker processes writing to shared
+# memory (parallel), or in two groups of workers, one stepping while the agent acts on the other (alternating).
+SAMPLERS = ("serial", "parallel", "alternating")
 RUNNERS = ("sync", "async")
 
 
@@ -91,7 +91,7 @@ class HardwareSettings:
     n_envs: int = 1  # parallel training environments
     torch_threads: int = 1
     vectorization: str = "auto"  # auto, sync, async (subprocesses) or native (gymnasium's vector version)
-    sampler: str = "serial"  # serial, or parallel (cpus_per_run worker processes)
+    sampler: str = "serial"  # serial, parallel (cpus_per_run worker processes) or alternating (two groups)
     # Data-parallel learners (rlconf.distributed): processes that each step n_envs copies of their own and
     # average every gradient; steps is their total. On Slurm, tasks of one job spread over ``nodes`` nodes.
     learners: int = 1
@@ -123,6 +123,8 @@ class HardwareSettings:
         require(self.vectorization in VECTORIZATION_MODES, "hardware.vectorization", self.vectorization,
                 f"allowed: {', '.join(VECTORIZATION_MODES)}")
         require(self.sampler in SAMPLERS, "hardware.sampler", self.sampler, f"allowed: {', '.join(SAMPLERS)}")
+        require(self.sampler != "alternating" or self.n_envs >= 2, "hardware.n_envs", self.n_envs,
+                "hardware.sampler=alternating steps the copies in two groups: allowed: 2 or more")
         require(self.learners >= 1, "hardware.learners", self.learners, "must be at least 1")
         require(self.runner in RUNNERS, "hardware.runner", self.runner, f"allowed: {', '.join(RUNNERS)}")
         require(self.sync_every >= 1, "hardware.sync_every", self.sync_every, "must be at least 1")

@@ -191,6 +191,9 @@ class Buildable:
     # data holds), each being a collective of all learners (rlconf.distributed).
     data_parallel: ClassVar[bool] = False
     data_parallel_recurrent: ClassVar[bool] = True  # ... and so with a recurrent core too
+    # Whether it acts on one group of its environments at a time (the alternating sampler): its act takes
+    # ``lanes``, the columns of that group (bodies hand them over: bodies.Lane).
+    alternates: ClassVar[bool] = False
 
     @classmethod
     def from_config(cls, config: Any, context: BuildContext) -> ParallelAgent:  # pragma: no cover - interface

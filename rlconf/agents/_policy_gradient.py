@@ -205,10 +205,23 @@ class PolicyGradient(Checkpointed, ParallelAgent, Buildable):
 
 class RolloutPolicyGradient(PolicyGradient):
     """Collects ``n_steps`` steps of every environment into ``self.buffer`` and trains on the full rollout; with
-    a recurrent trunk, on each environment's chunk of it as a sequence."""
+    a recurrent trunk, on each environment's chunk of it as a sequence.
+
+    With the alternating sampler it acts on one group of the environments at a time (``act(states, lanes)``):
+    each group fills its columns of the rollout, and the update waits for the group that completes the rollout
+    last. A group that completes it first needs an action before the update: drawn from the policy before it,
+    it becomes the first action of the next rollout, with its log-probability (rlpyt's alternating sampler does
+    the same; PPO's ratio weighs it as the older policy's, A2C takes it as on-policy)."""
 
     buffer: GeneralizedAdvantageBuffer
     recurrent = "optional"
+    alternates = True
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._lane_rows: dict[int, int] = {}  # with the alternating sampler: rows each group has written ...
+        self._waiting: dict[int, tuple] = {}  # ... and the groups done with the rollout, with their next actions
+        self._lane_widths: dict[int, int] = {}  # ... and how many environments each group has
 
     @staticmethod
     def rollout_buffer(config, context: BuildContext, lam: float) -> GeneralizedAdvantageBuffer:
@@ -220,7 +233,9 @@ class RolloutPolicyGradient(PolicyGradient):
             config.n_steps, context.n_envs, context.observation_space.shape, context.observation_dtype,
             action_shape, action_dtype, discount_factor=config.discount_factor, lam=lam, device=context.device)
 
-    def act(self, states: StateArray) -> torch.Tensor:
+    def act(self, states: StateArray, lanes: slice | None = None) -> torch.Tensor:
+        if lanes is not None:
+            return self._act_in_lane(states, lanes)
         self.clock.tick(len(states))
         self.buffer.store_state(states)
         if self.buffer.full:
@@ -229,6 +244,33 @@ class RolloutPolicyGradient(PolicyGradient):
             self.buffer.store_start(self.carried.current(states))
         actions, log_prob = self._sample(states)
         self.buffer.store_action(actions, log_prob)
+        return self.policy.env_actions(actions)
+
+    def _act_in_lane(self, states: StateArray, lanes: slice) -> torch.Tensor:
+        """Act on the group of environments ``lanes`` (columns of the rollout), as the class docstring says."""
+        self.clock.tick(len(states))
+        rows, waiting = self._lane_rows, self._waiting
+        t = rows.get(lanes.start, self.buffer.t)
+        self.buffer.store_state(states, lanes, t)
+        if t == self.buffer.n_steps:
+            columns = (lanes.stop - lanes.start) + sum(group.stop - group.start for group, _, _ in waiting.values())
+            if columns < self.buffer.n_envs:  # another group has yet to complete the rollout
+                actions, log_prob = self._sample(states)
+                waiting[lanes.start] = (lanes, actions, log_prob)
+                rows[lanes.start] = 1
+                return self.policy.env_actions(actions)
+            self.buffer.t = self.buffer.n_steps
+            self._train()  # the rollout's last states become the next one's first (row 0)
+            for group, actions, log_prob in waiting.values():
+                self.buffer.store_action(actions, log_prob, group, 0)
+            waiting.clear()
+            t = 0
+        actions, log_prob = self._sample(states)
+        self.buffer.store_action(actions, log_prob, lanes, t)
+        rows[lanes.start] = t + 1
+        self._lane_widths[lanes.start] = lanes.stop - lanes.start
+        if not waiting and sum(self._lane_widths.values()) == self.buffer.n_envs:
+            self.buffer.t = min(rows.values())  # the rows every group has written: what a checkpoint keeps
         return self.policy.env_actions(actions)
 
     def _train(self) -> None:  # pragma: no cover - interface

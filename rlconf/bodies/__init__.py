@@ -1,10 +1,10 @@
 """Bodies wrap agents: what happens to states before the agent sees them and to actions after."""
 
 from rlconf.bodies.atari import ClipRewards, DeepmindAtariBody, EpisodicLives, FrameStack
-from rlconf.bodies.body import Body, body_options
+from rlconf.bodies.body import Body, Lane, body_options
 from rlconf.bodies.mask_velocity import MaskVelocity
 from rlconf.bodies.normalize import NormalizeObservations, NormalizeRewards, RunningMeanStd
 from rlconf.bodies.time_feature import TimeFeature
 
-__all__ = ["Body", "ClipRewards", "DeepmindAtariBody", "EpisodicLives", "FrameStack", "MaskVelocity",
+__all__ = ["Body", "ClipRewards", "Lane", "DeepmindAtariBody", "EpisodicLives", "FrameStack", "MaskVelocity",
            "NormalizeObservations", "NormalizeRewards", "RunningMeanStd", "TimeFeature", "body_options"]

@@ -55,10 +55,8 @@ class FrameStack(Body):
         # exactly these stacks from single frames (a lost life, seen as done by the agent, is not one).
         return states.update("observation", stack).update("stack_start", starts)
 
-    def test_agent(self) -> TestAgent:
-        body = super().test_agent()
-        body._stack = body._done = None  # the test agent plays its own environments
-        return body
+    def _forget(self) -> None:
+        self._stack = self._done = None
 
 
 class ClipRewards(Body):

@@ -42,7 +42,36 @@ class Body(AgentWrapper, ParallelAgent):
     def test_agent(self) -> TestAgent:
         body = copy.copy(self)
         body.agent = self.agent.test_agent()
+        body._forget()  # the test agent plays its own environments
         return body
+
+    def lane(self, copies: slice) -> Body:
+        """This body for one group of the environment's copies (the alternating sampler steps two groups in
+        turn): a copy with per-copy state of its own (frame stacks, time features ...), sharing what is learned
+        (the agent, running statistics), that hands its states to the agent as those copies' (``Lane``)."""
+        body = copy.copy(self)
+        body.agent = self.agent.lane(copies) if isinstance(self.agent, Body) else Lane(self.agent, copies)
+        body._forget()
+        return body
+
+    def _forget(self) -> None:
+        """Drop what this body keeps per copy of the environment (a copy of it plays other copies)."""
+
+
+class Lane(AgentWrapper, ParallelAgent):
+    """An agent acting for one group of its environments' copies, ``copies`` (the alternating sampler): the
+    states are handed over as those copies' (``act(states, lanes=copies)``, which agents that declare
+    ``alternates`` take)."""
+
+    def __init__(self, agent, copies: slice):
+        self.agent = agent
+        self.copies = copies
+
+    def act(self, states: StateArray) -> torch.Tensor:
+        return self.agent.act(states, lanes=self.copies)
+
+    def test_agent(self) -> TestAgent:
+        return self.agent.test_agent()
 
 
 def body_options(body_class: type[Body], settings: Any) -> dict[str, Any]:

@@ -140,7 +140,5 @@ class NormalizeRewards(_LearnedStatistics):
         self._reset = done
         return states.update("reward", scaled)
 
-    def test_agent(self) -> TestAgent:
-        body = super().test_agent()
-        body._returns = body._reset = None
-        return body
+    def _forget(self) -> None:
+        self._returns = self._reset = None

@@ -12,7 +12,6 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from rlconf.agents import TestAgent
 from rlconf.bodies.body import Body
 from rlconf.core import StateArray
 
@@ -49,7 +48,5 @@ class TimeFeature(Body):
         feature = (self._time * self.scale).unsqueeze(-1)
         return states.update("observation", torch.cat((observation, feature), dim=-1))
 
-    def test_agent(self) -> TestAgent:
-        body = super().test_agent()
-        body._time = body._done = None  # the test agent plays its own environments
-        return body
+    def _forget(self) -> None:
+        self._time = self._done = None

@@ -174,20 +174,23 @@ class AtariEnvironment(GymVectorEnvironment):
         self._ended[:] = True
         return super().reset(seed)
 
-    def step(self, actions: torch.Tensor) -> StateArray:
-        if self.fire_action is not None and self._fire_next.any():
-            fire = torch.from_numpy(self._fire_next).to(actions.device)
+    def _env_actions(self, actions: torch.Tensor, copies: slice) -> np.ndarray:
+        fire = self._fire_next[copies]
+        if self.fire_action is not None and fire.any():
+            fire = torch.from_numpy(fire).to(actions.device)
             actions = torch.where(fire, torch.full_like(actions, self.fire_action), actions)
-        return super().step(actions)
+        return super()._env_actions(actions, copies)
 
-    def _state(self, observation, reward, terminated, truncated, info: dict) -> StateArray:
+    def _state(self, observation, reward, terminated, truncated, info: dict,
+               copies: slice = slice(None)) -> StateArray:
         lives = np.asarray(info["lives"])
-        life_lost = lives < self._lives
-        self._lives = np.where(terminated | truncated, 0, lives)  # the next game's first state loses nothing
-        starting, self._ended = self._ended, terminated | truncated
-        self._fire_next = starting | (life_lost & ~self._ended)
-        frames = np.asarray(observation).reshape(self.n_envs, *FRAME_SHAPE)
-        state = super()._state(frames, reward, terminated, truncated, info)
+        life_lost = lives < self._lives[copies]
+        self._lives[copies] = np.where(terminated | truncated, 0, lives)  # the next game's first state loses nothing
+        starting = self._ended[copies].copy()
+        self._ended[copies] = terminated | truncated
+        self._fire_next[copies] = starting | (life_lost & ~self._ended[copies])
+        frames = np.asarray(observation).reshape(len(reward), *FRAME_SHAPE)
+        state = super()._state(frames, reward, terminated, truncated, info, copies)
         state["life_lost"] = torch.from_numpy(life_lost).to(state.device)
         return state
 

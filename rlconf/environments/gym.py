@@ -25,7 +25,7 @@ import torch
 from rlconf.config import VECTORIZATION_MODES
 from rlconf.core import EnvKind, StateArray
 from rlconf.environments.base import Environment
-from rlconf.environments.parallel import sampled_vector_env
+from rlconf.environments.parallel import SharedMemoryVectorEnv, sampled_vector_env
 
 
 @dataclass
@@ -102,6 +102,8 @@ class GymVectorEnvironment(Environment):
         self.n_envs = n_envs
         self.device = torch.device(device)
         self.env = env
+        # Groups of copies that step on their own (the alternating sampler's two; 1: all step together).
+        self.groups = len(env.groups) if isinstance(env, SharedMemoryVectorEnv) else 1
         self.observation_space = _float32(self.env.single_observation_space)
         self.action_space = self.env.single_action_space
         # Continuous actions are clipped to the Box here, the one place every agent's actions pass.
@@ -128,46 +130,80 @@ class GymVectorEnvironment(Environment):
         return self._state(observation, np.zeros(n, np.float32), np.zeros(n, bool), np.zeros(n, bool), info)
 
     def step(self, actions: torch.Tensor) -> StateArray:
+        self._restart_stalled(slice(None))
+        return self._stepped(slice(None), *self.env.step(self._env_actions(actions, slice(None))))
+
+    # The alternating sampler steps the copies in groups (its vector env: environments.parallel), one group
+    # while the agent acts on another: the same bookkeeping, on the group's copies (a slice of them all).
+    def group_copies(self, group: int) -> slice:
+        copies = self.env.group_copies(group)
+        return slice(copies.start, copies.stop)
+
+    def step_async(self, actions: torch.Tensor, group: int) -> None:
+        """Start stepping ``group``'s copies with ``actions`` (one per copy of the group)."""
+        copies = self.group_copies(group)
+        self._restart_stalled(copies)
+        self.env.step_async(self._env_actions(actions, copies), group)
+
+    def step_wait(self, group: int) -> StateArray:
+        """``group``'s next states (``completed``: the episodes of the group's copies that ended)."""
+        return self._stepped(self.group_copies(group), *self.env.step_wait(group))
+
+    def _env_actions(self, actions: torch.Tensor, copies: slice) -> np.ndarray:
+        """The agent's actions as the simulator takes them (continuous ones clipped to the Box)."""
         actions = actions.cpu().numpy()
         if self._action_bounds is not None:
             actions = np.clip(actions, *self._action_bounds).astype(self.action_space.dtype, copy=False)
-        if self._restart.any():  # cut short on the last step: their next episode starts now (no autoreset)
-            self.env.reset(options={"reset_mask": self._restart.copy()})
-        observation, reward, terminated, truncated, info = self.env.step(actions)
-        live = ~self._resetting
+        return actions
+
+    def _restart_stalled(self, copies: slice) -> None:
+        """Copies cut short on their last step start their next episode now (the simulator will not reset them)."""
+        restart = np.zeros(self.n_envs, dtype=bool)
+        restart[copies] = self._restart[copies]
+        if restart.any():
+            self.env.reset(options={"reset_mask": restart})
+
+    def _stepped(self, copies: slice, observation, reward, terminated, truncated, info: dict) -> StateArray:
+        """The bookkeeping of a step of ``copies``: steps, returns, lengths, ``completed``; their states."""
+        live = ~self._resetting[copies]
         self.steps += int(live.sum())
-        self._returns += reward
-        self._lengths += live
-        stalled = self._stalled(np.asarray(reward), live, terminated | truncated)
+        self._returns[copies] += reward
+        self._lengths[copies] += live
+        stalled = self._stalled(copies, np.asarray(reward), live, terminated | truncated)
         truncated = truncated | stalled
         done = terminated | truncated
-        self.completed = [Episode(int(i), float(self._returns[i]), int(self._lengths[i]), bool(stalled[i]))
+        first = copies.start or 0
+        returns, lengths = self._returns[copies], self._lengths[copies]
+        self.completed = [Episode(first + int(i), float(returns[i]), int(lengths[i]), bool(stalled[i]))
                           for i in np.flatnonzero(done)] if done.any() else []
-        self._returns[done] = 0
-        self._lengths[done] = 0
+        returns[done] = 0
+        lengths[done] = 0
         # The simulator resets what it ended on the next step (its action ignored, not counted); a copy cut
         # short here is reset before that step instead, so the step is its next episode's first, counted.
-        self._resetting = done & ~stalled
-        self._restart = stalled
-        return self._state(observation, reward, terminated, truncated, info)
+        self._resetting[copies] = done & ~stalled
+        self._restart[copies] = stalled
+        return self._state(observation, reward, terminated, truncated, info, copies)
 
-    def _stalled(self, reward: np.ndarray, live: np.ndarray, done: np.ndarray) -> np.ndarray:
+    def _stalled(self, copies: slice, reward: np.ndarray, live: np.ndarray, done: np.ndarray) -> np.ndarray:
         """The copies whose episodes go on but have had no reward for ``stall_steps`` steps."""
         if self.stall_steps is None:
-            return np.zeros(self.n_envs, dtype=bool)
-        self._idle = np.where((reward != 0) | ~live | done, 0, self._idle + 1)
-        stalled = self._idle >= self.stall_steps
-        self._idle[stalled] = 0
+            return np.zeros(len(reward), dtype=bool)
+        idle = np.where((reward != 0) | ~live | done, 0, self._idle[copies] + 1)
+        stalled = idle >= self.stall_steps
+        idle[stalled] = 0
+        self._idle[copies] = idle
         return stalled
 
-    def _state(self, observation, reward, terminated, truncated, info: dict) -> StateArray:
-        """The StateArray of one reset or step; ``info`` is there for families that report more keys."""
+    def _state(self, observation, reward, terminated, truncated, info: dict,
+               copies: slice = slice(None)) -> StateArray:
+        """The StateArray of one reset or step of ``copies``; ``info`` is there for families that report more
+        keys."""
         state = StateArray({
             "observation": torch.from_numpy(np.asarray(observation, dtype=self.observation_space.dtype)),
             "reward": torch.from_numpy(np.asarray(reward, dtype=np.float32)),
             "done": torch.from_numpy(terminated | truncated),
             "mask": torch.from_numpy((~terminated).astype(np.float32)),
-        }, (self.n_envs,))  # built where numpy's arrays are, then moved: labelled cuda, .to() would not move it
+        }, (len(reward),))  # built where numpy's arrays are, then moved: labelled cuda, .to() would not move it
         return state.to(self.device)
 
     def close(self) -> None:

@@ -7,6 +7,8 @@
   this process; a step costs one byte each way through a pipe per worker ("step", "stepped"): nothing is
   pickled per step. Each worker is pinned to its share of this process's cores when there are enough of them
   (rlpyt's affinity), so the simulators' own threads (ale-py's) stay on their worker's cores.
+- ``alternating``: the workers in two groups (at least one worker each), so that one group steps while the
+  agent chooses the other group's actions (rlpyt's alternating sampler; the loop: ``experiments.experiment``).
 
 ``SharedMemoryVectorEnv`` is a gymnasium vector env, so the family adapters (GymVectorEnvironment and its
 kin) adopt it exactly as they adopt gymnasium's. Within a worker the copies are the family's own vector env
@@ -49,10 +51,10 @@ _POLL_SECONDS = 1.0
 def sampled_vector_env(make: Callable[[int], gym.vector.VectorEnv], n_envs: int, sampler: str, workers: int,
                        info_keys: dict[str, Any] | None = None) -> gym.vector.VectorEnv:
     """The vector env of ``n_envs`` copies that ``sampler`` steps: ``make(n_envs)`` in this process (serial),
-    or ``make(share)`` in each of ``workers`` worker processes (parallel)."""
+    or ``make(share)`` in each of ``workers`` worker processes (parallel), in two groups (alternating)."""
     if sampler == "serial":
         return make(n_envs)
-    return SharedMemoryVectorEnv(make, n_envs, workers, info_keys)
+    return SharedMemoryVectorEnv(make, n_envs, workers, info_keys, groups=2 if sampler == "alternating" else 1)
 
 
 class SamplerError(RuntimeError):

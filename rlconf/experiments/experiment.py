@@ -197,11 +197,13 @@ class Experiment:
         # With several data-parallel learners (``env``: a TeamEnvironment) only the first one writes the run
         # directory and evaluates; every learner takes part in checkpoints (the first writes all their states).
         self.writer = distributed.rank() == 0
+        # With the alternating sampler: the agent's body for each group of copies (bodies.Body.lane).
+        self.lanes = [agent.lane(env.group_copies(g)) for g in range(env.groups)] if env.groups > 1 else None
         self.team = env if isinstance(env, TeamEnvironment) else None
 
     # -- training ------------------------------------------------------------------------------------
     def train(self) -> None:
-        env, agent = self.env, self.agent
+        env = self.env
         start = time.perf_counter()
         next_status = start + STATUS_SECONDS
         self._rate_mark = (start, env.steps)
@@ -212,11 +214,9 @@ class Experiment:
                 self.team.stop_request = stop
             if self.checkpoint_steps is None:  # a fresh run: from now on there is always a checkpoint to go back to
                 self.save_checkpoint()
-            state = env.reset(seed=self.reset_seed())
+            step = self._stepping(env.reset(seed=self.reset_seed()), start)
             while env.steps < self.budget:
-                state = env.step(agent.act(state))
-                if env.completed:
-                    self._record_episodes(start)
+                step()
                 if env.steps >= self._next_eval:
                     self._next_eval += self.eval_every
                     self._evaluate()
@@ -243,6 +243,33 @@ class Experiment:
         self.logger.step = env.steps
         self.progress.stop()
         self.save_checkpoint()
+
+    def _stepping(self, state, start: float) -> Callable[[], None]:
+        """One iteration of the loop: the agent acts on every copy and they all step; or, with the alternating
+        sampler (``lanes``: the agent's body for each group of copies), each group in turn is waited for, acted
+        on and sent stepping again, so that one group steps while the agent acts on the other. Episodes that
+        end are recorded as they come."""
+        env = self.env
+        if self.lanes is None:
+            def lockstep() -> None:
+                nonlocal state
+                state = env.step(self.agent.act(state))
+                if env.completed:
+                    self._record_episodes(start)
+
+            return lockstep
+        groups = [state[env.group_copies(g)] for g in range(len(self.lanes))]
+        for g, lane in enumerate(self.lanes):
+            env.step_async(lane.act(groups[g]), g)
+
+        def alternate() -> None:
+            for g, lane in enumerate(self.lanes):
+                groups[g] = env.step_wait(g)
+                if env.completed:
+                    self._record_episodes(start)
+                env.step_async(lane.act(groups[g]), g)
+
+        return alternate
 
     def _stopping(self, stop) -> int | None:
         """The signal training stops on: this process's, or the one a team of learners agreed on."""

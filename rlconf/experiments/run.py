@@ -187,6 +187,25 @@ def check_runner(settings: Settings) -> None:
                           "allowed: body.normalize_observations=false")
 
 
+def check_sampler(settings: Settings) -> None:
+    """Refuse, in one line, the alternating sampler for an agent that acts on all its environments at once."""
+    if settings.hardware.sampler != "alternating":
+        return
+    agent = settings.agent_class
+    if not getattr(agent, "alternates", False):
+        able = sorted(name for name in registry.names("agent") if getattr(registry.get("agent", name), "alternates",
+                                                                           False))
+        raise ConfigError(f"hardware.sampler=alternating: agent={settings.agent_name} acts on all its environments "
+                          f"at once; allowed: hardware.sampler=serial or parallel, or agent={', '.join(able)}")
+    if settings.approximation.get("recurrent", "none") != "none":
+        raise ConfigError("hardware.sampler=alternating: a recurrent core carries every environment's state "
+                          "through one step of all of them; allowed: hardware.sampler=parallel, or "
+                          "approximation.recurrent=none")
+    if settings.hardware.learners > 1:
+        raise ConfigError(f"hardware.sampler=alternating: hardware.learners={settings.hardware.learners} count their "
+                          "steps one step of all their environments at a time; allowed: hardware.sampler=parallel")
+
+
 def learner_seed(seed: int) -> int:
     """The seed of this learner's agent (its exploration, replay draws): the run's for the first learner (and a
     run of one), one drawn from it and the rank for the others."""
@@ -286,6 +305,7 @@ def _run_or_skip(cfg: DictConfig, parent_dir: str | Path | None, overrides: list
             raise ConfigError(str(error)) from None
     check_learners(settings)
     check_runner(settings)
+    check_sampler(settings)
     with learners.together(settings, cfg, parent_dir, overrides):
         if distributed.active():  # every learner continues what the first one found on disk
             where = distributed.scatter([where] * distributed.size() if distributed.rank() == 0 else None)

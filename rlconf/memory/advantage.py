@@ -53,17 +53,25 @@ class GeneralizedAdvantageBuffer:
     def full(self) -> bool:
         return self.t == self.n_steps
 
-    def store_state(self, states: State) -> None:
-        t = self.t
-        self.observation[t] = states["observation"]
-        self.reward[t] = states["reward"]
-        self.mask[t] = states["mask"]
-        self.done[t] = states["done"]
+    def store_state(self, states: State, columns: slice = slice(None), t: int | None = None) -> None:
+        """Row ``t`` (the next one) of every environment, or of those in ``columns``."""
+        t = self.t if t is None else t
+        self.observation[t, columns] = states["observation"]
+        self.reward[t, columns] = states["reward"]
+        self.mask[t, columns] = states["mask"]
+        self.done[t, columns] = states["done"]
 
-    def store_action(self, actions: torch.Tensor, log_prob: torch.Tensor) -> None:
-        self.action[self.t] = actions
-        self.log_prob[self.t] = log_prob
-        self.t += 1
+    def store_action(self, actions: torch.Tensor, log_prob: torch.Tensor, columns: slice | None = None,
+                     t: int | None = None) -> None:
+        """The actions taken in the states of row ``t``: of every environment, which completes the row, or
+        of those in ``columns`` (whose caller says when every row is complete, ``t``)."""
+        if columns is None:
+            self.action[self.t] = actions
+            self.log_prob[self.t] = log_prob
+            self.t += 1
+            return
+        self.action[t, columns] = actions
+        self.log_prob[t, columns] = log_prob
 
     @property
     def valid(self) -> torch.Tensor:
