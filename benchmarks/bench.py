@@ -22,12 +22,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from presets import WORKLOADS, Workload, describe, load_settings, recurrent, sb3_kwargs
+from presets import SCALING, WORKLOADS, Scaling, Workload, describe, load_settings, recurrent, sb3_kwargs
 from report import machine_info, render
 
 from rlconf.config import Settings
@@ -36,6 +36,7 @@ HERE = Path(__file__).resolve().parent
 TRIAL = HERE / "trial.py"
 RESULTS = HERE / "results"
 QUICK_DIVISOR = 10  # --quick trains for this fraction of the preset's budget
+SCALING_TEST_EPISODES = 10  # the scaling trials' greedy test: the return at the same budget, each way
 
 
 class TrialError(RuntimeError):
@@ -198,6 +199,31 @@ def rates(plans: list[Plan], seconds: float, scratch: Path, errors: list[str]) -
     return rows
 
 
+def scaling(groups: list[Scaling], seeds: int, quick: bool, test_episodes: int, scratch: Path,
+            errors: list[str]) -> list[dict[str, Any]]:
+    """rlconf against itself: each group's workload run each of its ways (sampler, runner, learners), the
+    variants of a group back to back within a seed so that a drift of the machine falls on all alike."""
+    rows = []
+    for group in groups:
+        base = plan(replace(group.workload, sb3=False), quick, test_episodes)
+        variants = []
+        for label, extra in group.variants:
+            overrides = [*base.overrides[:-1], *extra, base.overrides[-1]] if quick else [*base.overrides, *extra]
+            variants.append({"label": label, "plan": Plan(**{**asdict(base), "name": f"{group.name}-{label}",
+                                                             "overrides": overrides, "sb3_kwargs": None}),
+                             "trials": []})
+        rows.append({"name": group.name, "title": base.title, "note": group.note, "variants": variants})
+    for seed in range(seeds):
+        for row in rows:
+            for variant in row["variants"]:
+                variant["trials"].append({"seed": seed, **attempt(train_rlconf, errors, variant["plan"], seed,
+                                                                  scratch)})
+    for row in rows:
+        for variant in row["variants"]:
+            variant["overrides"] = variant.pop("plan").overrides
+    return rows
+
+
 def memory(plans: list[Plan], scratch: Path, errors: list[str]) -> list[dict[str, Any]]:
     """Replay memory per transition for the first replay workload on stacked frames (Atari)."""
     for p in plans:
@@ -214,6 +240,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="1 seed, a tenth of the budgets: a smoke test")
     parser.add_argument("--workloads", nargs="+", choices=list(WORKLOADS), default=list(WORKLOADS),
                         metavar="NAME", help=f"default: all of {', '.join(WORKLOADS)}")
+    parser.add_argument("--scaling", nargs="*", choices=list(SCALING), default=None, metavar="NAME",
+                        help="instead of the comparison with SB3, rlconf against itself: samplers, the async "
+                             f"runner and data-parallel learners (all, or some of: {', '.join(SCALING)})")
     parser.add_argument("--out", type=Path, default=RESULTS, help="folder for the results (default: %(default)s)")
     args = parser.parse_args(argv)
     if args.seeds is None:
@@ -226,7 +255,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def write_results(results: dict[str, Any], report: str, folder: Path) -> Path:
     """Timestamped files, plus latest.* copies to diff against the README without hunting for names."""
     folder.mkdir(parents=True, exist_ok=True)
-    stem = ("quick-" if results["options"]["quick"] else "bench-") + datetime.now().strftime("%Y%m%d-%H%M%S")
+    kind = "scaling-" if results.get("scaling") else "bench-"
+    stem = ("quick-" if results["options"]["quick"] else kind) + datetime.now().strftime("%Y%m%d-%H%M%S")
     (folder / f"{stem}.json").write_text(json.dumps(results, indent=2))
     (folder / f"{stem}.md").write_text(report)
     shutil.copyfile(folder / f"{stem}.json", folder / "latest.json")
@@ -238,9 +268,19 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     test_episodes = 10 if args.quick else 100
     window_seconds = 0.3 if args.quick else 2.0
-    plans = [plan(WORKLOADS[name], args.quick, test_episodes) for name in args.workloads]
     errors: list[str] = []
     start = time.perf_counter()
+    if args.scaling is not None:  # rlconf against itself
+        groups = [SCALING[name] for name in args.scaling or SCALING]
+        with tempfile.TemporaryDirectory(prefix="rlconf-bench-") as tmp:
+            print(f"scaling ({args.seeds} seed(s)):", file=sys.stderr)
+            scaling_rows = scaling(groups, args.seeds, args.quick, SCALING_TEST_EPISODES, Path(tmp), errors)
+        results = {"options": {"seeds": args.seeds, "quick": args.quick, "test_episodes": SCALING_TEST_EPISODES,
+                               "scaling": [g.name for g in groups]},
+                   "machine": machine_info(), "training": [], "rates": [], "scaling": scaling_rows,
+                   "errors": errors, "bench_seconds": round(time.perf_counter() - start, 1)}
+        return finish(results, args.out)
+    plans = [plan(WORKLOADS[name], args.quick, test_episodes) for name in args.workloads]
     with tempfile.TemporaryDirectory(prefix="rlconf-bench-") as tmp:
         print("loop rates:", file=sys.stderr)
         rate_rows = rates(plans, window_seconds, Path(tmp), errors)
@@ -257,11 +297,16 @@ def main(argv: list[str] | None = None) -> int:
         "errors": errors,
         "bench_seconds": round(time.perf_counter() - start, 1),
     }
+    return finish(results, args.out)
+
+
+def finish(results: dict[str, Any], folder: Path) -> int:
+    """Write and print the report; the exit status says whether every trial ran."""
     report = render(results)
-    path = write_results(results, report, args.out)
+    path = write_results(results, report, folder)
     print(report)
     print(f"results: {path} (and .json); benchmark took {results['bench_seconds']:.0f} s", file=sys.stderr)
-    return 1 if errors else 0
+    return 1 if results["errors"] else 0
 
 
 if __name__ == "__main__":

@@ -82,6 +82,39 @@ WORKLOADS = {w.name: w for w in (
 )}
 
 
+@dataclass(frozen=True)
+class Scaling:
+    """rlconf against itself: one workload run several ways (samplers, runners, learners), side by side in one
+    run. The first variant is the baseline each is compared with; ``variants``: label -> extra overrides."""
+
+    name: str
+    workload: Workload
+    variants: tuple[tuple[str, tuple[str, ...]], ...]
+    note: str = ""  # what is held equal, for the report
+
+
+TWO_CORES = ("hardware.cpus_per_run=2",)  # the workers of a sampler: one per core of this machine
+SAMPLERS = (("serial", ()), ("parallel", ("hardware.sampler=parallel", *TWO_CORES)),
+            ("alternating", ("hardware.sampler=alternating", *TWO_CORES)))
+RUNNERS = (("sync", ()), ("async", ("hardware.runner=async",)))
+SCALING = {s.name: s for s in (
+    Scaling("ppo-breakout-8", Workload("ppo-breakout", "ppo", "atari/breakout", ("steps=20000",)), SAMPLERS),
+    Scaling("ppo-breakout-16", Workload("ppo-breakout-16", "ppo", "atari/breakout",
+                                        ("steps=20000", "hardware.n_envs=16")), SAMPLERS),
+    # CleanRL's 8 x 256 layout of the preset's 2048-step rollouts (the preset steps one env)
+    Scaling("ppo-halfcheetah-8", Workload("ppo-halfcheetah", "ppo", "mujoco/half_cheetah",
+                                          ("steps=20000", "hardware.n_envs=8", "agent.n_steps=256")), SAMPLERS),
+    Scaling("dqn-breakout-async", WORKLOADS["dqn-breakout"], RUNNERS),
+    Scaling("sac-halfcheetah-async", Workload("sac-halfcheetah", "sac", "mujoco/half_cheetah",
+                                              ("steps=10000", "agent.replay_start_size=1000")), RUNNERS),
+    Scaling("ppo-breakout-learners", Workload("ppo-breakout", "ppo", "atari/breakout", ("steps=20000",)),
+            (("1 learner x 8 envs", ()),
+             ("2 learners x 4 envs", ("hardware.learners=2", "hardware.n_envs=4", "agent.batch_size=128"))),
+            note="the same 8 environments and rollouts of 8 x 128 steps, and the same 16 updates of 256 samples "
+                 "each (2 x 128: each learner's minibatch, gradients averaged)"),
+)}
+
+
 def load_settings(workload: Workload, steps: int | None = None) -> Settings:
     """The validated config of the workload's ``rlconf run`` (at ``steps`` if given), preset included."""
     return validate(compose(workload.command_overrides(steps), []))

@@ -134,6 +134,7 @@ def contention_note(results: dict[str, Any]) -> list[str]:
     """A warning when other processes shared the CPU with the trials: their timings are then lower bounds."""
     trials = [t for row in results["training"] for t in row["rlconf"] + row["sb3"]]
     trials += [row[side] for row in results["rates"] for side in ("rlconf", "sb3")]
+    trials += [t for row in results.get("scaling", []) for v in row["variants"] for t in v["trials"]]
     loads = [t["other_cpu_cores"] for t in trials if t.get("other_cpu_cores") is not None]
     if not loads or max(loads) <= BUSY_CORES:
         return []
@@ -143,8 +144,38 @@ def contention_note(results: dict[str, Any]) -> list[str]:
             "machine before quoting them."]
 
 
+def scaling_table(rows: list[dict]) -> list[str]:
+    """rlconf against itself: each way of running a workload, its rate beside its group's first (baseline)."""
+    lines = ["| workload | how | steps/s | vs first | test return |", "|---|---|--:|--:|--:|"]
+    for row in rows:
+        baseline = _train_rate(row["variants"][0]["trials"])
+        for variant in row["variants"]:
+            rate = _train_rate(variant["trials"])
+            lines.append(f"| {row['title']} | {variant['label']} | {_rate(rate)} | {_ratio(rate, baseline)} "
+                         f"| {_returns(variant['trials'])} |")
+    notes = [f"- {row['title']}: {row['note']}" for row in rows if row.get("note")]
+    return lines + ([""] + notes if notes else [])
+
+
+def render_scaling(results: dict[str, Any]) -> str:
+    options = results["options"]
+    lines = [f"## rlconf: samplers, runners and learners{' (quick: smoke test only)' if options['quick'] else ''}",
+             "", f"Machine: {machine_line(results['machine'])}", "",
+             f"Each workload run each way through `rlconf run` (its overrides in benchmarks/presets.py SCALING), "
+             f"{options['seeds']} seed(s), one process tree per trial, one trial at a time, torch.set_num_threads(1) "
+             "in every process. Steps/s: environment steps over training wall time, mean over seeds; test return: "
+             f"greedy, {options['test_episodes']} episodes, mean over seeds (per seed in brackets).", ""]
+    lines += scaling_table(results["scaling"])
+    lines += contention_note(results)
+    if results["errors"]:
+        lines += ["", "Failed trials:", *(f"- {error}" for error in results["errors"])]
+    return "\n".join(lines) + "\n"
+
+
 def render(results: dict[str, Any]) -> str:
     """The markdown report: training at matched hyperparameters, then the loop rates behind it."""
+    if results.get("scaling"):
+        return render_scaling(results)
     options = results["options"]
     mode = " (quick: shortened budgets, smoke test only)" if options["quick"] else ""
     lines = [f"## rlconf vs Stable-Baselines3{mode}", "",

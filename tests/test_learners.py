@@ -7,15 +7,21 @@ from __future__ import annotations
 
 import json
 import multiprocessing as mp
-import os
 import signal
 from pathlib import Path
 
 import pytest
 import torch
 from conftest import assert_run_refused, build, only_run_dir
-from test_resume import check_episodes, killed_after_checkpoint, read_rows, start_run, wait_for_checkpoint
-from test_samplers import running, wait_until_gone
+from test_resume import (
+    check_episodes,
+    killed_after_checkpoint,
+    read_rows,
+    resumed_to_the_budget,
+    start_run,
+    wait_for_checkpoint,
+)
+from test_samplers import spawned_children, the_line_after_killing, wait_until_gone
 
 from rlconf import distributed
 from rlconf.experiments.team import team_weights
@@ -115,12 +121,8 @@ def test_two_learners_train_resume_after_kill_9_and_lose_no_row(run_cli, workdir
     assert mine.keys() == theirs.keys() and all(torch.equal(mine[name], theirs[name]) for name in mine)
     assert not torch.equal(saved["agent"]["generators"]["generator"],
                            saved["learners"][0]["agent"]["generators"]["generator"]), "each learner draws its own"
-    resumed = run_cli("run", f"resume={run_dir}", "quiet=false", cwd=workdir)
-    assert resumed.returncode == 0, resumed.stderr
-    summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["steps"] >= 12000 and summary["resumes"] == 1 and summary["hardware"]["learners"] == 2
-    rows = check_episodes(run_dir, summary)
-    assert rows[: saved["episodes"]] == before[: saved["episodes"]]
+    summary = resumed_to_the_budget(run_cli, workdir, run_dir, saved, before, 12000)
+    assert summary["hardware"]["learners"] == 2
     evaluations = [int(r["step"]) for r in read_rows(run_dir / "evaluations.csv")]
     assert len(evaluations) == 2 + 1 and evaluations == sorted(evaluations), "evaluations once each, then the test"
     assert summary["test_return_mean"] > 100, "two learners learn CartPole as one does"
@@ -148,31 +150,11 @@ def test_a_lost_learner_stops_the_run_in_one_line(workdir, tmp_path):
     process = start_run([*PPO_LEARNERS, "steps=1000000", "checkpoint_every=2048", "quiet=true",
                          f"logdir={logdir}"], workdir)
     run_dir = wait_for_checkpoint(logdir, process, 2048)
-    children = learner_processes(process.pid)
+    children = spawned_children(process.pid)
     assert len(children) == 1
-    os.kill(children[0], signal.SIGKILL)
-    _, stderr = process.communicate(timeout=120)
-    assert process.returncode == 1, stderr
-    lines = stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in stderr, stderr
-    assert "lost the others" in lines[0] and "is kept" in lines[0], lines[0]
+    assert "lost the others" in the_line_after_killing(process, children[0])
     assert json.loads((run_dir / "status.json").read_text())["state"] == "failed"
     wait_until_gone(children)
-
-
-def learner_processes(pid: int) -> list[int]:
-    """The learners started by the run's process ``pid`` (its spawned children)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and running(int(entry.name)):
-            try:
-                stat = (entry / "stat").read_text()
-                command = (entry / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid and b"spawn_main" in command:
-                found.append(int(entry.name))
-    return found
 
 
 def test_learners_are_refused_where_they_cannot_step_together(run_cli, workdir, tmp_path):

@@ -72,6 +72,18 @@ def check_episodes(run_dir: Path, summary: dict) -> list[dict[str, str]]:
     return rows
 
 
+def resumed_to_the_budget(run_cli, workdir: Path, run_dir: Path, saved: dict, before: list, steps: int) -> dict:
+    """Resume a run killed after its checkpoint (``killed_after_checkpoint``) to its budget of ``steps``: every
+    episode written up to the checkpoint kept as it was, none lost or repeated after it; the summary."""
+    resumed = run_cli("run", f"resume={run_dir}", "quiet=false", cwd=workdir)
+    assert resumed.returncode == 0, resumed.stderr
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["steps"] >= steps and summary["resumes"] == 1
+    rows = check_episodes(run_dir, summary)
+    assert rows[: saved["episodes"]] == before[: saved["episodes"]]
+    return summary
+
+
 def test_kill_9_then_resume_finishes_the_run_without_gaps_or_repeats(run_cli, workdir, tmp_path):
     logdir = tmp_path / "runs"
     args = [*CARTPOLE, "steps=8000", "checkpoint_every=1000", "eval_every=2000", "eval_episodes=2",

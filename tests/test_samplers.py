@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import FAST_RUN, assert_run_refused, build, only_run_dir, wait_while_running
-from test_resume import check_episodes, killed_after_checkpoint, read_rows, start_run, wait_for_checkpoint
+from test_resume import killed_after_checkpoint, read_rows, resumed_to_the_budget, start_run, wait_for_checkpoint
 
 from rlconf.environments.gym import make_vector_env, vector_env_share
 from rlconf.environments.parallel import SamplerError, SharedMemoryVectorEnv, shares, worker_cores
@@ -112,12 +112,7 @@ def test_a_parallel_run_finishes_and_resumes_after_kill_9_without_losing_a_row(r
     args = [*PPO_PARALLEL, "steps=6000", "checkpoint_every=1024", "eval_every=0", "test_episodes=2", "quiet=true",
             f"logdir={logdir}"]
     run_dir, saved, before = killed_after_checkpoint(args, workdir, logdir, 2048)
-    resumed = run_cli("run", f"resume={run_dir}", "quiet=false", cwd=workdir)
-    assert resumed.returncode == 0, resumed.stderr
-    summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["steps"] >= 6000 and summary["resumes"] == 1
-    rows = check_episodes(run_dir, summary)
-    assert rows[: saved["episodes"]] == before[: saved["episodes"]]
+    resumed_to_the_budget(run_cli, workdir, run_dir, saved, before, 6000)
     config = (run_dir / "config.yaml").read_text()
     assert "sampler: parallel" in config
 
@@ -127,18 +122,26 @@ def test_a_worker_killed_mid_run_stops_the_run_in_one_line_keeping_its_checkpoin
     process = start_run([*PPO_PARALLEL, "steps=1000000", "checkpoint_every=1024", "quiet=true",
                          f"logdir={logdir}"], workdir)
     run_dir = wait_for_checkpoint(logdir, process, 1024)
-    workers = wait_while_running(process, lambda: sampler_workers(process.pid), "sampler workers")
-    os.kill(workers[0], signal.SIGKILL)
-    _, stderr = process.communicate(timeout=120)
-    assert process.returncode == 1, stderr
-    lines = stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in stderr, stderr
-    assert "sampler worker" in lines[0] and "died (exit code -9)" in lines[0] and "is kept" in lines[0], lines[0]
+    workers = wait_while_running(process, lambda: spawned_children(process.pid), "sampler workers")
+    line = the_line_after_killing(process, workers[0])
+    assert "sampler worker" in line and "died (exit code -9)" in line, line
     status = json.loads((run_dir / "status.json").read_text())
     assert status["state"] == "failed" and "sampler worker" in status["error"]
     assert torch.load(run_dir / "checkpoint.pt", weights_only=True)["steps"] >= 1024
     wait_until_gone(workers[1:])
     assert read_rows(run_dir / "episodes.csv"), "the episodes before the failure are kept"
+
+
+def the_line_after_killing(process, pid: int) -> str:
+    """Kill ``pid`` (a process the run ``process`` depends on) with SIGKILL: the run ends with exit status 1 and
+    one line, no traceback, saying its checkpoint is kept; that line."""
+    os.kill(pid, signal.SIGKILL)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 1, stderr
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in stderr, stderr
+    assert "is kept" in lines[0], lines[0]
+    return lines[0]
 
 
 def wait_until_gone(pids: list[int], timeout: float = 60) -> None:
@@ -156,19 +159,19 @@ def running(pid: int) -> bool:
         return False
 
 
-def sampler_workers(pid: int) -> list[int]:
-    """The live sampler workers started by process ``pid`` (children spawned by multiprocessing)."""
+def spawned_children(pid: int) -> list[int]:
+    """The live processes that process ``pid`` spawned through multiprocessing (sampler workers, learners, an
+    acting process)."""
     found = []
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
+        if not entry.name.isdigit() or not running(int(entry.name)):
             continue
         try:
             stat = (entry / "stat").read_text()
             command = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        parent = int(stat.rsplit(")", 1)[1].split()[1])
-        if parent == pid and b"spawn_main" in command:
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid and b"spawn_main" in command:
             found.append(int(entry.name))
     return found
 
@@ -206,12 +209,7 @@ def test_an_alternating_run_resumes_after_kill_9_and_loses_no_row(run_cli, workd
             "quiet=true", f"logdir={logdir}"]
     run_dir, saved, before = killed_after_checkpoint(args, workdir, logdir, 4096)
     assert saved["agent"]["buffer"]["t"] > 0, "mid-rollout: both groups had written the same rows"
-    resumed = run_cli("run", f"resume={run_dir}", "quiet=false", cwd=workdir)
-    assert resumed.returncode == 0, resumed.stderr
-    summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["steps"] >= 8000 and summary["resumes"] == 1
-    rows = check_episodes(run_dir, summary)
-    assert rows[: saved["episodes"]] == before[: saved["episodes"]]
+    resumed_to_the_budget(run_cli, workdir, run_dir, saved, before, 8000)
 
 
 def test_ppo_learns_cartpole_with_its_environments_in_two_groups(run_cli, workdir, tmp_path):

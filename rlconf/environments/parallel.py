@@ -153,7 +153,7 @@ class SharedMemoryVectorEnv(gym.vector.VectorEnv):
             layout[name] = _ArrayLayout(memory.name, tuple(shape), np.dtype(dtype).str)
             self._arrays[name] = np.ndarray(shape, np.dtype(dtype), buffer=memory.buf)
         for index, part in enumerate(self.shares):
-            self._connections[index].send_bytes(pickle.dumps((part.start, part.stop, layout)))
+            self._send(index, pickle.dumps((part.start, part.stop, layout)))
         for index in range(len(self.shares)):
             self._answer(index)
 
@@ -171,7 +171,7 @@ class SharedMemoryVectorEnv(gym.vector.VectorEnv):
                 continue
             share_options = {**(options or {}), **({} if share_mask is None else {"reset_mask": share_mask})}
             payload = pickle.dumps((seeds[part.start:part.stop], share_options or None))
-            self._connections[index].send_bytes(_RESET + payload)
+            self._send(index, _RESET + payload)
             asked.append(index)
         for index in asked:
             self._answer(index)
@@ -189,7 +189,7 @@ class SharedMemoryVectorEnv(gym.vector.VectorEnv):
         self._arrays["action"][copies.start:copies.stop] = np.asarray(actions).reshape(
             len(copies), *self.single_action_space.shape)
         for index in workers:
-            self._connections[index].send_bytes(_STEP)
+            self._send(index, _STEP)
             self._pending.add(index)
 
     def step_wait(self, group: int | None = None):
@@ -220,6 +220,14 @@ class SharedMemoryVectorEnv(gym.vector.VectorEnv):
         for index in sorted(self._pending):
             self._answer(index)
         self._pending.clear()
+
+    def _send(self, index: int, message: bytes) -> None:
+        """Tell worker ``index`` ``message``; one that has gone is a SamplerError."""
+        try:
+            self._connections[index].send_bytes(message)
+        except OSError:  # its end of the pipe closed: it died
+            self._processes[index].join(_POLL_SECONDS)
+            raise SamplerError(f"sampler worker {index} died (exit code {self._processes[index].exitcode})") from None
 
     def _answer(self, index: int) -> bytes:
         """Worker ``index``'s next message; its failure or death is a SamplerError."""

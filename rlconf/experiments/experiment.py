@@ -204,9 +204,7 @@ class Experiment:
     # -- training ------------------------------------------------------------------------------------
     def train(self) -> None:
         env = self.env
-        start = time.perf_counter()
-        next_status = start + STATUS_SECONDS
-        self._rate_mark = (start, env.steps)
+        start = self._start_training()
         # Signals only ask the loop to stop from before the first checkpoint on: one that comes while it is
         # written is answered at the first step (a checkpoint on disk means Ctrl-C is polite: tests wait for it).
         with stop_requests() as stop, self._stop_on_divergence():
@@ -217,30 +215,46 @@ class Experiment:
             step = self._stepping(env.reset(seed=self.reset_seed()), start)
             while env.steps < self.budget:
                 step()
-                if env.steps >= self._next_eval:
-                    self._next_eval += self.eval_every
-                    self._evaluate()
-                if env.steps >= self._next_checkpoint:
-                    self._next_checkpoint += self.checkpoint_every
-                    self._checkpoint_in_loop(start)
-                now = time.perf_counter()
-                if env.steps >= self._next_scalars:
-                    self._log_scalars(now)
-                self.progress.update(env.steps, self.episodes, self.last_return, self.best_return, start,
-                                     self.start_steps, now)
-                if now >= next_status:
-                    next_status = now + STATUS_SECONDS
-                    self.logger.flush()  # episodes.csv readable as the run goes; a resume cuts it back
-                    self._status()
-                if self._stopping(stop) is not None:
-                    self.progress.stop()
-                    try:
-                        self._checkpoint_in_loop(start, replay=True)  # the memory too: the run goes on elsewhere
-                    except OSError as error:  # a full disk: stopped all the same, as the signal asked
-                        raise self.failed(write_failure(error), 128 + stop.signum) from None
-                    raise Interrupted(self._stopping(stop), env.steps)
+                self._keep_books(start, stop)
+        self._end_training(start)
+
+    def _start_training(self) -> float:
+        """The moment training starts (this attempt's clock)."""
+        start = time.perf_counter()
+        self._next_status = start + STATUS_SECONDS
+        self._rate_mark = (start, self.env.steps)
+        return start
+
+    def _keep_books(self, start: float, stop) -> None:
+        """After an iteration of the loop: evaluations, checkpoints, scalars, the console and status.json when
+        due; a stop signal checkpoints (with the replay) and raises Interrupted."""
+        steps = self.env.steps
+        if steps >= self._next_eval:
+            self._next_eval += self.eval_every
+            self._evaluate()
+        if steps >= self._next_checkpoint:
+            self._next_checkpoint += self.checkpoint_every
+            self._checkpoint_in_loop(start)
+        now = time.perf_counter()
+        if steps >= self._next_scalars:
+            self._log_scalars(now)
+        self.progress.update(steps, self.episodes, self.last_return, self.best_return, start, self.start_steps, now)
+        if now >= self._next_status:
+            self._next_status = now + STATUS_SECONDS
+            self.logger.flush()  # episodes.csv readable as the run goes; a resume cuts it back
+            self._status()
+        signum = self._stopping(stop)
+        if signum is not None:
+            self.progress.stop()
+            try:
+                self._checkpoint_in_loop(start, replay=True)  # the memory too: the run goes on elsewhere
+            except OSError as error:  # a full disk: stopped all the same, as the signal asked
+                raise self.failed(write_failure(error), 128 + signum) from None
+            raise Interrupted(signum, self.env.steps)
+
+    def _end_training(self, start: float) -> None:
         self.train_seconds += time.perf_counter() - start
-        self.logger.step = env.steps
+        self.logger.step = self.env.steps
         self.progress.stop()
         self.save_checkpoint()
 

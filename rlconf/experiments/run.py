@@ -144,24 +144,29 @@ def build_agent(settings: Settings, env, logger) -> ParallelAgent | Multiagent:
     return embodied_agent(settings, settings.agent_class, settings.agent, context, settings.agent_name)
 
 
+def require_capability(settings: Settings, capability: str, choice: str, why: str, instead: str) -> None:
+    """Refuse ``choice`` in one line unless the run's agent declares ``capability`` (``data_parallel``,
+    ``runs_async``, ``alternates``): why it cannot, and what can instead (the agents that declare it)."""
+    if getattr(settings.agent_class, capability, False):
+        return
+    able = sorted(name for name in registry.names("agent") if getattr(registry.get("agent", name), capability, False))
+    raise ConfigError(f"{choice}: agent={settings.agent_name} {why}; allowed: {instead}, or agent={', '.join(able)}")
+
+
 def check_learners(settings: Settings) -> None:
     """Refuse, in one line and before any learner starts, several learners (``hardware.learners``) for what
     they cannot train together: every learner must make its optimiser steps at the same moments."""
     learners = settings.hardware.learners
     if learners == 1:
         return
-    agent = settings.agent_class
     if env_kind(settings) is not EnvKind.SINGLE_AGENT:
         raise ConfigError(f"hardware.learners={learners}: {env_kind(settings).value} environments "
                           f"(env={settings.env.name}) are played by one process; allowed: hardware.learners=1")
-    if not getattr(agent, "data_parallel", False):
-        able = sorted(name for name in registry.names("agent")
-                      if getattr(registry.get("agent", name), "data_parallel", False))
-        raise ConfigError(f"hardware.learners={learners}: agent={settings.agent_name} decides when to update from "
-                          f"what its data holds, so learners would not step together; allowed: "
-                          f"hardware.learners=1, or agent={', '.join(able)}")
+    require_capability(settings, "data_parallel", f"hardware.learners={learners}",
+                       "decides when to update from what its data holds, so learners would not step together",
+                       "hardware.learners=1")
     recurrent = settings.approximation.get("recurrent", "none") != "none"
-    if recurrent and not getattr(agent, "data_parallel_recurrent", True):
+    if recurrent and not getattr(settings.agent_class, "data_parallel_recurrent", True):
         raise ConfigError(f"hardware.learners={learners}: agent={settings.agent_name} with a recurrent core skips "
                           "minibatches that hold no transition, so learners would not step together; allowed: "
                           "hardware.learners=1, or approximation.recurrent=none")
@@ -172,12 +177,8 @@ def check_runner(settings: Settings) -> None:
     and a learning process."""
     if settings.hardware.runner == "sync":
         return
-    agent = settings.agent_class
-    if not getattr(agent, "runs_async", False):
-        able = sorted(name for name in registry.names("agent") if getattr(registry.get("agent", name), "runs_async",
-                                                                           False))
-        raise ConfigError(f"hardware.runner=async: agent={settings.agent_name} acts and learns in one process; "
-                          f"allowed: hardware.runner=sync, or an off-policy agent: {', '.join(able)}")
+    require_capability(settings, "runs_async", "hardware.runner=async", "acts and learns in one process",
+                       "hardware.runner=sync")
     if getattr(settings.agent, "replay", "uniform") != "uniform":
         raise ConfigError(f"hardware.runner=async: agent.replay={settings.agent.replay}: its priorities change with "
                           "every update, in the learning process; allowed: agent.replay=uniform")
@@ -191,12 +192,8 @@ def check_sampler(settings: Settings) -> None:
     """Refuse, in one line, the alternating sampler for an agent that acts on all its environments at once."""
     if settings.hardware.sampler != "alternating":
         return
-    agent = settings.agent_class
-    if not getattr(agent, "alternates", False):
-        able = sorted(name for name in registry.names("agent") if getattr(registry.get("agent", name), "alternates",
-                                                                           False))
-        raise ConfigError(f"hardware.sampler=alternating: agent={settings.agent_name} acts on all its environments "
-                          f"at once; allowed: hardware.sampler=serial or parallel, or agent={', '.join(able)}")
+    require_capability(settings, "alternates", "hardware.sampler=alternating", "acts on all its environments at once",
+                       "hardware.sampler=serial or parallel")
     if settings.approximation.get("recurrent", "none") != "none":
         raise ConfigError("hardware.sampler=alternating: a recurrent core carries every environment's state "
                           "through one step of all of them; allowed: hardware.sampler=parallel, or "

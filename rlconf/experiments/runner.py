@@ -40,8 +40,9 @@ from rlconf.memory.shared import SharedReplay
 ACTS, STEPS, LEARNED, COMMAND, PHASE = range(5)
 RUN, PAUSE, STOP = 0, 1, 2  # commands
 STEPPING, PAUSED, FINISHED = 0, 1, 2  # phases of the acting process
-WAIT_SECONDS = 0.0002  # how long a process that must wait for the other sleeps before it looks again
+LOOK_SECONDS = 0.01  # a process waiting for the other looks at least this often whether it is told something
 START_SECONDS = 600.0  # the acting process builds its environments within this (Atari games, a sampler's workers)
+MIN_LAG = 8  # acts the acting process may run ahead of the learner, at least
 
 
 def off_policy_agent(agent):
@@ -91,8 +92,12 @@ class Acting:
         self.n_envs = n_envs
         self.budget = budget
         self.sync_every = sync_every
-        self.lag = 2 * self.learner._train_every  # acts the acting process may run ahead of the learner
+        self.lag = max(MIN_LAG, 2 * self.learner._train_every)  # acts the acting process may run ahead
         self.context = mp.get_context("spawn")
+        # Acts made and not learned after yet (the acting process releases one per act, the learner takes one
+        # per act it learns after), and room for more (taken by the acting process, given back by the learner).
+        self.acted = self.context.Semaphore(0)
+        self.room = self.context.Semaphore(self.lag)
         self.replay = SharedReplay.share(self.learner.replay, self.context)
         self.learner.replay = self.replay
         self.weights = SharedWeights(self.learner)
@@ -113,7 +118,7 @@ class Acting:
         self.process = self.context.Process(
             target=_act, name="rlconf-acting", args=(
                 self.config, self.replay.handles(), self.weights, self.control, self.messages, self.state,
-                reset_seed, steps, self.budget, self.lag))
+                reset_seed, steps, self.budget, self.acted, self.room))
         self.process.start()
         self._expect("ready", START_SECONDS)
 
@@ -141,23 +146,20 @@ class Acting:
         return self.learner._calls >= int(self.control[ACTS])
 
     # -- learning behind it ---------------------------------------------------------------------------
-    def learn(self) -> bool:
-        """Learn what the synchronous agent learns after the acting process's next act, if it has made it;
-        publish the weights when ``sync_every`` optimiser steps have passed. Whether there was an act to
-        learn after."""
-        if self.caught_up:
+    def learn(self, timeout: float = 0.0) -> bool:
+        """Learn what the synchronous agent learns after the acting process's next act, once it has made it
+        (waiting up to ``timeout`` seconds for it); publish the weights when ``sync_every`` optimiser steps have
+        passed. Whether there was an act to learn after."""
+        if not self.acted.acquire(timeout=timeout):
+            self.check()
             return False
         self.learner.learn_as_if_acted(self.n_envs)
         self.control[LEARNED] = self.learner._calls
+        self.room.release()
         if self.learner.updates - self._published >= self.sync_every:
             self.weights.publish(self.learner)
             self._published = self.learner.updates
         return True
-
-    def wait(self) -> None:
-        """Nothing to learn yet: wait a moment for the acting process (which must still be alive)."""
-        self.check()
-        time.sleep(WAIT_SECONDS)
 
     def check(self) -> None:
         if self.process is not None and not self.process.is_alive():
@@ -186,8 +188,8 @@ class Acting:
                 state = message[1]
                 break
             found.append(self._episodes(message))
-        while self.learn():
-            pass
+        while not self.caught_up:
+            self.learn(LOOK_SECONDS)
         return state, found
 
     def proceed(self) -> None:
@@ -264,49 +266,23 @@ class AsyncExperiment(Experiment):
     acting: Acting
 
     def train(self) -> None:
-        from rlconf.experiments.experiment import STATUS_SECONDS, Interrupted
         from rlconf.experiments.stopping import stop_requests
 
         env, acting = self.env, self.acting
-        start = time.perf_counter()
-        next_status = start + STATUS_SECONDS
-        self._rate_mark = (start, env.steps)
+        start = self._start_training()
         with stop_requests() as stop, self._stop_on_divergence():
             if self.checkpoint_steps is None:
                 self.save_checkpoint()
             acting.start(self.reset_seed(), env.steps)
             while True:
-                learned = acting.learn()
+                acting.learn(LOOK_SECONDS)
                 self._record(acting.episodes(), start)
                 if acting.finished:
                     break
                 env.steps = acting.steps
-                if env.steps >= self._next_eval:
-                    self._next_eval += self.eval_every
-                    self._evaluate()
-                if env.steps >= self._next_checkpoint:
-                    self._next_checkpoint += self.checkpoint_every
-                    self._checkpoint_in_loop(start)
-                now = time.perf_counter()
-                if env.steps >= self._next_scalars:
-                    self._log_scalars(now)
-                self.progress.update(env.steps, self.episodes, self.last_return, self.best_return, start,
-                                     self.start_steps, now)
-                if now >= next_status:
-                    next_status = now + STATUS_SECONDS
-                    self.logger.flush()
-                    self._status()
-                if stop.signum is not None:
-                    self.progress.stop()
-                    self._checkpoint_in_loop(start, replay=True)
-                    raise Interrupted(stop.signum, env.steps)
-                if not learned:
-                    acting.wait()
+                self._keep_books(start, stop)
             env.steps = acting.steps
-        self.train_seconds += time.perf_counter() - start
-        self.logger.step = env.steps
-        self.progress.stop()
-        self.save_checkpoint()
+        self._end_training(start)
         acting.close()
 
     def _record(self, batches: list[tuple[int, list[Episode]]], start: float) -> None:
@@ -338,11 +314,11 @@ class AsyncExperiment(Experiment):
 
 # -- the acting process ------------------------------------------------------------------------------------
 def _act(config: dict, replay: dict, weights: SharedWeights, control: torch.Tensor, messages, state: dict | None,
-         reset_seed: int, steps: int, budget: int, lag: int) -> None:
+         reset_seed: int, steps: int, budget: int, acted, room) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the learning process answers signals and stops this one
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     try:
-        _acting_loop(config, replay, weights, control, messages, state, reset_seed, steps, budget, lag)
+        _acting_loop(config, replay, weights, control, messages, state, reset_seed, steps, budget, acted, room)
     except BaseException as error:
         with contextlib.suppress(Exception):
             messages.put(("failed", first_line(error)))
@@ -350,7 +326,7 @@ def _act(config: dict, replay: dict, weights: SharedWeights, control: torch.Tens
 
 
 def _acting_loop(config: dict, replay: dict, weights: SharedWeights, control: torch.Tensor, messages,
-                 state: dict | None, reset_seed: int, steps: int, budget: int, lag: int) -> None:
+                 state: dict | None, reset_seed: int, steps: int, budget: int, acted, room) -> None:
     from rlconf.experiments.run import build_agent, make_env, prepare
     from rlconf.logging import LoggerGroup
 
@@ -368,28 +344,29 @@ def _acting_loop(config: dict, replay: dict, weights: SharedWeights, control: to
         observed = env.reset(seed=reset_seed)
         messages.put(("ready",))
         learner = mp.parent_process()
-        waits = 0
         while int(control[COMMAND]) != STOP:
             if int(control[COMMAND]) == PAUSE:
                 messages.put(("paused", agent.state_dict()))
                 control[PHASE] = PAUSED
                 while int(control[COMMAND]) == PAUSE and learner.is_alive():
-                    time.sleep(WAIT_SECONDS)
+                    time.sleep(LOOK_SECONDS)
                 control[PHASE] = STEPPING if env.steps < budget else FINISHED
                 continue
-            waiting = env.steps >= budget or actor._calls - int(control[LEARNED]) >= lag
-            if waiting:  # at the budget, or far enough ahead that the learner must catch up
-                control[PHASE] = FINISHED if env.steps >= budget else STEPPING
-                waits += 1
-                if waits % 1000 == 0 and not learner.is_alive():  # a learner killed outright: nobody to act for
-                    return
-                time.sleep(WAIT_SECONDS)
+            if env.steps >= budget:
+                control[PHASE] = FINISHED
+                time.sleep(LOOK_SECONDS)
+            elif not room.acquire(timeout=LOOK_SECONDS):  # far enough ahead: the learner catches up
+                pass
+            else:
+                weights.refresh(actor)
+                observed = env.step(agent.act(observed))
+                control[ACTS], control[STEPS] = actor._calls, env.steps
+                acted.release()
+                if env.completed:
+                    messages.put(("episodes", env.steps, [(e.env_index, e.returns, e.length, e.stalled)
+                                                          for e in env.completed]))
                 continue
-            weights.refresh(actor)
-            observed = env.step(agent.act(observed))
-            control[ACTS], control[STEPS] = actor._calls, env.steps
-            if env.completed:
-                messages.put(("episodes", env.steps, [(e.env_index, e.returns, e.length, e.stalled)
-                                                      for e in env.completed]))
+            if not learner.is_alive():  # a learner killed outright: nobody to act for
+                return
     finally:
         env.close()
