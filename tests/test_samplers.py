@@ -256,3 +256,21 @@ def test_alternating_is_refused_for_agents_that_act_on_every_copy_at_once(run_cl
     assert_run_refused(run_cli, ["agent=a2c", "env=classic/cartpole", "hardware.sampler=alternating",
                                  "hardware.n_envs=1"],
                        ["hardware.n_envs", "2 or more"], workdir, tmp_path / "c")
+
+
+def test_a_process_that_exits_without_closing_its_sampler_leaves_no_worker_behind(tmp_path):
+    """Workers ignore SIGTERM (a run answers signals for them), which multiprocessing's exit handler sends them
+    and then waits on: the vector env closes them first."""
+    import subprocess
+    import sys
+
+    from conftest import cli_env
+
+    script = ("from rlconf.environments import GymVectorEnvironment\n"
+              "env = GymVectorEnvironment('CartPole-v1', 2, sampler='parallel', workers=2)\n"
+              "env.reset(seed=0)\n"
+              "print(' '.join(str(p.pid) for p in env.env._processes), flush=True)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          env=cli_env(), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    wait_until_gone([int(pid) for pid in done.stdout.split()])

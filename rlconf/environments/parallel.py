@@ -23,6 +23,7 @@ leaves no worker behind. A worker that fails or dies is a ``SamplerError`` namin
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import multiprocessing as mp
 import os
@@ -30,6 +31,7 @@ import pickle
 import signal
 import sys
 import traceback
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
@@ -55,6 +57,18 @@ def sampled_vector_env(make: Callable[[int], gym.vector.VectorEnv], n_envs: int,
     if sampler == "serial":
         return make(n_envs)
     return SharedMemoryVectorEnv(make, n_envs, workers, info_keys, groups=2 if sampler == "alternating" else 1)
+
+
+# The vector envs with workers alive, closed at exit before multiprocessing's own exit handler, which would wait
+# for ever for workers that ignore its SIGTERM.
+_OPEN: weakref.WeakSet = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    for env in list(_OPEN):
+        with contextlib.suppress(Exception):
+            env.close()
 
 
 class SamplerError(RuntimeError):
@@ -116,6 +130,7 @@ class SharedMemoryVectorEnv(gym.vector.VectorEnv):
         self.shares = shares(n_envs, max(workers, groups))
         self.groups = _group_workers(len(self.shares), groups)
         self._pending: set[int] = set()  # workers stepping (or resetting) now
+        _OPEN.add(self)
         context = mp.get_context("spawn")  # no fork of a process that holds torch's threads
         cores = worker_cores(len(self.shares))
         try:
@@ -253,9 +268,9 @@ class SharedMemoryVectorEnv(gym.vector.VectorEnv):
                 connection.send_bytes(_CLOSE)
         for process in self._processes:
             process.join(5)
-            if process.is_alive():
-                process.terminate()
-                process.join(1)
+            if process.is_alive():  # it ignores SIGTERM (see the module's docstring)
+                process.kill()
+                process.join()
         for connection in self._connections:
             connection.close()
         self._processes, self._connections = [], []

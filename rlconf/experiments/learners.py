@@ -72,7 +72,7 @@ def together(settings: Settings, cfg: DictConfig, parent_dir: str | Path | None,
         for child in children:
             child.join(LEAVE_SECONDS)
             if child.is_alive():
-                child.terminate()
+                child.kill()
                 child.join()
 
 

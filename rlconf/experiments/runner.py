@@ -20,11 +20,13 @@ exploration generators, body) under ``acting``; a resumed run starts each from i
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import multiprocessing as mp
 import queue
 import signal
 import time
+import weakref
 from typing import Any
 
 import torch
@@ -43,6 +45,18 @@ STEPPING, PAUSED, FINISHED = 0, 1, 2  # phases of the acting process
 LOOK_SECONDS = 0.01  # a process waiting for the other looks at least this often whether it is told something
 START_SECONDS = 600.0  # the acting process builds its environments within this (Atari games, a sampler's workers)
 MIN_LAG = 8  # acts the acting process may run ahead of the learner, at least
+
+
+# Acting processes started and not closed yet: closed at exit, before multiprocessing's exit handler would wait for
+# them (they leave only when told, or when this process has gone).
+_STARTED: weakref.WeakSet = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    for acting in list(_STARTED):
+        with contextlib.suppress(Exception):
+            acting.close()
 
 
 def off_policy_agent(agent):
@@ -120,6 +134,7 @@ class Acting:
                 self.config, self.replay.handles(), self.weights, self.control, self.messages, self.state,
                 reset_seed, steps, self.budget, self.acted, self.room))
         self.process.start()
+        _STARTED.add(self)
         self._expect("ready", START_SECONDS)
 
     def close(self) -> None:
@@ -127,8 +142,8 @@ class Acting:
             return
         self.control[COMMAND] = STOP
         self.process.join(30)
-        if self.process.is_alive():
-            self.process.terminate()
+        if self.process.is_alive():  # it ignores SIGTERM (the learning process answers signals)
+            self.process.kill()
             self.process.join()
         self.process = None
 
