@@ -93,13 +93,13 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def join(rank: int, world_size: int, address: str, port: int, device: str) -> None:
-    """Join the process group of ``world_size`` learners that meet at ``address:port``. On GPUs (``device``
-    cuda without an index) each learner of a machine takes a GPU of its own: the one its local rank names."""
+def join(rank: int, world_size: int, meeting: str, device: str) -> None:
+    """Join the process group of ``world_size`` learners that meet at ``meeting`` (``tcp://host:port``, or
+    ``env://``: torchrun's variables and store). On GPUs (``device`` cuda without an index) each learner of a
+    machine takes a GPU of its own: the one its local rank names."""
     if str(device) == "cuda" and torch.cuda.is_available():
         torch.cuda.set_device(local_rank(rank) % torch.cuda.device_count())
-    dist.init_process_group(backend(device), init_method=f"tcp://{address}:{port}", rank=rank,
-                            world_size=world_size, timeout=TIMEOUT)
+    dist.init_process_group(backend(device), init_method=meeting, rank=rank, world_size=world_size, timeout=TIMEOUT)
 
 
 def leave() -> None:
@@ -209,17 +209,18 @@ def check_same(named: dict[str, torch.Tensor], what: str) -> None:
             raise RuntimeError(f"{what}: {name} differs between the learners")
 
 
-def from_environment() -> tuple[int, int, str, int] | None:
-    """(rank, world size, address, port) of a process group that torchrun set up (RANK, WORLD_SIZE,
-    MASTER_ADDR, MASTER_PORT), or that a Slurm job step of several tasks implies (SLURM_PROCID, SLURM_NTASKS,
-    the job's first node, a port drawn from the job's id); None for a process on its own."""
+def from_environment() -> tuple[int, int, str] | None:
+    """(rank, world size, where to meet) of a process group that torchrun (or a run's first learner) set up
+    (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT: ``env://``), or that a Slurm job step of several tasks implies
+    (SLURM_PROCID, SLURM_NTASKS; the job's first node, on a port drawn from the job's id); None for a process on
+    its own."""
     env = os.environ
     if "RANK" in env and "WORLD_SIZE" in env and "MASTER_ADDR" in env:
-        return int(env["RANK"]), int(env["WORLD_SIZE"]), env["MASTER_ADDR"], int(env.get("MASTER_PORT", 29500))
+        return int(env["RANK"]), int(env["WORLD_SIZE"]), "env://"
     tasks = int(env.get("SLURM_NTASKS", env.get("SLURM_STEP_NUM_TASKS", "1")) or 1)
     if tasks > 1 and "SLURM_PROCID" in env:
         job = int(env.get("SLURM_JOB_ID", "0") or 0)
-        return int(env["SLURM_PROCID"]), tasks, _first_node(env), 20000 + job % 20000
+        return int(env["SLURM_PROCID"]), tasks, f"tcp://{_first_node(env)}:{20000 + job % 20000}"
     return None
 
 

@@ -172,7 +172,7 @@ def test_optuna_sweep_keeps_its_study_in_the_sweep_directory_and_continues_it(ru
 
 @pytest.mark.parametrize(("args", "words"), [
     (["-m", *CARTPOLE, "launcher=nosuch"], ["launcher", "'nosuch'", "local_gpus", "slurm"]),
-    (["-m", *CARTPOLE, "hardware.nosuch=1"], ["hardware.nosuch", "hardware.runs_per_gpu"]),
+    (["-m", *CARTPOLE, "hardware.nosuch=1"], ["hardware.nosuch", "hardware.device", "--cfg job"]),
     (["-m", *CARTPOLE, "hardware.runs_per_gpu=0"], ["hardware.runs_per_gpu=0"]),
     (["-m", *CARTPOLE, "hardware=cpu", "launcher=local_gpus", "hydra.launcher.gpus=[0,1]"],
      ["hardware.gpus_per_run=0", "local_gpus"]),

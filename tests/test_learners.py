@@ -73,7 +73,7 @@ def updated_weights(agent_name: str, part: int, parts: int) -> dict[str, torch.T
 def learner(rank: int, port: int, agent_name: str, out: str) -> None:
     """One of two learners in a gloo group on this machine."""
     torch.set_num_threads(1)
-    distributed.join(rank, 2, "127.0.0.1", port, "cpu")
+    distributed.join(rank, 2, f"tcp://127.0.0.1:{port}", "cpu")
     try:
         torch.save(updated_weights(agent_name, rank, 2), Path(out) / f"learner{rank}.pt")
     finally:

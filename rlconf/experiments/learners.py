@@ -52,7 +52,7 @@ def together(settings: Settings, cfg: DictConfig, parent_dir: str | Path | None,
     children: list[mp.process.BaseProcess] = []
     if group is None:  # started here: this process is learner 0, the others are spawned
         port = distributed.free_port()
-        group = (0, wanted, "127.0.0.1", port)
+        group = (0, wanted, f"tcp://127.0.0.1:{port}")
         config = OmegaConf.to_container(cfg, resolve=True)
         context = mp.get_context("spawn")
         for rank in range(1, wanted):
@@ -60,12 +60,12 @@ def together(settings: Settings, cfg: DictConfig, parent_dir: str | Path | None,
                                     name=f"rlconf-learner-{rank}")
             child.start()
             children.append(child)
-    rank, size, address, port = group
+    rank, size, meeting = group
     if size != wanted:
         raise ConfigError(f"hardware.learners={wanted}, but this process is one of {size} (torchrun's "
                           f"WORLD_SIZE, or the Slurm job's tasks); allowed: hardware.learners={size}")
     try:
-        distributed.join(rank, size, address, port, settings.hardware.device)
+        distributed.join(rank, size, meeting, settings.hardware.device)
         yield
     finally:
         distributed.leave()
