@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import multiprocessing as mp
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -176,3 +178,22 @@ def test_one_learner_run_is_unchanged_by_the_learner_machinery(run_cli, workdir,
     assert result.returncode == 0, result.stderr
     saved = torch.load(only_run_dir(logdir) / "checkpoint.pt", weights_only=True)
     assert "learners" not in saved and saved["steps"] >= 2048
+
+
+def test_torchrun_starts_the_learners_of_one_run(workdir, tmp_path):
+    """``torchrun --nproc-per-node 2 -m rlconf run ... hardware.learners=2``: torchrun's two processes are the run's
+    two learners (they meet in torchrun's store): one run directory, one checkpoint holding both, CartPole learnt."""
+    logdir = tmp_path / "runs"
+    torchrun = Path(sys.executable).parent / "torchrun"
+    result = subprocess.run(
+        [str(torchrun), "--standalone", "--nproc-per-node", "2", "-m", "rlconf", "run", *PPO_LEARNERS, "steps=12000",
+         "eval_every=0", "test_episodes=10", "quiet=true", f"logdir={logdir}"],
+        cwd=workdir, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    run_dir = only_run_dir(logdir)
+    saved = torch.load(run_dir / "checkpoint.pt", weights_only=True)
+    assert len(saved["learners"]) == 1 and saved["steps"] >= 12000
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["hardware"]["learners"] == 2
+    assert summary["test_return_mean"] > 100, "two learners under torchrun learn CartPole"
+    check_episodes(run_dir, summary)
