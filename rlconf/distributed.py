@@ -21,6 +21,7 @@ from __future__ import annotations
 import datetime
 import functools
 import os
+import re
 import socket
 from collections.abc import Sequence
 from typing import Any
@@ -47,10 +48,19 @@ def _collective(function):
         except (RuntimeError, ConnectionError) as error:
             if isinstance(error, LearnerLost):
                 raise
-            first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-            raise LearnerLost(f"learner {rank()} of {size()} lost the others ({first})") from None
+            raise LearnerLost(f"learner {rank()} of {size()} lost the others ({why(error)})") from None
 
     return guarded
+
+
+def why(error: BaseException) -> str:
+    """A backend's error in a few words: its first sentence, without the source location gloo puts first
+    ("[.../pair.cc:553] Connection closed by peer [127.0.0.1]:29359. This is typically ...")."""
+    text = str(error).strip()
+    if not text:
+        return type(error).__name__
+    first = re.sub(r"^\[[^\]]*\]\s*", "", text.splitlines()[0])
+    return first.split(". ", 1)[0].rstrip(".") or type(error).__name__
 
 
 def active() -> bool:

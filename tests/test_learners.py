@@ -197,3 +197,13 @@ def test_torchrun_starts_the_learners_of_one_run(workdir, tmp_path):
     assert summary["hardware"]["learners"] == 2
     assert summary["test_return_mean"] > 100, "two learners under torchrun learn CartPole"
     check_episodes(run_dir, summary)
+
+
+def test_a_backends_error_is_said_in_a_few_words():
+    gloo = RuntimeError("[/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed "
+                        "by peer [127.0.0.1]:29359. This is typically caused by a remote worker crashing. Check the "
+                        "logs of the remote worker before reporting an error. GLHF!")
+    assert distributed.why(gloo) == "Connection closed by peer [127.0.0.1]:29359"
+    assert distributed.why(ConnectionResetError()) == "ConnectionResetError"
+    nccl = RuntimeError("NCCL error: remote process exited\nmore")
+    assert distributed.why(nccl) == "NCCL error: remote process exited"
