@@ -212,3 +212,33 @@ def test_a_run_of_two_learners_is_one_job_whose_two_tasks_form_one_process_group
     with open(run_dir / "episodes.csv", newline="") as file:
         rows = list(csv.DictReader(file))
     assert [int(r["episode"]) for r in rows] == list(range(1, summary["episodes"] + 1))
+
+
+def test_a_signalled_job_of_two_learners_checkpoints_both_requeues_and_finishes_in_place(cluster, site, run_cli,
+                                                                                       workdir, tmp_path):
+    """Preemption of a data-parallel run: both tasks get the signal, the learners stop together at a step they
+    agree on, one checkpoint holds both, the job requeues itself and its two tasks resume where they stopped."""
+    logdir = tmp_path / "runs"
+    steps = 16384
+    result = run_cli("run", "-m", "agent=ppo", "env=classic/cartpole", "hardware.learners=2", f"steps={steps}",
+                     "checkpoint_every=2048", *FAST_RUN, f"logdir={logdir}", "launcher=ci", "--config-dir", str(site),
+                     "hydra.launcher.wait=false", cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    sweep = sweep_of(logdir)
+    (run_dir,) = job_dirs(sweep)
+    job = json.loads((run_dir / "job.json").read_text())["slurm_job_id"]
+    wait_for(lambda: status_of(run_dir).get("steps", 0) >= 2048, 180, "the learners to train")
+    subprocess.run(["scancel", "--signal=USR1", job], check=True)
+    requeued = wait_for(lambda: status_of(run_dir) if status_of(run_dir).get("state") == "requeued" else None,
+                        120, "the run to requeue itself")
+    assert requeued["signal"] == "SIGUSR1" and requeued["steps"] < steps
+    wait_for(lambda: (run_dir / "summary.json").exists(), 300, "the requeued job to finish")
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["steps"] >= steps and summary["resumes"] == 1 and summary["slurm_job_id"] == job
+    assert summary["hardware"]["learners"] == 2
+    with open(run_dir / "episodes.csv", newline="") as file:
+        rows = list(csv.DictReader(file))
+    assert [int(r["episode"]) for r in rows] == list(range(1, summary["episodes"] + 1)), "no gap, no repeat"
+    import torch
+
+    assert len(torch.load(run_dir / "checkpoint.pt", weights_only=True)["learners"]) == 1
