@@ -8,6 +8,7 @@ values), and any problem is one line on stderr with exit status 2, before anythi
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -48,6 +49,7 @@ Compose a run from config groups (GROUP=OPTION) and keys (key=value), check it, 
   rlconf run -m agent=dqn,ppo env=classic/cartpole seed=0,1,2     (a sweep: a run per combination)
   rlconf run experiment=atari_pong_ppo                             (a whole setting by name: rlconf list experiment)
   rlconf run resume=runs/<run dir>                                 (go on from a stopped run's checkpoint)
+  rlconf run rerun=runs/<run dir>                                  (a new run of a run's recorded config)
 
 options:
   -m, --multirun        sweep over comma-separated values (Hydra's multirun)
@@ -215,7 +217,7 @@ def cmd_run(args: list[str]) -> int:
     if multirun and cfg_mode:  # Hydra refuses the pair with a traceback
         raise UsageError(f"--cfg {cfg_mode} prints one run's config: leave out -m and give each swept key one value")
     check_typed(overrides)
-    overrides = with_resume(overrides, multirun)
+    overrides = with_resume(with_rerun(overrides, multirun), multirun)
     overrides = precheck(overrides, config_dirs, multirun)
     if cfg_mode:  # a YAML comment, so what --cfg prints still parses
         print(f"# preset: {applied_preset(overrides, config_dirs)}", flush=True)
@@ -338,7 +340,6 @@ def with_resume(overrides: list[str], multirun: bool) -> list[str]:
     parameters, no interpolation, no ``_target_``, and its plugins only when they are given here too."""
     from rlconf.errors import ConfigError
     from rlconf.experiments.resume import check_same_choice
-    from rlconf.experiments.saved import check_plugins
 
     resume = [o for o in overrides if _key(o) == "resume"]
     value = resume[-1].split("=", 1)[1] if resume else ""
@@ -349,11 +350,7 @@ def with_resume(overrides: list[str], multirun: bool) -> list[str]:
         if not multirun:  # before composing: the saved agent's keys would otherwise be named as unknown
             for group in ("agent", "env"):
                 check_same_choice(value, group, _last_value(saved, group), _last_value(overrides, group))
-        saved_plugins = _last_value(saved, "plugins")
-        if saved_plugins is not None:
-            given = _last_value(overrides, "plugins")
-            check_plugins(_group_choices(saved_plugins), None if given is None else _group_choices(given),
-                          f"resume={value}", "plugins=[{}]")
+        _check_saved_plugins(saved, overrides, f"resume={value}")
     except ConfigError as error:
         raise UsageError(str(error)) from None
     given = {_key(o) for o in overrides}
@@ -363,13 +360,47 @@ def with_resume(overrides: list[str], multirun: bool) -> list[str]:
     return merged
 
 
-def _saved_overrides(value: str, multirun: bool) -> list[str]:
+def with_rerun(overrides: list[str], multirun: bool) -> list[str]:
+    """``rerun=DIR``: the overrides DIR was launched with (without its sweep's grid and launcher), then the keys
+    given beside ``rerun``, which may only say where and how visibly the new run executes. After composing, the
+    run puts DIR's recorded values back wherever today's presets differ (provenance.as_recorded)."""
+    from rlconf.errors import ConfigError
+    from rlconf.experiments.provenance import check_rerun_overrides
+
+    value = _last_value(overrides, "rerun")
+    if not value or value == "null":
+        return overrides
+    try:
+        if multirun:
+            raise ConfigError(f"rerun={value} repeats one run: leave out -m (-m resume=SWEEP_DIR continues a sweep)")
+        saved = _saved_overrides(value, False, key="rerun")
+        check_rerun_overrides(value, [o for o in overrides if _key(o) != "rerun"])
+        _check_saved_plugins(saved, overrides, f"rerun={value}")
+    except ConfigError as error:
+        raise UsageError(str(error)) from None
+    given = {_key(o) for o in overrides}
+    # How visibly the first run ran is not part of what it computed: today's command line says.
+    return [o for o in saved if _key(o) not in given | {"resume", "rerun", "quiet", "verbose"}] + overrides
+
+
+def _check_saved_plugins(saved: list[str], overrides: list[str], what: str) -> None:
+    """The plugins a run directory was launched with must be named again: its files never import code."""
+    from rlconf.experiments.saved import check_plugins
+
+    saved_plugins = _last_value(saved, "plugins")
+    if saved_plugins is not None:
+        given = _last_value(overrides, "plugins")
+        check_plugins(_group_choices(saved_plugins), None if given is None else _group_choices(given), what,
+                      "plugins=[{}]")
+
+
+def _saved_overrides(value: str, multirun: bool, key: str = "resume") -> list[str]:
     """The overrides a run (or, with -m, a sweep) directory was launched with, checked as untrusted data."""
     from rlconf.experiments.resume import check_resume_dir, check_resume_sweep_dir
     from rlconf.experiments.saved import SWEEP_HYDRA_KEYS, check_overrides, load_yaml, read_overrides
 
     if not multirun:  # a run of a sweep resumed alone: without the sweep's named grid and launcher
-        lines = read_overrides(check_resume_dir(value) / "overrides.yaml")
+        lines = read_overrides(check_resume_dir(value, key) / "overrides.yaml")
         return [o for o in lines if _key(o) not in ("sweep", "launcher")]
     # The sweep's own overrides and its hydra.* ones (launcher settings, n_trials, ...).
     path = check_resume_sweep_dir(value) / "multirun.yaml"
@@ -869,6 +900,8 @@ def main(argv: list[str] | None = None) -> int:
             from rlconf.registry import unknown_message
 
             raise UsageError(unknown_message("command", args[0], sorted(commands)))
+        if command is cmd_run:  # what the user typed, for the run's provenance (a sweep's jobs inherit it)
+            os.environ["RLCONF_COMMAND"] = shlex.join(["rlconf", *args])
         return command(args[1:])
     except UsageError as error:
         fail(str(error))

@@ -61,6 +61,7 @@ class RunSettings:
     plugins: list[str] = field(default_factory=list)  # modules to import (they may register components)
     checkpoint: CheckpointSettings = field(default_factory=CheckpointSettings)
     resume: str | None = None  # a run directory to continue from its checkpoint (with -m: a sweep directory)
+    rerun: str | None = None  # a run directory whose recorded config this new run repeats (provenance.py)
 
     def __post_init__(self):
         require(0 < self.steps <= MAX_STEPS, "steps", self.steps,

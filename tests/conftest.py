@@ -34,6 +34,7 @@ def cli_env(pythonpath: list[Path] | None = None) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONWARNINGS"] = "ignore"
     env.pop("HYDRA_FULL_ERROR", None)
+    env.pop("RLCONF_COMMAND", None)  # set by an in-process call of rlconf.cli.main: each call says its own
     if pythonpath:
         env["PYTHONPATH"] = os.pathsep.join([*map(str, pythonpath), *filter(None, [env.get("PYTHONPATH")])])
     return env

@@ -40,9 +40,10 @@ class Plan:
     summary: dict[str, Any] | None = None  # set when the run has already finished
 
 
-def check_resume_dir(path: str | Path) -> Path:
-    """``resume=DIR`` must name a run directory (one with a config.yaml)."""
-    return _check_dir(path, "run", "config.yaml", "multirun.yaml", "a sweep directory: add -m")
+def check_resume_dir(path: str | Path, key: str = "resume") -> Path:
+    """``resume=DIR`` (or ``rerun=DIR``) must name a run directory (one with a config.yaml)."""
+    hint = "a sweep directory: add -m" if key == "resume" else "a sweep directory: name one of its runs"
+    return _check_dir(path, "run", "config.yaml", "multirun.yaml", hint, key)
 
 
 def check_resume_sweep_dir(path: str | Path) -> Path:
@@ -50,14 +51,15 @@ def check_resume_sweep_dir(path: str | Path) -> Path:
     return _check_dir(path, "sweep", "multirun.yaml", "config.yaml", "a run directory: leave out -m")
 
 
-def _check_dir(path: str | Path, kind: str, marker: str, other_marker: str, other_hint: str) -> Path:
+def _check_dir(path: str | Path, kind: str, marker: str, other_marker: str, other_hint: str,
+               key: str = "resume") -> Path:
     """``path`` as a directory holding ``marker``; one holding ``other_marker`` instead gets ``other_hint``."""
     folder = Path(path)
     if not folder.is_dir():
-        raise ConfigError(f"resume={path}: no such directory")
+        raise ConfigError(f"{key}={path}: no such directory")
     if not (folder / marker).is_file():
         hint = f" ({other_hint})" if (folder / other_marker).is_file() else ""
-        raise ConfigError(f"resume={path}: not a {kind} directory, it has no {marker}{hint}")
+        raise ConfigError(f"{key}={path}: not a {kind} directory, it has no {marker}{hint}")
     return folder
 
 
@@ -65,7 +67,7 @@ def check_resumable(run_dir: Path, config: dict[str, Any]) -> None:
     """Raise a ConfigError naming the first key of ``config`` (resolved) that differs from the run's saved
     config.yaml and may not change on resume."""
     saved = read_config(run_dir / "config.yaml")  # data only: no interpolation is resolved, nothing imported
-    old, new = _flatten(saved), _flatten(config)
+    old, new = flatten(saved), flatten(config)
     for group in ("agent", "env"):  # say so, not the first of the group's keys that differs
         check_same_choice(run_dir, group, old.get(f"{group}.name"), new.get(f"{group}.name"))
     for key in sorted(old.keys() | new.keys()):
@@ -84,11 +86,12 @@ def check_same_choice(run_dir: str | Path, group: str, was: Any, now: Any) -> No
                           f"({group}={now} given): start a new run for another")
 
 
-def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
+def flatten(node: Any, prefix: str = "") -> dict[str, Any]:
+    """A nested config as {"a.b.c": value} (empty mappings leave no key)."""
     if isinstance(node, dict):
         out: dict[str, Any] = {}
         for key, value in node.items():
-            out.update(_flatten(value, f"{prefix}{key}."))
+            out.update(flatten(value, f"{prefix}{key}."))
         return out
     return {prefix.rstrip("."): node}
 

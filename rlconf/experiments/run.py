@@ -31,7 +31,7 @@ from rlconf.config import Settings, redact, validate
 from rlconf.core import EnvKind
 from rlconf.environments import Environment
 from rlconf.errors import ConfigError, first_line
-from rlconf.experiments import learners, preemption, resume, rng
+from rlconf.experiments import learners, preemption, provenance, resume, rng
 from rlconf.experiments.bandit import BanditExperiment, regret_line
 from rlconf.experiments.experiment import Experiment, Interrupted, RunFailed, load_checkpoint
 from rlconf.experiments.multiagent import MultiagentExperiment
@@ -286,6 +286,8 @@ def run(cfg: DictConfig, parent_dir: str | Path | None = None, overrides: list[s
 
 def _run_or_skip(cfg: DictConfig, parent_dir: str | Path | None, overrides: list[str] | None) -> dict:
     started_at = time.time()
+    if cfg.get("rerun"):  # a new run of a recorded config: its values where today's presets differ
+        cfg = provenance.as_recorded(cfg, cfg.rerun)
     settings = prepare(cfg)
     overrides = list(overrides or [])
     if parent_dir is not None and learners.first():  # Hydra wrote the sweep's command line there, secrets included
@@ -324,6 +326,8 @@ def _lead(settings: Settings, where: resume.Plan, resolved: dict, overrides: lis
         if not claimed:
             _hold(held, run_dir)
         write_run_config(run_dir, where, resolved, overrides, settings.run.quiet)
+        provenance.write(run_dir, settings.hardware.device, overrides, where.existing,
+                         settings.run.rerun)
         sweep_dir = parent_dir or (run_dir.parent if (run_dir.parent / "multirun.yaml").exists() else None)
         experiment = choose_experiment(settings, built, run_dir, resolved, where.existing, sweep_dir)
         summary = finish(settings, experiment, built.checkpoint, where, started_at)
