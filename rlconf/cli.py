@@ -217,6 +217,7 @@ def cmd_run(args: list[str]) -> int:
     if multirun and cfg_mode:  # Hydra refuses the pair with a traceback
         raise UsageError(f"--cfg {cfg_mode} prints one run's config: leave out -m and give each swept key one value")
     check_typed(overrides)
+    overrides = [f"init.run={o.split('=', 1)[1]}" if _key(o) == "init" else o for o in overrides]  # init=RUN
     overrides = with_resume(with_rerun(overrides, multirun), multirun)
     overrides = precheck(overrides, config_dirs, multirun)
     if cfg_mode:  # a YAML comment, so what --cfg prints still parses
@@ -768,16 +769,21 @@ def cmd_plot(args: list[str]) -> int:
 
 
 # -- rlconf eval, rlconf watch ---------------------------------------------------------------------------
-EVAL_USAGE = "usage: rlconf eval RUN_DIR [--episodes N] [--seed S] [--device D] [--plugins M,...]"
-WATCH_USAGE = ("usage: rlconf watch RUN_DIR [--episodes N] [--video OUT.mp4] [--fps F] [--seed S] [--device D] "
-               "[--plugins M,...]")
+EVAL_USAGE = ("usage: rlconf eval RUN_DIR [--checkpoint best|last|STEP] [--episodes N] [--seed S] [--device D] "
+              "[--plugins M,...]")
+WATCH_USAGE = ("usage: rlconf watch RUN_DIR [--checkpoint best|last|STEP] [--episodes N] [--video OUT.mp4] [--fps F] "
+               "[--seed S] [--device D] [--plugins M,...]")
+CHECKPOINT_HELP = """  --checkpoint C  which weights: last (checkpoint.pt, the default), best (best.pt: the best
+                  periodic evaluation's) or a step kept with checkpoint.keep=N (checkpoint-STEP.pt)"""
 PLUGINS_HELP = """  --plugins M,... import these modules first: a run that was launched with plugins=[...] (or an agent
                 given by import path) needs them named again; nothing from RUN_DIR is imported otherwise"""
 EVAL_HELP = f"""{EVAL_USAGE}
 
 Play a trained run's test agent again: the env, agent and body built from RUN_DIR/config.yaml, the weights
 from RUN_DIR/checkpoint.pt. Prints mean ± std and writes RUN_DIR/eval.json. Without options it repeats the
-run's final test, and reproduces summary.json's test return exactly.
+run's final test, and reproduces summary.json's test return exactly. Another checkpoint's result goes to
+RUN_DIR/eval-best.json or eval-STEP.json.
+{CHECKPOINT_HELP}
   --episodes N  episodes to play (default: the run's test_episodes)
   --seed S      the episodes' seed (default: the final test's, the run's seed + 1000003)
   --device D    compute on D (cpu, cuda:0, ...) rather than on the run's hardware.device
@@ -785,6 +791,7 @@ run's final test, and reproduces summary.json's test return exactly.
 WATCH_HELP = f"""{WATCH_USAGE}
 
 Watch a trained run's test agent play: in a window (needs a display), or into a video file.
+{CHECKPOINT_HELP}
   --episodes N     episodes to play (default: 1)
   --video OUT.mp4  write one video of every episode (needs moviepy: pip install 'rlconf[video]')
   --fps F          frames per second (default: real time)
@@ -798,8 +805,8 @@ def cmd_eval(args: list[str]) -> int:
     if "-h" in args or "--help" in args:
         print(EVAL_HELP)
         return 0
-    episodes, seed, device, plugins = (_take_option(args, name) for name in (
-        "--episodes", "--seed", "--device", "--plugins"))
+    episodes, seed, device, plugins, which = (_take_option(args, name) for name in (
+        "--episodes", "--seed", "--device", "--plugins", "--checkpoint"))
     run_dir = _run_dir_argument(args, EVAL_USAGE)
     episodes, seed = _count(episodes, "--episodes"), _count(seed, "--seed", minimum=0)
     from rlconf.errors import ConfigError
@@ -807,7 +814,7 @@ def cmd_eval(args: list[str]) -> int:
     from rlconf.experiments.rundir import write_failure
 
     try:
-        result = evaluate_run(run_dir, episodes, seed, device, _modules(plugins))
+        result = evaluate_run(run_dir, episodes, seed, device, _modules(plugins), which or "last")
     except (ConfigError, PlaybackError) as error:
         raise UsageError(str(error)) from None
     print(eval_line(result), flush=True)  # first: the episodes were played whether or not eval.json can be kept
@@ -824,15 +831,15 @@ def cmd_watch(args: list[str]) -> int:
     if "-h" in args or "--help" in args:
         print(WATCH_HELP)
         return 0
-    episodes, video, fps, seed, device, plugins = (_take_option(args, name) for name in (
-        "--episodes", "--video", "--fps", "--seed", "--device", "--plugins"))
+    episodes, video, fps, seed, device, plugins, which = (_take_option(args, name) for name in (
+        "--episodes", "--video", "--fps", "--seed", "--device", "--plugins", "--checkpoint"))
     run_dir = _run_dir_argument(args, WATCH_USAGE)
     episodes, seed = _count(episodes, "--episodes") or 1, _count(seed, "--seed", minimum=0)
     from rlconf.errors import ConfigError
     from rlconf.experiments.playback import PlaybackError, watch_line, watch_run
 
     try:
-        result = watch_run(run_dir, episodes, video, _fps(fps), seed, device, _modules(plugins))
+        result = watch_run(run_dir, episodes, video, _fps(fps), seed, device, _modules(plugins), which or "last")
     except (ConfigError, PlaybackError) as error:
         raise UsageError(str(error)) from None
     print(watch_line(result, episodes))

@@ -38,6 +38,11 @@ RUNNERS = ("sync", "async")
 @dataclass
 class CheckpointSettings:
     replay: bool = False  # also save the replay buffer, so a resumed run does not start from an empty one
+    keep: int = 0  # numbered checkpoints (checkpoint-<step>.pt) kept beside checkpoint.pt, the newest
+
+    def __post_init__(self):
+        require(0 <= self.keep <= 10_000, "checkpoint.keep", self.keep,
+                "must be an integer from 0 (none) to 10,000: how many numbered checkpoints to keep")
 
 
 # A budget no machine finishes (a trillion steps is weeks at a million steps a second) is a typo.
@@ -45,6 +50,12 @@ MAX_STEPS = 10**12
 # Seeds reach numpy's legacy generator and the simulators, which take 32-bit seeds.
 MAX_SEED = 2**32 - 1
 INT64 = 2**63  # integers the tensors, generators and simulators can hold lie within +-INT64
+
+
+@dataclass
+class InitSettings:
+    run: str | None = None  # RUN_DIR[:best|last|STEP]: a fresh run starts from that checkpoint's networks
+    optimizer: bool = False  # also from their optimisers' state
 
 
 @dataclass
@@ -62,6 +73,7 @@ class RunSettings:
     checkpoint: CheckpointSettings = field(default_factory=CheckpointSettings)
     resume: str | None = None  # a run directory to continue from its checkpoint (with -m: a sweep directory)
     rerun: str | None = None  # a run directory whose recorded config this new run repeats (provenance.py)
+    init: InitSettings = field(default_factory=InitSettings)  # a warm start (rlconf.experiments.warmstart)
 
     def __post_init__(self):
         require(0 < self.steps <= MAX_STEPS, "steps", self.steps,

@@ -21,8 +21,10 @@ that went on and was killed) are cut off, so episodes.csv continues without a ga
 from __future__ import annotations
 
 import contextlib
+import os
 import pickle
 import re
+import shutil
 import signal
 import time
 import warnings
@@ -40,7 +42,7 @@ from rlconf.errors import first_line
 from rlconf.experiments import rng
 from rlconf.experiments.evaluate import evaluate
 from rlconf.experiments.progress import ConsoleProgress
-from rlconf.experiments.rundir import atomic_write, write_failure
+from rlconf.experiments.rundir import CHECKPOINT, atomic_write, write_failure
 from rlconf.experiments.stopping import stop_requests
 from rlconf.experiments.team import TeamEnvironment
 from rlconf.logging import Logger
@@ -50,6 +52,37 @@ CHECKPOINT_FORMAT = 3  # 1: agent, steps, episodes (and replay); 2: adds what re
 #                        plain data only (loads with torch.load(weights_only=True))
 TEST_SEED_OFFSET = 1_000_003  # evaluations reset their environments with the run's seed plus this
 STATUS_SECONDS = 10.0  # how often a training run refreshes status.json (rlconf status reads it) and flushes its logs
+
+
+BEST = "best.pt"  # the agent of the best periodic evaluation
+
+
+def numbered_checkpoints(run_dir: Path) -> list[Path]:
+    """The numbered checkpoints a run keeps (checkpoint.keep), oldest first."""
+    found = [(int(p.stem.partition("-")[2]), p) for p in Path(run_dir).glob("checkpoint-*.pt")
+             if p.stem.partition("-")[2].isdigit()]
+    return [p for _, p in sorted(found)]
+
+
+def checkpoint_path(folder: Path, which: str) -> Path:
+    """The file ``which`` names in a run directory: ``last`` (checkpoint.pt), ``best`` (best.pt, the agent of the
+    best periodic evaluation) or a step (checkpoint-STEP.pt, kept with checkpoint.keep); a one-line ValueError
+    naming what there is when it is not there (the caller says which option named it)."""
+    if which == "last":
+        return folder / CHECKPOINT
+    if which == "best":
+        if not (folder / BEST).is_file():
+            raise ValueError(f"{folder}: no {BEST} (written when a periodic evaluation beats the best so far; "
+                             "this run had none: eval_every=0, or it stopped before its first); allowed: last")
+        return folder / BEST
+    if which.isdigit():
+        path = folder / f"checkpoint-{int(which)}.pt"
+        if not path.is_file():
+            kept = [p.stem.partition("-")[2] for p in numbered_checkpoints(folder)]
+            allowed = ", ".join(["best", "last", *kept]) if kept else "best, last (checkpoint.keep=N keeps the last N)"
+            raise ValueError(f"{folder} keeps no checkpoint of step {int(which):,}; allowed: {allowed}")
+        return path
+    raise ValueError("allowed: best, last, or the step of a kept checkpoint (checkpoint-STEP.pt)")
 
 
 def load_checkpoint(path: str | Path, map_location: str | torch.device | None = None) -> dict[str, Any]:
@@ -161,7 +194,7 @@ class Experiment:
     def __init__(self, agent, env, make_test_env: Callable[[], object], logger: Logger, run_dir: Path,
                  *, steps: int, seed: int, eval_every: int, eval_episodes: int, checkpoint_every: int,
                  progress: ConsoleProgress, checkpoint_extra: dict | None = None, save_replay: bool = False,
-                 on_status: Callable[..., None] | None = None, scalars_every: int = 1000):
+                 keep: int = 0, on_status: Callable[..., None] | None = None, scalars_every: int = 1000):
         self.agent = agent
         self.env = env
         self.make_test_env = make_test_env
@@ -175,6 +208,8 @@ class Experiment:
         self.progress = progress
         self.checkpoint_extra = checkpoint_extra or {}
         self.save_replay = save_replay
+        self.keep = keep  # numbered checkpoints kept beside checkpoint.pt (checkpoint.keep)
+        self.best_eval: float | None = None  # the best periodic evaluation so far: best.pt holds its weights
         # Called with "running" every STATUS_SECONDS and after each checkpoint, and while testing with
         # phase="test" (or "eval"), test_episodes_done and test_episodes: status.json, which rlconf status reads.
         self.on_status = on_status
@@ -368,6 +403,8 @@ class Experiment:
             self.progress.evaluating(None)
         self.logger.add_evaluation(self.env.steps, returns)
         r = np.asarray(returns, dtype=float)
+        if self.best_eval is None or r.mean() > self.best_eval:
+            self._save_best(float(r.mean()))
         self.progress.print(f"eval at {self.env.steps:,} steps: return {r.mean():.1f} ± {r.std():.1f} over "
                             f"{len(r)} episodes (min {r.min():.1f}, max {r.max():.1f})")
 
@@ -431,14 +468,39 @@ class Experiment:
         state: dict[str, Any] = {
             "format": CHECKPOINT_FORMAT, **learners[0], "steps": self.env.steps,
             "episodes": self.episodes, "last_return": self.last_return, "best_return": self.best_return,
-            "train_seconds": self.train_seconds,
+            "train_seconds": self.train_seconds, "best_eval": self.best_eval,
             "next_eval": self._next_eval, "next_checkpoint": self._next_checkpoint, "resumes": self.resumes,
             "logger": self.logger.state_dict(), **self._loop_state(), **self.checkpoint_extra}
         if len(learners) > 1:  # the other learners' agents, generators (and replay), in rank order
             state["learners"] = learners[1:]
         atomic_write(self.run_dir / "checkpoint.pt", lambda tmp: _save(state, tmp))
         self.checkpoint_steps = self.env.steps
+        if self.keep:
+            self._keep_numbered()
         self._status()
+
+    def _keep_numbered(self) -> None:
+        """checkpoint-<step>.pt: the checkpoint just written, a second name for the same file (a hard link: no
+        copy; the next checkpoint.pt is a new file renamed over the name), and the oldest beyond ``keep`` gone."""
+        numbered = self.run_dir / f"checkpoint-{self.env.steps}.pt"
+        numbered.unlink(missing_ok=True)
+        try:
+            os.link(self.run_dir / "checkpoint.pt", numbered)
+        except OSError:  # a file system without hard links
+            atomic_write(numbered, lambda tmp: shutil.copyfile(self.run_dir / "checkpoint.pt", tmp))
+        for old in numbered_checkpoints(self.run_dir)[:-self.keep]:
+            old.unlink(missing_ok=True)
+
+    def _save_best(self, mean: float) -> None:
+        """best.pt: the agent of the best periodic evaluation so far (what ``rlconf eval --checkpoint best``
+        plays), written atomically; never from non-finite weights."""
+        agent = self.agent.state_dict()
+        if first_non_finite_weight(agent) is not None:
+            return  # the next checkpoint says so, and stops the run
+        state = {"format": CHECKPOINT_FORMAT, "agent": agent, "steps": self.env.steps, "episodes": self.episodes,
+                 "eval_return": mean, **self.checkpoint_extra}
+        atomic_write(self.run_dir / BEST, lambda tmp: _save(state, tmp))
+        self.best_eval = mean
 
     @staticmethod
     def check_restorable(agent, state: dict[str, Any]) -> None:
@@ -469,6 +531,7 @@ class Experiment:
         self.episodes = state["episodes"]
         self.last_return = state["last_return"]
         self.best_return = state.get("best_return")
+        self.best_eval = state.get("best_eval")
         self.train_seconds = state["train_seconds"]
         self._next_eval = state["next_eval"]
         self._next_checkpoint = state["next_checkpoint"]

@@ -30,10 +30,10 @@ from rlconf.core import EnvKind
 from rlconf.environments.gym import has_display
 from rlconf.errors import ConfigError, first_line
 from rlconf.experiments.evaluate import evaluate
-from rlconf.experiments.experiment import TEST_SEED_OFFSET, load_checkpoint
+from rlconf.experiments.experiment import TEST_SEED_OFFSET, checkpoint_path, load_checkpoint
 from rlconf.experiments.multiagent import play_test
 from rlconf.experiments.run import build_agent, check_device, env_kind, eval_env_count, make_env, prepare
-from rlconf.experiments.rundir import CHECKPOINT, CONFIG, check_trained_run, write_json
+from rlconf.experiments.rundir import CONFIG, check_trained_run, write_json
 from rlconf.experiments.saved import check_plugins, read_config
 from rlconf.logging import LoggerGroup
 
@@ -52,6 +52,7 @@ class Playback:
     run_dir: Path
     settings: Settings
     checkpoint: dict[str, Any]
+    source: Path  # the checkpoint's file: checkpoint.pt, best.pt or checkpoint-<step>.pt
 
     @property
     def step(self) -> int:
@@ -77,7 +78,7 @@ class Playback:
         try:
             agent.load_state_dict(self.checkpoint["agent"])
         except (ValueError, KeyError, RuntimeError, TypeError) as error:  # another agent's, another config's
-            raise PlaybackError(f"{self.run_dir / CHECKPOINT}: does not fit the run's {CONFIG}: "
+            raise PlaybackError(f"{self.source}: does not fit the run's {CONFIG}: "
                                 f"{first_line(error)}") from None
         return agent
 
@@ -85,15 +86,21 @@ class Playback:
         return self.agent(env).test_agent()
 
 
-def load_run(run_dir: str | Path, device: str | None = None, plugins: list[str] | None = None) -> Playback:
+def load_run(run_dir: str | Path, device: str | None = None, plugins: list[str] | None = None,
+             which: str = "last") -> Playback:
     """The run in ``run_dir``: its config checked (a ConfigError for a missing extra, an unknown device), this
     process set up for it (``prepare``: threads, seeds), and its checkpoint loaded as plain data.
     ``device``: compute there rather than on the run's ``hardware.device``. ``plugins``: the modules the user
-    named (``--plugins``); the run's own list is never imported unless each is named there."""
+    named (``--plugins``); the run's own list is never imported unless each is named there. ``which``: the
+    checkpoint (``checkpoint_path``)."""
     try:
         folder = check_trained_run(run_dir)
     except ValueError as error:
         raise PlaybackError(str(error)) from None
+    try:
+        source = checkpoint_path(folder, which)
+    except ValueError as error:
+        raise PlaybackError(f"--checkpoint {which}: {error}") from None
     data = read_config(folder / CONFIG, importable=list(plugins or []), how=PLUGINS_HINT)
     check_plugins(data.get("plugins"), plugins, str(folder), PLUGINS_HINT)
     cfg = OmegaConf.create({**data, "plugins": list(plugins or [])})
@@ -108,18 +115,18 @@ def load_run(run_dir: str | Path, device: str | None = None, plugins: list[str] 
                              force_add=True)
     settings = prepare(cfg)
     try:
-        checkpoint = load_checkpoint(folder / CHECKPOINT, map_location="cpu")  # the models move to the device
+        checkpoint = load_checkpoint(source, map_location="cpu")  # the models move to the device
     except ValueError as error:
-        raise PlaybackError(f"{folder / CHECKPOINT}: {error}") from None
-    return Playback(folder, settings, checkpoint)
+        raise PlaybackError(f"{source}: {error}") from None
+    return Playback(folder, settings, checkpoint, source)
 
 
 # -- rlconf eval --------------------------------------------------------------------------------------------
 def evaluate_run(run_dir: str | Path, episodes: int | None = None, seed: int | None = None,
-                 device: str | None = None, plugins: list[str] | None = None) -> dict[str, Any]:
+                 device: str | None = None, plugins: list[str] | None = None, which: str = "last") -> dict[str, Any]:
     """Play the run's test agent for ``episodes`` episodes (default: the run's ``test_episodes``) with ``seed``
     (default: the seed of the run's final test). ``write_eval`` keeps the result in ``RUN_DIR/eval.json``."""
-    playback = load_run(run_dir, device, plugins)
+    playback = load_run(run_dir, device, plugins, which)
     settings = playback.settings
     if episodes is None:  # a run without a final test: as many as its periodic evaluations
         episodes = settings.run.test_episodes or settings.run.eval_episodes or 10
@@ -140,7 +147,7 @@ def evaluate_run(run_dir: str | Path, episodes: int | None = None, seed: int | N
     r = np.asarray(returns, dtype=float)
     result = {
         "run_dir": str(playback.run_dir), "agent": settings.agent_name, "env": settings.env.name,
-        "checkpoint_step": playback.step, "episodes": len(returns), "seed": seed,
+        "checkpoint": which, "checkpoint_step": playback.step, "episodes": len(returns), "seed": seed,
         "mean": float(r.mean()), "std": float(r.std()), "min": float(r.min()), "max": float(r.max()),
         "returns": [float(x) for x in returns], "device": settings.hardware.device,
         "seconds": round(seconds, 3), "time": time.time(), "bandit": env_kind(settings) is EnvKind.BANDIT, **details,
@@ -148,10 +155,16 @@ def evaluate_run(run_dir: str | Path, episodes: int | None = None, seed: int | N
     return result
 
 
+def eval_path(result: dict[str, Any]) -> Path:
+    """eval.json for the last checkpoint, eval-best.json or eval-STEP.json for another."""
+    which = result.get("checkpoint", "last")
+    return Path(result["run_dir"]) / ("eval.json" if which == "last" else f"eval-{which}.json")
+
+
 def write_eval(result: dict[str, Any]) -> Path:
     """``RUN_DIR/eval.json``: the result of ``evaluate_run``. An OSError (a read-only directory) is the caller's
     to report, after the result has been shown."""
-    path = Path(result["run_dir"]) / "eval.json"
+    path = eval_path(result)
     write_json(path, result)
     return path
 
@@ -160,8 +173,10 @@ def eval_line(result: dict[str, Any]) -> str:
     played = (f"greedy reward {result['mean']:.3f} ± {result['std']:.3f} over {result['episodes']} pulls"
               if result.get("bandit") else
               f"test return {result['mean']:.1f} ± {result['std']:.1f} over {_episodes(result['episodes'])}")
-    return (f"{result['agent']} {result['env']} at step {result['checkpoint_step']:,}: {played} "
-            f"(seed {result['seed']}) -> {Path(result['run_dir']) / 'eval.json'}")
+    which = result.get("checkpoint", "last")
+    named = "" if which == "last" else f" ({which})"
+    return (f"{result['agent']} {result['env']} at step {result['checkpoint_step']:,}{named}: {played} "
+            f"(seed {result['seed']}) -> {eval_path(result)}")
 
 
 # -- rlconf watch -------------------------------------------------------------------------------------------
@@ -213,7 +228,8 @@ def _check_render(env, settings: Settings):
 
 
 def watch_run(run_dir: str | Path, episodes: int = 1, video: str | Path | None = None, fps: float | None = None,
-              seed: int | None = None, device: str | None = None, plugins: list[str] | None = None) -> dict[str, Any]:
+              seed: int | None = None, device: str | None = None, plugins: list[str] | None = None,
+              which: str = "last") -> dict[str, Any]:
     """Play the run's test agent for ``episodes`` episodes in a window, or into the mp4 file ``video``."""
     out = Path(video) if video is not None else None
     if out is None and not has_display():
@@ -228,7 +244,7 @@ def watch_run(run_dir: str | Path, episodes: int = 1, video: str | Path | None =
             import moviepy  # noqa: F401  # RecordVideo writes through it
         except ImportError:
             raise PlaybackError(MOVIEPY_MISSING) from None
-    playback = load_run(run_dir, device, plugins)
+    playback = load_run(run_dir, device, plugins, which)
     if env_kind(playback.settings) is EnvKind.BANDIT:
         raise PlaybackError(f"env={playback.settings.env.name} is a bandit: it has no frames to watch; "
                             f"rlconf eval {run_dir} replays its greedy pulls")

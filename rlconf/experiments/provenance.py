@@ -42,7 +42,7 @@ PROVENANCE = "provenance.json"
 # The packages whose versions can change a run's numbers.
 PACKAGES = ("torch", "numpy", "gymnasium", "ale-py", "mujoco", "pettingzoo", "hydra-core", "omegaconf")
 # Keys a rerun takes from today's command line, not from the record: where and how visibly it runs.
-RERUN_MAY_GIVE = (*PLACEMENT_KEYS, "verbose", "plugins", "logger", "rerun")
+RERUN_MAY_GIVE = (*PLACEMENT_KEYS, "verbose", "plugins", "logger", "checkpoint", "rerun")
 GIT_SECONDS = 10.0  # a git call that takes longer (a network file system, a huge tree) is left out
 
 

@@ -31,7 +31,7 @@ from rlconf.config import Settings, redact, validate
 from rlconf.core import EnvKind
 from rlconf.environments import Environment
 from rlconf.errors import ConfigError, first_line
-from rlconf.experiments import learners, preemption, provenance, resume, rng
+from rlconf.experiments import learners, preemption, provenance, resume, rng, warmstart
 from rlconf.experiments.bandit import BanditExperiment, regret_line
 from rlconf.experiments.experiment import Experiment, Interrupted, RunFailed, load_checkpoint
 from rlconf.experiments.multiagent import MultiagentExperiment
@@ -356,6 +356,8 @@ def build(settings: Settings, where: resume.Plan) -> Built:
     if distributed.active():  # one of several learners: the loop sees the team's steps and episodes
         env = TeamEnvironment(env, distributed.size(), distributed.rank())
     agent = build_agent(settings, env, logger)
+    if settings.run.init.run and not where.existing:  # a warm start; a resumed run has its own weights
+        warmstart.warm_start(agent, settings.run.init.run, settings.run.init.optimizer)
     if distributed.active():  # built from the same seed: the same weights on every learner, checked once
         distributed.check_same(team_weights(agent.state_dict()), "the learners' first weights")
     checkpoint = _load_checkpoint(where.checkpoint) if where.checkpoint else None
@@ -426,7 +428,7 @@ def choose_experiment(settings: Settings, built: Built, run_dir: Path, resolved:
         progress=ConsoleProgress(f"{settings.agent_name} {settings.env.name}", settings.run.steps,
                                  quiet=settings.run.quiet),
         checkpoint_extra={"config": resolved}, save_replay=settings.run.checkpoint.replay,
-        scalars_every=settings.logger.scalars_every, **options(settings))
+        keep=settings.run.checkpoint.keep, scalars_every=settings.logger.scalars_every, **options(settings))
     if acting is not None:
         experiment.acting = acting
     experiment.on_status = status_writer(run_dir, experiment)

@@ -1,0 +1,95 @@
+"""Warm starts: ``init=RUN_DIR[:best|last|STEP]`` begins a new run from another run's network weights.
+
+The new run has its own directory, config and counters (step 0, fresh schedules, an empty replay); only the
+networks of its agent start from the other run's checkpoint: every approximation's model and target network,
+and with ``init.optimizer=true`` its optimiser state too. The checkpoint is read as tensors and plain data
+(``weights_only``), like every file of a run directory; nothing of the other run's config is used. A network
+that does not fit (another architecture, another observation or action space) is refused in one line naming
+the layer and both shapes, before the run directory is made.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from rlconf.errors import ConfigError, first_line
+from rlconf.experiments.experiment import checkpoint_path, load_checkpoint
+from rlconf.experiments.rundir import check_trained_run
+
+WHICH = ("best", "last")
+
+
+def source(value: str) -> tuple[Path, str]:
+    """``RUN_DIR[:best|last|STEP]`` as (run directory, which checkpoint); a one-line ConfigError when it names
+    no checkpoint."""
+    folder, colon, which = value.rpartition(":")
+    if not colon or not (which in WHICH or which.isdigit()):
+        folder, which = value, "last"
+    try:
+        return check_trained_run(folder), which
+    except ValueError as error:
+        raise ConfigError(f"init={value}: {error}") from None
+
+
+def warm_start(agent, value: str, optimizer: bool) -> list[str]:
+    """Load the networks of the checkpoint ``value`` names into ``agent`` (and their optimisers' state with
+    ``optimizer``); returns the networks' names. A ConfigError in one line when they do not fit."""
+    folder, which = source(value)
+    try:
+        path = checkpoint_path(folder, which)
+        theirs = networks(load_checkpoint(path, map_location="cpu")["agent"])
+    except ValueError as error:
+        raise ConfigError(f"init={value}: {error}") from None
+    live = agent.state_dict()
+    mine = networks(live)
+    for name, state in mine.items():
+        if name not in theirs:
+            raise ConfigError(f"init={value}: that run's agent has no network {name!r} (it has: "
+                              f"{', '.join(theirs) or 'none'}); a warm start needs the same networks")
+        for part in ("model", "target"):
+            state[part] = fitted(theirs[name][part], state[part], f"{name}.{part}", value)
+        if optimizer:
+            if "optimizer" not in theirs[name]:
+                raise ConfigError(f"init={value}: {name} has no optimiser state there; leave out init.optimizer")
+            state["optimizer"] = theirs[name]["optimizer"]
+    try:
+        agent.load_state_dict(live)
+    except (ValueError, KeyError, RuntimeError) as error:  # an optimiser of other parameter groups
+        raise ConfigError(f"init={value}: {first_line(error)}") from None
+    return list(mine)
+
+
+def networks(agent_state: dict[str, Any], prefix: str = "") -> dict[str, dict[str, Any]]:
+    """The approximations' states inside an agent's state, by their path (``q``, ``actor``, ``learners.0.q``):
+    the dictionaries that hold a ``model`` and a ``target``."""
+    found: dict[str, dict[str, Any]] = {}
+    for key, value in agent_state.items():
+        if not isinstance(value, dict):
+            continue
+        if "model" in value and "target" in value:
+            found[f"{prefix}{key}"] = value
+        else:
+            found.update(networks(value, f"{prefix}{key}."))
+    return found
+
+
+def fitted(theirs: Any, mine: Any, name: str, value: str) -> Any:
+    """``mine`` with every tensor taken from ``theirs``, where the layers have the same names and shapes (counters
+    and other plain values stay this run's: a fresh start); else a ConfigError naming the layer."""
+    if isinstance(mine, dict):
+        if not isinstance(theirs, dict):
+            raise ConfigError(f"init={value}: {name} is not a network there: the networks do not fit")
+        for layer in mine.keys() ^ theirs.keys():
+            where = "there" if layer in theirs else "here"
+            raise ConfigError(f"init={value}: {name} has layer {layer} only {where}: the networks do not fit")
+        return {key: fitted(theirs[key], mine[key], f"{name}.{key}", value) for key in mine}
+    if isinstance(mine, torch.Tensor):
+        if not isinstance(theirs, torch.Tensor) or tuple(theirs.shape) != tuple(mine.shape):
+            shape = list(theirs.shape) if isinstance(theirs, torch.Tensor) else type(theirs).__name__
+            raise ConfigError(f"init={value}: layer {name} is {shape} there and {list(mine.shape)} here: "
+                              "the networks do not fit")
+        return theirs
+    return mine
