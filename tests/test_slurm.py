@@ -117,22 +117,30 @@ def test_a_2x2_sweep_is_one_job_array_through_a_site_profile(cluster, site, run_
     assert "4 runs, 4 done" in status.stdout and "slurm" in status.stdout
 
 
-def test_a_signalled_job_checkpoints_requeues_and_finishes_in_place(cluster, site, run_cli, workdir, tmp_path):
-    logdir = tmp_path / "runs"
-    steps = 20000
-    result = run_cli("run", "-m", *CARTPOLE, "seed=5", f"steps={steps}", "checkpoint_every=2000", *FAST_RUN,
+def signalled_after_checkpoint(run_cli, site: Path, workdir: Path, logdir: Path, args: list[str], steps: int,
+                               checkpoint_every: int) -> tuple[Path, Path, str]:
+    """A one-run sweep submitted to Slurm without waiting, sent SIGUSR1 once it has trained past its first
+    checkpoint, and seen requeuing itself: (sweep directory, run directory, job id)."""
+    result = run_cli("run", "-m", *args, f"steps={steps}", f"checkpoint_every={checkpoint_every}", *FAST_RUN,
                      f"logdir={logdir}", "launcher=ci", "--config-dir", str(site), "hydra.launcher.wait=false",
                      cwd=workdir)
     assert result.returncode == 0, result.stderr
     sweep = sweep_of(logdir)
     (run_dir,) = job_dirs(sweep)
     job = json.loads((run_dir / "job.json").read_text())["slurm_job_id"]
-    wait_for(lambda: status_of(run_dir).get("steps", 0) >= 2000, 120, "the run to train")
+    wait_for(lambda: status_of(run_dir).get("steps", 0) >= checkpoint_every, 180, "the run to train")
     # What Slurm sends ahead of a time limit (sbatch --signal) or on preemption notice.
     subprocess.run(["scancel", "--signal=USR1", job], check=True)
     requeued = wait_for(lambda: status_of(run_dir) if status_of(run_dir).get("state") == "requeued" else None,
-                        60, "the run to requeue itself")
+                        120, "the run to requeue itself")
     assert requeued["signal"] == "SIGUSR1" and requeued["steps"] < steps
+    return sweep, run_dir, job
+
+
+def test_a_signalled_job_checkpoints_requeues_and_finishes_in_place(cluster, site, run_cli, workdir, tmp_path):
+    steps = 20000
+    sweep, run_dir, job = signalled_after_checkpoint(run_cli, site, workdir, tmp_path / "runs",
+                                                     [*CARTPOLE, "seed=5"], steps, 2000)
     shown = run_cli("status", str(sweep), cwd=workdir).stdout
     assert ("queued" in shown and "requeued" in shown) or "running" in shown, shown
     wait_for(lambda: (run_dir / "summary.json").exists(), 240, "the requeued job to finish")
@@ -218,20 +226,10 @@ def test_a_signalled_job_of_two_learners_checkpoints_both_requeues_and_finishes_
                                                                                        workdir, tmp_path):
     """Preemption of a data-parallel run: both tasks get the signal, the learners stop together at a step they
     agree on, one checkpoint holds both, the job requeues itself and its two tasks resume where they stopped."""
-    logdir = tmp_path / "runs"
     steps = 16384
-    result = run_cli("run", "-m", "agent=ppo", "env=classic/cartpole", "hardware.learners=2", f"steps={steps}",
-                     "checkpoint_every=2048", *FAST_RUN, f"logdir={logdir}", "launcher=ci", "--config-dir", str(site),
-                     "hydra.launcher.wait=false", cwd=workdir)
-    assert result.returncode == 0, result.stderr
-    sweep = sweep_of(logdir)
-    (run_dir,) = job_dirs(sweep)
-    job = json.loads((run_dir / "job.json").read_text())["slurm_job_id"]
-    wait_for(lambda: status_of(run_dir).get("steps", 0) >= 2048, 180, "the learners to train")
-    subprocess.run(["scancel", "--signal=USR1", job], check=True)
-    requeued = wait_for(lambda: status_of(run_dir) if status_of(run_dir).get("state") == "requeued" else None,
-                        120, "the run to requeue itself")
-    assert requeued["signal"] == "SIGUSR1" and requeued["steps"] < steps
+    _, run_dir, job = signalled_after_checkpoint(run_cli, site, workdir, tmp_path / "runs",
+                                                 ["agent=ppo", "env=classic/cartpole", "hardware.learners=2"], steps,
+                                                 2048)
     wait_for(lambda: (run_dir / "summary.json").exists(), 300, "the requeued job to finish")
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["steps"] >= steps and summary["resumes"] == 1 and summary["slurm_job_id"] == job

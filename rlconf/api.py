@@ -1,0 +1,116 @@
+"""rlconf from Python: compose a run's config, train it, and act with a trained run's policy.
+
+    import gymnasium as gym
+    import rlconf
+
+    run_dir, summary = rlconf.train(rlconf.compose("agent=dqn", "env=classic/cartpole", "steps=20000"))
+    policy = rlconf.load(run_dir, checkpoint="best")
+    env = gym.make("CartPole-v1")
+    observation, _ = env.reset(seed=0)
+    action = policy.act(observation)        # one raw gymnasium observation in, one action out
+
+``compose`` and ``train`` are ``rlconf run``'s composition and loop (the same checks, the same run directory);
+bad input raises ``rlconf.errors.ConfigError`` with the line the command would print. ``load`` reads a run
+directory as ``rlconf eval`` does: its config.yaml as data and its checkpoint as tensors, nothing imported from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # importing rlconf stays cheap: numpy, omegaconf and torch load when used
+    from omegaconf import DictConfig
+
+
+def compose(*overrides: str, config_dirs: Sequence[str] = ()) -> DictConfig:
+    """The config ``rlconf run OVERRIDES`` would train, checked (a ConfigError names a bad key or value)."""
+    from rlconf.cli import UsageError, check_typed, precheck
+    from rlconf.config import compose as compose_config
+    from rlconf.config import validate
+    from rlconf.errors import ConfigError
+
+    try:  # the command line's checks first: their one line names the key and what is allowed
+        check_typed(list(overrides))
+        overrides = tuple(precheck(list(overrides), list(config_dirs), multirun=False))
+    except UsageError as error:
+        raise ConfigError(str(error)) from None
+    cfg = compose_config(list(overrides), list(config_dirs))
+    validate(cfg)
+    _COMPOSED[id(cfg)] = (cfg, list(overrides))  # train writes them to overrides.yaml: resume= composes them again
+    return cfg
+
+
+def train(config: DictConfig | Sequence[str]) -> tuple[Path, dict[str, Any]]:
+    """Train the run ``config`` describes (a composed config, or the overrides to compose); returns its run
+    directory and its summary (summary.json)."""
+    from omegaconf import DictConfig
+
+    from rlconf.experiments.run import run
+
+    cfg = compose(*config) if not isinstance(config, DictConfig) else config
+    summary = run(cfg, overrides=_overrides_of(cfg))
+    return Path(summary["run_dir"]), summary
+
+
+def load(run_dir: str | Path, checkpoint: str = "last", device: str | None = None,
+         plugins: Sequence[str] = ()) -> Policy:
+    """The test agent of a trained run (``checkpoint``: ``last``, ``best`` or a kept step), acting on single
+    observations. A PlaybackError (one line) when the directory holds no run or no such checkpoint."""
+    from rlconf.experiments.playback import load_run
+
+    return Policy(load_run(run_dir, device, list(plugins), str(checkpoint)))
+
+
+class Policy:
+    """A trained run's greedy test agent (its body included: frame stacks, normalisers, recurrent state), acting
+    on one observation at a time as a gymnasium environment returns it. ``reset()`` at each new episode."""
+
+    def __init__(self, playback):
+        env = playback.make_env(1)  # the run's spaces, as its tests saw them
+        try:
+            self._trained = playback.agent(env)
+            self.observation_space = env.observation_space
+            self.action_space = env.action_space
+        finally:
+            env.close()
+        self.run_dir: Path = playback.run_dir
+        self.step: int = playback.step  # the environment step its checkpoint was written at
+        self.device = playback.settings.hardware.device
+        self._agent = None
+        self.reset()
+
+    def reset(self) -> None:
+        """A new episode: frame stacks and recurrent state start again."""
+        self._agent = self._trained.test_agent()
+
+    def act(self, observation) -> Any:
+        """The action for ``observation`` (an int for a discrete action space, an array otherwise)."""
+        import numpy as np
+        import torch
+
+        from rlconf.core.state import StateArray
+
+        space = self.observation_space
+        x = np.asarray(observation, dtype=space.dtype)
+        if x.shape != space.shape and (1, *x.shape) == tuple(space.shape):  # a frame without its channel axis
+            x = x[None]
+        if x.shape != space.shape:
+            raise ValueError(f"an observation of shape {x.shape}; this policy takes {tuple(space.shape)}")
+        state = StateArray({"observation": torch.from_numpy(x[None].copy()), "reward": torch.zeros(1),
+                            "done": torch.zeros(1, dtype=torch.bool), "mask": torch.ones(1)}, (1,))
+        with torch.inference_mode():
+            action = self._agent.act(state.to(self.device)).cpu().numpy()[0]
+        if hasattr(self.action_space, "low"):  # continuous: within the Box, as the run's environments clip it
+            return np.clip(action, self.action_space.low, self.action_space.high).astype(self.action_space.dtype)
+        return action.item() if np.ndim(action) == 0 else action
+
+
+def _overrides_of(cfg: DictConfig) -> list[str]:
+    """The overrides ``compose`` made ``cfg`` from (none for a config made otherwise)."""
+    composed, overrides = _COMPOSED.get(id(cfg), (None, []))
+    return overrides if composed is cfg else []
+
+
+_COMPOSED: dict[int, tuple[DictConfig, list[str]]] = {}
