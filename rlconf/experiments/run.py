@@ -326,8 +326,10 @@ def _lead(settings: Settings, where: resume.Plan, resolved: dict, overrides: lis
         if not claimed:
             _hold(held, run_dir)
         write_run_config(run_dir, where, resolved, overrides, settings.run.quiet)
-        provenance.write(run_dir, settings.hardware.device, overrides, where.existing,
-                         settings.run.rerun)
+        try:
+            provenance.write(run_dir, settings.hardware.device, overrides, where.existing, settings.run.rerun)
+        except OSError as error:  # a disk that filled since config.yaml
+            raise RunFailed(f"{write_failure(error)}; {_nothing_kept(run_dir, where)}") from None
         sweep_dir = parent_dir or (run_dir.parent if (run_dir.parent / "multirun.yaml").exists() else None)
         experiment = choose_experiment(settings, built, run_dir, resolved, where.existing, sweep_dir)
         summary = finish(settings, experiment, built.checkpoint, where, started_at)
