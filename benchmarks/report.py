@@ -7,9 +7,10 @@ import platform
 import statistics
 import subprocess
 from datetime import datetime, timezone
-from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from rlconf.experiments.provenance import installed_versions
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("rlconf", "torch", "stable_baselines3", "gymnasium", "numpy")
@@ -36,12 +37,8 @@ def git_commit() -> str | None:
 
 
 def machine_info() -> dict[str, Any]:
-    versions = {}
-    for package in PACKAGES:
-        try:
-            versions[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            versions[package] = None
+    installed = installed_versions(PACKAGES)
+    versions = {package: installed.get(package) for package in PACKAGES}  # None: not installed
     return {
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "cpu": cpu_model(),

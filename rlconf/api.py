@@ -26,14 +26,13 @@ if TYPE_CHECKING:  # importing rlconf stays cheap: numpy, omegaconf and torch lo
 
 def compose(*overrides: str, config_dirs: Sequence[str] = ()) -> DictConfig:
     """The config ``rlconf run OVERRIDES`` would train, checked (a ConfigError names a bad key or value)."""
-    from rlconf.cli import UsageError, check_typed, precheck
+    from rlconf.cli import UsageError, run_overrides
     from rlconf.config import compose as compose_config
     from rlconf.config import validate
     from rlconf.errors import ConfigError
 
     try:  # the command line's checks first: their one line names the key and what is allowed
-        check_typed(list(overrides))
-        overrides = tuple(precheck(list(overrides), list(config_dirs), multirun=False))
+        overrides = tuple(run_overrides(list(overrides), list(config_dirs), multirun=False))
     except UsageError as error:
         raise ConfigError(str(error)) from None
     cfg = compose_config(list(overrides), list(config_dirs))

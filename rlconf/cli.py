@@ -216,10 +216,7 @@ def cmd_run(args: list[str]) -> int:
                              "--help")
     if multirun and cfg_mode:  # Hydra refuses the pair with a traceback
         raise UsageError(f"--cfg {cfg_mode} prints one run's config: leave out -m and give each swept key one value")
-    check_typed(overrides)
-    overrides = [f"init.run={o.split('=', 1)[1]}" if _key(o) == "init" else o for o in overrides]  # init=RUN
-    overrides = with_resume(with_rerun(overrides, multirun), multirun)
-    overrides = precheck(overrides, config_dirs, multirun)
+    overrides = run_overrides(overrides, config_dirs, multirun)
     if cfg_mode:  # a YAML comment, so what --cfg prints still parses
         print(f"# preset: {applied_preset(overrides, config_dirs)}", flush=True)
     return launch(overrides, config_dirs, multirun, cfg_mode)
@@ -330,6 +327,15 @@ def _quoted_value(override: str) -> bool:
 
 def _key(override: str) -> str:
     return override.lstrip("+~").split("=", 1)[0]
+
+
+def run_overrides(overrides: list[str], config_dirs: list[str], multirun: bool) -> list[str]:
+    """What ``rlconf run`` (and ``rlconf.compose``) compose from the overrides typed: checked, ``init=RUN`` as
+    ``init.run=RUN``, a ``rerun=``'s or ``resume=``'s saved overrides first, every value composed and validated."""
+    check_typed(overrides)
+    overrides = [f"init.run={o.split('=', 1)[1]}" if _key(o) == "init" else o for o in overrides]
+    overrides = with_resume(with_rerun(overrides, multirun), multirun)
+    return precheck(overrides, config_dirs, multirun)
 
 
 def with_resume(overrides: list[str], multirun: bool) -> list[str]:

@@ -57,11 +57,10 @@ STATUS_SECONDS = 10.0  # how often a training run refreshes status.json (rlconf 
 BEST = "best.pt"  # the agent of the best periodic evaluation
 
 
-def numbered_checkpoints(run_dir: Path) -> list[Path]:
-    """The numbered checkpoints a run keeps (checkpoint.keep), oldest first."""
-    found = [(int(p.stem.partition("-")[2]), p) for p in Path(run_dir).glob("checkpoint-*.pt")
-             if p.stem.partition("-")[2].isdigit()]
-    return [p for _, p in sorted(found)]
+def numbered_checkpoints(run_dir: Path) -> dict[int, Path]:
+    """The numbered checkpoints a run keeps (checkpoint.keep), by step, oldest first."""
+    steps = (p.stem.partition("-")[2] for p in Path(run_dir).glob("checkpoint-*.pt"))
+    return {step: Path(run_dir) / f"checkpoint-{step}.pt" for step in sorted(int(s) for s in steps if s.isdigit())}
 
 
 def checkpoint_path(folder: Path, which: str) -> Path:
@@ -78,7 +77,7 @@ def checkpoint_path(folder: Path, which: str) -> Path:
     if which.isdigit():
         path = folder / f"checkpoint-{int(which)}.pt"
         if not path.is_file():
-            kept = [p.stem.partition("-")[2] for p in numbered_checkpoints(folder)]
+            kept = [str(step) for step in numbered_checkpoints(folder)]
             allowed = ", ".join(["best", "last", *kept]) if kept else "best, last (checkpoint.keep=N keeps the last N)"
             raise ValueError(f"{folder} keeps no checkpoint of step {int(which):,}; allowed: {allowed}")
         return path
@@ -473,7 +472,7 @@ class Experiment:
             "logger": self.logger.state_dict(), **self._loop_state(), **self.checkpoint_extra}
         if len(learners) > 1:  # the other learners' agents, generators (and replay), in rank order
             state["learners"] = learners[1:]
-        atomic_write(self.run_dir / "checkpoint.pt", lambda tmp: _save(state, tmp))
+        atomic_write(self.run_dir / CHECKPOINT, lambda tmp: _save(state, tmp))
         self.checkpoint_steps = self.env.steps
         if self.keep:
             self._keep_numbered()
@@ -482,13 +481,13 @@ class Experiment:
     def _keep_numbered(self) -> None:
         """checkpoint-<step>.pt: the checkpoint just written, a second name for the same file (a hard link: no
         copy; the next checkpoint.pt is a new file renamed over the name), and the oldest beyond ``keep`` gone."""
-        numbered = self.run_dir / f"checkpoint-{self.env.steps}.pt"
+        latest, numbered = self.run_dir / CHECKPOINT, self.run_dir / f"checkpoint-{self.env.steps}.pt"
         numbered.unlink(missing_ok=True)
         try:
-            os.link(self.run_dir / "checkpoint.pt", numbered)
+            os.link(latest, numbered)
         except OSError:  # a file system without hard links
-            atomic_write(numbered, lambda tmp: shutil.copyfile(self.run_dir / "checkpoint.pt", tmp))
-        for old in numbered_checkpoints(self.run_dir)[:-self.keep]:
+            atomic_write(numbered, lambda tmp: shutil.copyfile(latest, tmp))
+        for old in list(numbered_checkpoints(self.run_dir).values())[:-self.keep]:
             old.unlink(missing_ok=True)
 
     def _save_best(self, mean: float) -> None:

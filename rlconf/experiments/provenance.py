@@ -35,7 +35,7 @@ import rlconf
 from rlconf.config import REDACTED, redact
 from rlconf.errors import ConfigError
 from rlconf.experiments.resume import flatten
-from rlconf.experiments.rundir import PLACEMENT_KEYS, write_text
+from rlconf.experiments.rundir import PLACEMENT_KEYS, within, write_text
 from rlconf.experiments.saved import read_config
 
 PROVENANCE = "provenance.json"
@@ -79,10 +79,10 @@ def record(device: str, overrides: list[str], rerun_of: str | None = None) -> tu
     return entry, {name: redact(text) for name, text in patches.items()}
 
 
-def installed_versions() -> dict[str, str]:
-    """The versions of PACKAGES that are installed (read from their metadata: nothing is imported)."""
+def installed_versions(packages: tuple[str, ...] = PACKAGES) -> dict[str, str]:
+    """The versions of ``packages`` that are installed (read from their metadata: nothing is imported)."""
     versions = {}
-    for package in PACKAGES:
+    for package in packages:
         try:
             versions[package] = metadata.version(package)
         except metadata.PackageNotFoundError:
@@ -163,16 +163,17 @@ def check_rerun_overrides(value: str, given: list[str]) -> None:
         raise ConfigError(f"rerun={value} starts a new run from a record; resume= continues one: give one of them")
     allowed = ", ".join(k for k in RERUN_MAY_GIVE if k not in ("rerun", "resume", "hydra", "launcher"))
     for key in keys:
-        if key == "rerun" or any(key == k or key.startswith(k + ".") for k in RERUN_MAY_GIVE):
+        if within(key, RERUN_MAY_GIVE):
             continue
         raise ConfigError(f"rerun={value} repeats the recorded run, so {key} may not be given beside it (allowed: "
                           f"{allowed}); to change it, start a run from the overrides in "
                           f"{Path(value) / 'overrides.yaml'}")
 
 
-def as_recorded(cfg: DictConfig, run_dir: str) -> DictConfig:
+def as_recorded(cfg: DictConfig, run_dir: str, warn: bool = True) -> DictConfig:
     """``cfg`` (composed today from the record's overrides) with the recorded config's values where they differ,
-    said in one warning line, as is a difference between the record's code or packages and today's."""
+    said in one warning line, as is a difference between the record's code or packages and today's (``warn``:
+    by the first learner only; the others are given the config it merged)."""
     folder = Path(run_dir)
     plugins = list(cfg.get("plugins") or [])
     recorded = flatten(read_config(folder / "config.yaml", plugins, "plugins=[{}]"))
@@ -180,21 +181,22 @@ def as_recorded(cfg: DictConfig, run_dir: str) -> DictConfig:
     changed, gone = [], []
     with open_dict(cfg):
         for key, value in recorded.items():
-            if value == REDACTED or any(key == k or key.startswith(k + ".") for k in RERUN_MAY_GIVE):
+            if value == REDACTED or within(key, RERUN_MAY_GIVE):
                 continue
             if key not in composed:
                 gone.append(key)
             elif composed[key] != value:
                 changed.append(f"{key} ({composed[key]!r} today, {value!r} recorded)")
                 OmegaConf.update(cfg, key, value, merge=False)
+    if not warn:
+        return cfg
     notes = []
     if changed:
         notes.append(f"today's presets and defaults differ from the record in {_few(changed)}: the recorded "
                      "values are used")
     if gone:
         notes.append(f"the recorded keys {_few(gone)} no longer exist and are left out")
-    new = sorted(k for k in composed.keys() - recorded.keys() if not any(
-        k == p or k.startswith(p + ".") for p in RERUN_MAY_GIVE))
+    new = sorted(k for k in composed.keys() - recorded.keys() if not within(k, RERUN_MAY_GIVE))
     if new:
         notes.append(f"{_few(new)} did not exist when it ran: today's defaults are used")
     notes += code_differences(folder)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rlconf.errors import ConfigError
-from rlconf.experiments.rundir import finished_summary, sweep_run_name
+from rlconf.experiments.rundir import finished_summary, sweep_run_name, within
 from rlconf.experiments.saved import read_config
 
 RESUME_MAY_CHANGE = ("steps", "quiet", "verbose", "logdir", "resume", "plugins", "eval_every", "eval_episodes",
@@ -71,7 +71,7 @@ def check_resumable(run_dir: Path, config: dict[str, Any]) -> None:
     for group in ("agent", "env"):  # say so, not the first of the group's keys that differs
         check_same_choice(run_dir, group, old.get(f"{group}.name"), new.get(f"{group}.name"))
     for key in sorted(old.keys() | new.keys()):
-        if any(key == k or key.startswith(k + ".") for k in RESUME_MAY_CHANGE):
+        if within(key, RESUME_MAY_CHANGE):
             continue
         if old.get(key, "<unset>") != new.get(key, "<unset>"):
             raise ConfigError(f"resume={run_dir}: {key}={new.get(key, '<unset>')} but the run has "

@@ -287,7 +287,7 @@ def run(cfg: DictConfig, parent_dir: str | Path | None = None, overrides: list[s
 def _run_or_skip(cfg: DictConfig, parent_dir: str | Path | None, overrides: list[str] | None) -> dict:
     started_at = time.time()
     if cfg.get("rerun"):  # a new run of a recorded config: its values where today's presets differ
-        cfg = provenance.as_recorded(cfg, cfg.rerun)
+        cfg = provenance.as_recorded(cfg, cfg.rerun, warn=learners.first())
     settings = prepare(cfg)
     overrides = list(overrides or [])
     if parent_dir is not None and learners.first():  # Hydra wrote the sweep's command line there, secrets included
@@ -325,11 +325,7 @@ def _lead(settings: Settings, where: resume.Plan, resolved: dict, overrides: lis
         run_dir = make_run_directory(settings, where)
         if not claimed:
             _hold(held, run_dir)
-        write_run_config(run_dir, where, resolved, overrides, settings.run.quiet)
-        try:
-            provenance.write(run_dir, settings.hardware.device, overrides, where.existing, settings.run.rerun)
-        except OSError as error:  # a disk that filled since config.yaml
-            raise RunFailed(f"{write_failure(error)}; {_nothing_kept(run_dir, where)}") from None
+        write_run_config(settings, run_dir, where, resolved, overrides)
         sweep_dir = parent_dir or (run_dir.parent if (run_dir.parent / "multirun.yaml").exists() else None)
         experiment = choose_experiment(settings, built, run_dir, resolved, where.existing, sweep_dir)
         summary = finish(settings, experiment, built.checkpoint, where, started_at)
@@ -382,15 +378,18 @@ def make_run_directory(settings: Settings, where: resume.Plan) -> Path:
     return run_dir
 
 
-def write_run_config(run_dir: Path, where: resume.Plan, resolved: dict, overrides: list[str], quiet: bool) -> None:
-    """config.yaml and overrides.yaml beside the run; a resumed run is not finished any more (summary.json)."""
+def write_run_config(settings: Settings, run_dir: Path, where: resume.Plan, resolved: dict,
+                     overrides: list[str]) -> None:
+    """config.yaml, overrides.yaml and provenance.json beside the run; a resumed run is not finished any more
+    (summary.json)."""
     retract()
-    if not quiet and not where.existing and on_terminal():  # a resumed run says so (_restore)
+    if not settings.run.quiet and not where.existing and on_terminal():  # a resumed run says so (_restore)
         print(f"rlconf: run directory {run_dir}", file=sys.stderr, flush=True)  # off a terminal: the summary's
     try:
         write_text(run_dir / "config.yaml", OmegaConf.to_yaml(resolved))
         if not (run_dir / "overrides.yaml").exists():  # a resumed run keeps those it was launched with
             write_text(run_dir / "overrides.yaml", OmegaConf.to_yaml(redact(overrides)))
+        provenance.write(run_dir, settings.hardware.device, overrides, where.existing, settings.run.rerun)
         (run_dir / "summary.json").unlink(missing_ok=True)  # resumed with a longer budget: not finished any more
     except OSError as error:  # a full disk before the run began: a fresh run leaves nothing behind
         raise RunFailed(f"{write_failure(error)}; {_nothing_kept(run_dir, where)}") from None

@@ -167,7 +167,13 @@ def sweep_run_name(agent: str, env: str, seed: int, overrides: list[str]) -> str
 
 def is_placement(key: str) -> bool:
     """Whether an override of ``key`` only says where or how visibly a run executes."""
-    return any(key == k or key.startswith(k + ".") for k in PLACEMENT_KEYS)
+    return within(key, PLACEMENT_KEYS)
+
+
+def within(key: str, prefixes: tuple[str, ...]) -> bool:
+    """Whether the config key ``key`` is one of ``prefixes`` or lies below one (``hardware.sampler`` below
+    ``hardware``)."""
+    return any(key == k or key.startswith(k + ".") for k in prefixes)
 
 
 def write_status(run_dir: str | Path, state: str, **fields: Any) -> None:
