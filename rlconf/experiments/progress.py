@@ -88,21 +88,22 @@ class ConsoleProgress:
 
     def update(self, steps: int, episodes: int, last_return: float | None, best_return: float | None,
                start: float, start_steps: int = 0, now: float | None = None) -> None:
-        """Cheap to call every step: the display (and the rate since ``start``, a perf_counter reading, when
-        the run stood at ``start_steps``) is computed at most four times a second. ``now``: the caller's
-        perf_counter reading, if it has one."""
+        """Cheap to call every step: on a terminal the bar (and the rate since ``start``, a perf_counter reading,
+        when the run stood at ``start_steps``) is redrawn at most four times a second; off one, a line is printed
+        when the steps reach the next tenth of the budget. ``now``: the caller's perf_counter reading, if any."""
         if self.quiet:
             return
         if now is None:
             now = time.perf_counter()
-        if now < self._next_refresh:
-            return
-        self._next_refresh = now + self.REFRESH_SECONDS
-        rate = (steps - start_steps) / max(now - start, 1e-9)
         if self.progress is not None:
+            if now < self._next_refresh:
+                return
+            self._next_refresh = now + self.REFRESH_SECONDS
+            rate = (steps - start_steps) / max(now - start, 1e-9)
             self.progress.update(self.task, completed=steps, rate=rate, episodes=episodes,
                                  last=_number(last_return), best=_number(best_return))
-        elif steps >= self._next_line:
+        elif steps >= self._next_line:  # by steps, not by the clock: a log has its tenths however fast the run
+            rate = (steps - start_steps) / max(now - start, 1e-9)
             tenth = max(self.total_steps // LOG_LINES, 1)
             self._next_line = (steps // tenth + 1) * tenth
             remaining = (self.total_steps - steps) / max(rate, 1e-9)
