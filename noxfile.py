@@ -18,11 +18,11 @@ CONSTRAINTS = "constraints.txt"
 
 
 def install_rlconf(session: nox.Session) -> None:
-    """torch from the constraints first, then rlconf and its dev extras (pytest, ruff, SB3), ale-py and
-    MuJoCo (the Atari and continuous-control tests play the real simulators), submitit and Optuna's sweeper
-    (the launcher tests) under them."""
+    """torch from the constraints first, then rlconf with every extra the tests use, as .ci/run installs it:
+    dev (pytest, ruff, SB3), the simulators (ale-py, MuJoCo, PettingZoo), the launchers and the sweeper
+    (submitit, Optuna), the loggers and players (wandb, matplotlib, moviepy) and export (onnx, onnxruntime)."""
     session.install("-c", CONSTRAINTS, "torch")
-    session.install("-c", CONSTRAINTS, "-e", ".[dev,atari,mujoco,slurm,optuna]")
+    session.install("-c", CONSTRAINTS, "-e", ".[dev,atari,mujoco,pettingzoo,slurm,optuna,wandb,plot,video,export]")
 
 
 @nox.session

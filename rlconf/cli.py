@@ -20,6 +20,7 @@ USAGE = f"""{RUN_USAGE}
        rlconf status DIR [--lines N]   (a run, a sweep, or a folder of them)
        rlconf eval RUN_DIR [--episodes N] [--seed S] [--device D] [--plugins M,...]
        rlconf watch RUN_DIR [--episodes N] [--video OUT.mp4] [--fps F] [--seed S] [--device D] [--plugins M,...]
+       rlconf export RUN_DIR --format torchscript|onnx [--out FILE] [--checkpoint best|last|STEP]
        rlconf plot RUNS_DIR [--out FILE.png] [--aggregate] [--metric M] ... (rlconf plot --help)
 
 Compose a run from config groups and train it:
@@ -31,6 +32,8 @@ Continue a stopped run, or a sweep (finished runs are skipped):
   rlconf run resume=runs/<run dir>          rlconf run -m resume=runs/<sweep dir>
 Evaluate a trained run's test agent again (eval.json), or watch it play (a window, or a video):
   rlconf eval runs/<run dir> --episodes 20  rlconf watch runs/<run dir> --video run.mp4
+Export its greedy policy to act without rlconf (TorchScript, or ONNX for onnxruntime):
+  rlconf export runs/<run dir> --format onnx
 Plot learning curves across seeds; compare agents (IQM, bootstrap CIs, performance profiles):
   rlconf plot runs/<sweep dir> --aggregate  (writes plot.png and CSVs of its numbers there)
 
@@ -852,6 +855,58 @@ def cmd_watch(args: list[str]) -> int:
     return 0
 
 
+EXPORT_USAGE = ("usage: rlconf export RUN_DIR --format torchscript|onnx [--out FILE] [--checkpoint best|last|STEP] "
+                "[--plugins M,...]")
+EXPORT_HELP = f"""{EXPORT_USAGE}
+
+Write a trained run's greedy test policy as one file that acts without rlconf: a TorchScript module
+(torch.jit.load) or an ONNX graph (onnxruntime; needs pip install 'rlconf[export]'). It maps a batch of
+observations to a batch of actions: the body's observation normalisation and masking, the networks, the
+greedy choice, the clip to a continuous action space. What a body keeps per environment (Atari's frame
+stack, a time feature) is the caller's to do: the command says how, and so does FILE.json, beside the file,
+with the input and output shapes and dtypes. The file is checked against the policy before it is kept.
+  --format F      torchscript or onnx
+  --out FILE      where to write (default: RUN_DIR/policy.pt or policy.onnx; policy-best.onnx for --checkpoint best)
+{CHECKPOINT_HELP}
+{PLUGINS_HELP}"""
+
+
+def cmd_export(args: list[str]) -> int:
+    """A trained run's greedy policy as a TorchScript module or an ONNX graph."""
+    if "-h" in args or "--help" in args:
+        print(EXPORT_HELP)
+        return 0
+    fmt, out, plugins, which = (_take_option(args, name) for name in ("--format", "--out", "--plugins",
+                                                                         "--checkpoint"))
+    run_dir = _run_dir_argument(args, EXPORT_USAGE)
+    if fmt is None:
+        raise UsageError(f"--format is required (torchscript or onnx); {EXPORT_USAGE}")
+    from rlconf.errors import ConfigError
+    from rlconf.experiments.export import export_run
+    from rlconf.experiments.playback import PlaybackError
+    from rlconf.experiments.rundir import write_failure
+
+    try:
+        exported = export_run(run_dir, fmt, out, which or "last", _modules(plugins))
+    except (ConfigError, PlaybackError) as error:
+        raise UsageError(str(error)) from None
+    except OSError as error:  # a full disk, a read-only folder: nothing half-written is left (atomic writes)
+        raise UsageError(write_failure(error)) from None
+    print(export_line(exported))
+    return 0
+
+
+def export_line(exported: dict) -> str:
+    def shape(part: dict) -> str:
+        return f"{part['dtype']} [{', '.join(map(str, part['shape']))}]"
+
+    feeding = "".join(f"; feed it: {how}" for how in exported["feeding"])
+    return (f"{exported['agent']} {exported['env']} at step {exported['checkpoint_step']:,}: {exported['format']} "
+            f"policy, observation {shape(exported['input'])} -> action {shape(exported['output'])}, the same "
+            f"actions as the policy on {exported['checked_observations']} observations -> {exported['file']}"
+            f"{feeding}")
+
+
 def _run_dir_argument(args: list[str], usage: str) -> str:
     for arg in args:
         if arg.startswith("-"):
@@ -898,7 +953,7 @@ def _count(value: str | None, name: str, minimum: int = 1) -> int | None:
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     commands = {"run": cmd_run, "list": cmd_list, "status": cmd_status, "plot": cmd_plot, "eval": cmd_eval,
-                "watch": cmd_watch}
+                "watch": cmd_watch, "export": cmd_export}
     command = commands.get(args[0]) if args else None
     try:
         if not args or args[0] in ("-h", "--help"):

@@ -194,6 +194,8 @@ class LoggerSettings:
     debug_every: int = 100  # with verbose=true, log losses every this many updates
     scalars_every: int = 1000  # environment steps between perf/ (and, verbose, schedule/) scalars
     pulls_every: int = 1  # bandits: pulls of each bandit per row of pulls.csv (and bandit/ scalars)
+    video_every: int = 0  # environment steps between videos of a greedy episode (0: none)
+    video_length: int = 1000  # frames a video keeps at most (an episode's first ones)
     backends: dict[str, Any] = field(default_factory=dict)  # backend name -> its Config, "csv" first
 
 
@@ -201,17 +203,20 @@ def check_logger(node: Any) -> LoggerSettings:
     """The logger group: its own keys, then one key per backend, each checked against the backend's Config."""
     node = OmegaConf.create(node) if not isinstance(node, DictConfig) else node
     names = registry.names("logger")
-    counts = ("debug_every", "scalars_every", "pulls_every")
+    counts = {"debug_every": 1, "scalars_every": 1, "pulls_every": 1, "video_every": 0, "video_length": 1}  # minima
     own = {k: whole(node[k]) for k in counts if k in node}
     for key in node:
         if key not in own and key not in names:
             allowed = [*(f"logger.{k}" for k in counts), *(f"logger.{n}" for n in names)]
             raise ConfigError(registry.unknown_message("key", f"logger.{key}", allowed))
     settings = LoggerSettings(**own)
-    for key in counts:
+    for key, least in counts.items():
         value = getattr(settings, key)
-        require(isinstance(value, int) and not isinstance(value, bool) and value >= 1, f"logger.{key}", value,
-                "must be an integer of at least 1")
+        require(isinstance(value, int) and not isinstance(value, bool) and value >= least, f"logger.{key}", value,
+                f"must be an integer of at least {least}")
+    if settings.video_every and not all(importlib.util.find_spec(name) for name in ("imageio_ffmpeg", "PIL")):
+        raise ConfigError(f"logger.video_every={settings.video_every} needs moviepy's ffmpeg and Pillow to write "
+                          "videos: pip install 'rlconf[video]'")
     for name in ["csv", *(k for k in node if k in names and k != "csv")]:
         backend = registry.get("logger", name)
         options = node.get(name)

@@ -12,7 +12,8 @@ from typing import Any
 # name -> the module that defines it
 _HOMES = {
     **dict.fromkeys(["Agent", "AgentWrapper", "BuildContext", "Checkpointed", "Learner", "ParallelAgent",
-                     "ReplayLearner", "SingleEnvAgent", "TestAgent"], "rlconf.agents._agent"),
+                     "NotExportable", "PolicyGraph", "ReplayLearner", "SingleEnvAgent", "TestAgent"],
+                    "rlconf.agents._agent"),
     **dict.fromkeys(["Match", "Multiagent", "MultiagentBuildContext", "MultiagentTestAgent"],
                     "rlconf.agents._multiagent"),
     **dict.fromkeys(["ActorTestAgent", "OffPolicy"], "rlconf.agents._off_policy"),
@@ -30,10 +31,10 @@ _HOMES = {
     "VPG": "rlconf.agents.vpg",
 }
 __all__ = ["A2C", "DDPG", "DQN", "PPO", "SAC", "TD3", "VAC", "VPG", "ActorTestAgent", "Agent", "AgentWrapper",
-           "BuildContext", "Checkpointed", "DQNTestAgent", "IndependentMultiagent", "IndependentTestAgent", "Learner",
-           "Match", "Multiagent", "MultiagentBuildContext", "MultiagentTestAgent", "OffPolicy", "ParallelAgent",
-           "Plays", "PolicyGradient", "PolicyGradientTestAgent", "RandomAgent", "RandomTestAgent", "ReplayLearner",
-           "SingleEnvAgent", "TestAgent"]
+           "BuildContext", "Checkpointed", "DQNTestAgent", "IndependentMultiagent", "IndependentTestAgent",
+           "Learner", "Match", "Multiagent", "MultiagentBuildContext", "MultiagentTestAgent", "NotExportable",
+           "OffPolicy", "ParallelAgent", "Plays", "PolicyGradient", "PolicyGradientTestAgent", "PolicyGraph",
+           "RandomAgent", "RandomTestAgent", "ReplayLearner", "SingleEnvAgent", "TestAgent"]
 
 
 def __getattr__(name: str) -> Any:

@@ -130,6 +130,61 @@ class TestAgent(ABC):
     @abstractmethod
     def act(self, states: StateArray) -> torch.Tensor: ...
 
+    def policy_graph(self) -> PolicyGraph:
+        """The greedy policy as a module of observations alone (``rlconf export``); NotExportable, saying why,
+        for an agent whose actions are not a function of one observation's tensor."""
+        raise NotExportable("its test agent acts on more than one observation's tensor (tabular, bandit and "
+                            "multi-agent agents keep tables, contexts or players of their own)")
+
+
+class NotExportable(Exception):
+    """A test agent that ``rlconf export`` cannot write as a graph; the message says why, in a few words."""
+
+
+RECURRENT_REFUSAL = ("its network is recurrent, and each action depends on the episode so far (a graph of one "
+                     "observation would drop that): act with rlconf.load(RUN), which carries the state")
+
+
+class PolicyGraph(torch.nn.Module):
+    """A test agent as a function of a batch of observations: what ``rlconf export`` writes as a TorchScript
+    module or an ONNX graph.
+
+    ``act`` maps observations, as the agent receives them, to its greedy actions; ``networks`` are the modules
+    it reads, registered here so that their weights are the graph's parameters. Bodies put their preprocessing
+    in front (``preceded_by``). What a body keeps per environment (a frame stack, an episode's time) is not a
+    function of one observation: the graph takes it as already done, ``feeding`` says how, for the caller, and
+    ``input_space`` gives the observations the graph then takes.
+    """
+
+    def __init__(self, act: Callable[[torch.Tensor], torch.Tensor], networks: dict[str, torch.nn.Module]):
+        super().__init__()
+        self._act = act
+        self.networks = torch.nn.ModuleDict(networks)
+        self._preprocessing: list[Callable[[torch.Tensor], torch.Tensor]] = []
+        self.feeding: list[str] = []
+        self._fed_spaces: list[Callable[[gym.Space], gym.Space]] = []
+
+    def preceded_by(self, step: Callable[[torch.Tensor], torch.Tensor]) -> PolicyGraph:
+        self._preprocessing.insert(0, step)
+        return self
+
+    def fed_by_caller(self, how: str, space: Callable[[gym.Space], gym.Space]) -> PolicyGraph:
+        """A body's work left to the caller: ``how`` it is done, and the ``space`` of what it hands on."""
+        self.feeding.insert(0, how)
+        self._fed_spaces.insert(0, space)
+        return self
+
+    def input_space(self, observation_space: gym.Space) -> gym.Space:
+        """The observations the graph takes, for an environment's ``observation_space``."""
+        for transform in self._fed_spaces:
+            observation_space = transform(observation_space)
+        return observation_space
+
+    def forward(self, observation: torch.Tensor) -> torch.Tensor:
+        for step in self._preprocessing:
+            observation = step(observation)
+        return self._act(observation)
+
 
 @dataclass
 class BuildContext:

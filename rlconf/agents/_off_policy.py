@@ -21,7 +21,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from rlconf.agents._agent import Buildable, BuildContext, ParallelAgent, ReplayLearner, TestAgent
+from rlconf.agents._agent import Buildable, BuildContext, ParallelAgent, PolicyGraph, ReplayLearner, TestAgent
 from rlconf.agents._plays import CONTINUOUS
 from rlconf.approximation import PolyakTarget, QContinuous, adam, make_target
 from rlconf.core import StateArray
@@ -213,11 +213,15 @@ class ActorTestAgent(TestAgent):
     """The actor's action, without exploration: ``action`` maps observations to it (a deterministic
     policy's output, the most likely action of a stochastic one)."""
 
-    def __init__(self, action: Callable[[torch.Tensor], torch.Tensor]):
+    def __init__(self, action: Callable[[torch.Tensor], torch.Tensor], network: torch.nn.Module):
         self.action = action
+        self.network = network  # the module ``action`` runs
 
     def act(self, states: StateArray) -> torch.Tensor:
         return self.action(states.as_input())
+
+    def policy_graph(self) -> PolicyGraph:
+        return PolicyGraph(self.action, {"policy": self.network})
 
 
 def action_bounds(context: BuildContext, agent: str) -> ActionBounds:

@@ -25,7 +25,16 @@ import gymnasium as gym
 import torch
 from torch import nn
 
-from rlconf.agents._agent import Buildable, BuildContext, Checkpointed, ParallelAgent, TestAgent
+from rlconf.agents._agent import (
+    RECURRENT_REFUSAL,
+    Buildable,
+    BuildContext,
+    Checkpointed,
+    NotExportable,
+    ParallelAgent,
+    PolicyGraph,
+    TestAgent,
+)
 from rlconf.agents._plays import Plays
 from rlconf.agents._recurrent import CarriedState
 from rlconf.agents.hyperparameters import PolicyGradientConfig
@@ -301,3 +310,9 @@ class PolicyGradientTestAgent(TestAgent):
     def act(self, states: StateArray) -> torch.Tensor:
         features = acting_features(self.features.eval, states, self.carried)
         return self.policy.env_actions(self.policy.greedy(features))
+
+    def policy_graph(self) -> PolicyGraph:
+        if self.carried is not None:
+            raise NotExportable(RECURRENT_REFUSAL)
+        return PolicyGraph(lambda observations: self.policy.env_actions(self.policy.greedy(
+            self.features.eval(observations))), {"features": self.features.model, "policy": self.policy.model})

@@ -79,6 +79,10 @@ class _MeanValues:
     def eval(self, x: torch.Tensor) -> torch.Tensor:
         return self.q.expected(self.q.eval(x))
 
+    @property
+    def model(self) -> torch.nn.Module:
+        return self.q.model
+
 
 class Rainbow(C51):
     Config = RainbowConfig

@@ -91,7 +91,7 @@ class DDPG(ContinuousOffPolicy):
         return self._bootstrap(batch, self.q.target(batch.next_observation, self.policy.target(batch.next_observation)))
 
     def test_agent(self) -> TestAgent:
-        return ActorTestAgent(self.policy.eval)
+        return ActorTestAgent(self.policy.eval, self.policy.model)
 
 
 def deterministic_policy(config: DDPGConfig, context: BuildContext, bounds: ActionBounds) -> DeterministicPolicy:

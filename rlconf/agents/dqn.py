@@ -17,7 +17,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from rlconf.agents._agent import BuildContext, TestAgent
+from rlconf.agents._agent import BuildContext, PolicyGraph, TestAgent
 from rlconf.agents._off_policy import OffPolicy, draws, off_policy_replay, part_of, parts, training_settings
 from rlconf.agents._plays import DISCRETE
 from rlconf.agents.hyperparameters import DQNConfig
@@ -172,3 +172,7 @@ class DQNTestAgent(TestAgent):
     def _values(self, states: StateArray) -> torch.Tensor:
         """The action values the test agent acts on."""
         return self.q.eval(states.as_input())
+
+    def policy_graph(self) -> PolicyGraph:
+        """The greedy action (``eval_epsilon``'s random actions are left to the caller)."""
+        return PolicyGraph(lambda observations: self.q.eval(observations).argmax(-1), {"q": self.q.model})

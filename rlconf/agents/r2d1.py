@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import torch
 
-from rlconf.agents._agent import BuildContext, TestAgent
+from rlconf.agents._agent import RECURRENT_REFUSAL, BuildContext, NotExportable, PolicyGraph, TestAgent
 from rlconf.agents._off_policy import training_settings
 from rlconf.agents._plays import DISCRETE
 from rlconf.agents._recurrent import CarriedState
@@ -153,6 +153,9 @@ class R2D1TestAgent(DQNTestAgent):
     def __init__(self, q: QNetwork, n_actions: int, epsilon: float, device: torch.device):
         super().__init__(q, n_actions, epsilon)
         self.carried = CarriedState(q.model.state_size, device)
+
+    def policy_graph(self) -> PolicyGraph:
+        raise NotExportable(RECURRENT_REFUSAL)
 
     def _values(self, states: StateArray) -> torch.Tensor:
         values, after = self.q.eval(states.as_input().unsqueeze(0), self.carried.current(states))

@@ -142,4 +142,4 @@ class SAC(ContinuousOffPolicy):
 
     def test_agent(self) -> TestAgent:
         """The squashed mean of the policy's Gaussian: its most likely action, without sampling."""
-        return ActorTestAgent(self.policy.greedy)
+        return ActorTestAgent(self.policy.greedy, self.policy.model)

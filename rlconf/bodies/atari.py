@@ -11,6 +11,8 @@ FrameStack sits outermost so that it follows the environment's real games, in tr
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import gymnasium as gym
 import numpy as np
 import torch
@@ -54,6 +56,11 @@ class FrameStack(Body):
         # stack_start tells a deduplicating replay buffer where stacks were refilled, so it rebuilds
         # exactly these stacks from single frames (a lost life, seen as done by the agent, is not one).
         return states.update("observation", stack).update("stack_start", starts)
+
+    def exported_feeding(self) -> tuple[str, Callable[[gym.Space], gym.Space]]:
+        return (f"observations are the last {self.size} frames stacked on the channel axis, oldest first (an "
+                f"episode's first frame repeated {self.size} times)",
+                lambda space: self.transform_space(space, self.size))
 
     def _forget(self) -> None:
         self._stack = self._done = None

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import copy
 import inspect
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
 import torch
 
-from rlconf.agents import AgentWrapper, ParallelAgent, TestAgent
+from rlconf.agents import AgentWrapper, NotExportable, ParallelAgent, PolicyGraph, TestAgent
 from rlconf.core import StateArray
 
 
@@ -44,6 +45,29 @@ class Body(AgentWrapper, ParallelAgent):
         body.agent = self.agent.test_agent()
         body._forget()  # the test agent plays its own environments
         return body
+
+    def transform_observation(self, observations: torch.Tensor) -> torch.Tensor:
+        """What this (test) body does to a batch of observations, when that depends on them alone."""
+        return observations
+
+    def exported_feeding(self) -> tuple[str, Callable[[gym.Space], gym.Space]] | None:
+        """For a body that keeps something per environment (a frame stack), which an exported graph of one
+        observation cannot: how the caller does its work instead, and the observation space it hands on
+        (``transform_space`` with this body's settings). None: the body's test preprocessing is
+        ``transform_observation``, which goes into the graph."""
+        return None
+
+    def policy_graph(self) -> PolicyGraph:
+        """The agent's graph with this body's preprocessing in front, or its work left to the caller."""
+        graph = self.agent.policy_graph()
+        feeding = self.exported_feeding()
+        if feeding is not None:
+            return graph.fed_by_caller(*feeding)
+        if graph.feeding and type(self).transform_observation is not Body.transform_observation:
+            raise NotExportable(f"{type(self).__name__} transforms observations before the caller's part "
+                                f"({graph.feeding[0]}), so a graph cannot begin with it; export a run without "
+                                "one of the two")
+        return graph.preceded_by(self.transform_observation)
 
     def lane(self, copies: slice) -> Body:
         """This body for one group of the environment's copies (the alternating sampler steps two groups in

@@ -35,10 +35,12 @@ class MaskVelocity(Body):
         return gym.spaces.Box(space.low[kept], space.high[kept], dtype=space.dtype)
 
     def process_state(self, states: StateArray) -> StateArray:
-        observation = states.observation
+        return states.update("observation", self.transform_observation(states.observation))
+
+    def transform_observation(self, observations: torch.Tensor) -> torch.Tensor:
         if self._kept is None:
-            self._kept = torch.as_tensor(_kept(observation.shape[-1], self.masked), device=observation.device)
-        return states.update("observation", observation.index_select(-1, self._kept))
+            self._kept = torch.as_tensor(_kept(observations.shape[-1], self.masked), device=observations.device)
+        return observations.index_select(-1, self._kept)
 
 
 def _kept(size: int, masked) -> np.ndarray:

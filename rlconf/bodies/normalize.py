@@ -101,7 +101,10 @@ class NormalizeObservations(_LearnedStatistics):
         observation = states.observation
         if self.training:
             self.statistics.update(observation)
-        return states.update("observation", self.statistics.normalize(observation.float()))
+        return states.update("observation", self.transform_observation(observation))
+
+    def transform_observation(self, observations: torch.Tensor) -> torch.Tensor:
+        return self.statistics.normalize(observations.float())
 
 
 class NormalizeRewards(_LearnedStatistics):

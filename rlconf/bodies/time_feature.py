@@ -8,6 +8,8 @@ which adds variance to its targets (Pardo et al. 2018, "Time limits in reinforce
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import gymnasium as gym
 import numpy as np
 import torch
@@ -47,6 +49,10 @@ class TimeFeature(Body):
         self._done = states.done
         feature = (self._time * self.scale).unsqueeze(-1)
         return states.update("observation", torch.cat((observation, feature), dim=-1))
+
+    def exported_feeding(self) -> tuple[str, Callable[[gym.Space], gym.Space]]:
+        return (f"observations end with the time feature t * {self.scale:g}, t the steps since the episode began "
+                "(0 on its first observation)", lambda space: self.transform_space(space, self.scale))
 
     def _forget(self) -> None:
         self._time = self._done = None

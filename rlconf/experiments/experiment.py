@@ -45,6 +45,7 @@ from rlconf.experiments.progress import ConsoleProgress
 from rlconf.experiments.rundir import CHECKPOINT, atomic_write, write_failure
 from rlconf.experiments.stopping import stop_requests
 from rlconf.experiments.team import TeamEnvironment
+from rlconf.experiments.video import TrainingVideos
 from rlconf.logging import Logger
 from rlconf.logging.base import STEPS_PER_SECOND
 
@@ -234,6 +235,7 @@ class Experiment:
         # With the alternating sampler: the agent's body for each group of copies (bodies.Body.lane).
         self.lanes = [agent.lane(env.group_copies(g)) for g in range(env.groups)] if env.groups > 1 else None
         self.team = env if isinstance(env, TeamEnvironment) else None
+        self.videos: TrainingVideos | None = None  # logger.video_every: a greedy episode's video now and then
 
     # -- training ------------------------------------------------------------------------------------
     def train(self) -> None:
@@ -257,6 +259,8 @@ class Experiment:
         start = time.perf_counter()
         self._next_status = start + STATUS_SECONDS
         self._rate_mark = (start, self.env.steps)
+        if self.videos is not None:
+            self.videos.begin(self.env.steps)
         return start
 
     def _keep_books(self, start: float, stop) -> None:
@@ -266,6 +270,8 @@ class Experiment:
         if steps >= self._next_eval:
             self._next_eval += self.eval_every
             self._evaluate()
+        if self.videos is not None:
+            self._video(steps)
         if steps >= self._next_checkpoint:
             self._next_checkpoint += self.checkpoint_every
             self._checkpoint_in_loop(start)
@@ -290,7 +296,21 @@ class Experiment:
         self.train_seconds += time.perf_counter() - start
         self.logger.step = self.env.steps
         self.progress.stop()
+        if self.videos is not None:  # the last video, written and with the loggers before the run's record closes
+            self._video(self.env.steps, last=True)
         self.save_checkpoint()
+
+    def _video(self, steps: int, last: bool = False) -> None:
+        """A greedy episode's video when one is due; the videos written since, to the loggers. ``last``: wait for
+        the one being written."""
+        try:
+            if self.videos.due(steps):
+                self.videos.record(self.agent.test_agent(), steps)
+            if last:
+                self.videos.wait()
+            self.videos.deliver()
+        except OSError as error:  # a full disk: the run stops as it does when a checkpoint cannot be written
+            raise self.failed(f"a video could not be written: {write_failure(error)}") from None
 
     def _stepping(self, state, start: float) -> Callable[[], None]:
         """One iteration of the loop: the agent acts on every copy and they all step; or, with the alternating
@@ -555,6 +575,8 @@ class Experiment:
         self.env.close()
         if self._test_env is not None:
             self._test_env.close()
+        if self.videos is not None:
+            self.videos.close()
 
 
 def learner_state(state: dict[str, Any]) -> dict[str, Any]:

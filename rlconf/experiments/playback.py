@@ -35,6 +35,7 @@ from rlconf.experiments.multiagent import play_test
 from rlconf.experiments.run import build_agent, check_device, env_kind, eval_env_count, make_env, prepare
 from rlconf.experiments.rundir import CONFIG, check_trained_run, write_json
 from rlconf.experiments.saved import check_plugins, read_config
+from rlconf.experiments.video import video_fps
 from rlconf.logging import LoggerGroup
 
 PLUGINS_HINT = "--plugins {}"  # how eval and watch are told which of a run's modules they may import
@@ -265,7 +266,7 @@ def watch_run(run_dir: str | Path, episodes: int = 1, video: str | Path | None =
         recorder = _Recorder(folder / "video", playback.settings)  # made by RecordVideo, which warns otherwise
         env = playback.make_env(1, "rgb_array", (recorder,))
         try:
-            recorder.video.frames_per_sec = fps or _video_fps(recorder.video, env)
+            recorder.video.frames_per_sec = fps or video_fps(recorder.video, env)
             returns = evaluate(playback.test_agent(env), env, episodes, seed=seed)
         finally:
             env.close()  # RecordVideo writes the file
@@ -286,13 +287,6 @@ def _frames_in(video: Path) -> int:
     import imageio_ffmpeg  # moviepy's own route to ffmpeg: there wherever moviepy is
 
     return imageio_ffmpeg.count_frames_and_secs(str(video))[0]
-
-
-def _video_fps(video, env) -> float:
-    """Real time: the renderer's frames per second, over the simulator frames an agent step takes (Atari's
-    frame skip: 4 emulator frames are one recorded frame)."""
-    fps = env.simulator_fps or video.metadata.get("render_fps") or 30
-    return max(1, round(fps / env.frames_per_step))
 
 
 def watch_line(result: dict[str, Any], episodes: int) -> str:

@@ -33,7 +33,7 @@ from rlconf.environments import Environment
 from rlconf.errors import ConfigError, first_line
 from rlconf.experiments import learners, preemption, provenance, resume, rng, warmstart
 from rlconf.experiments.bandit import BanditExperiment, regret_line
-from rlconf.experiments.experiment import Experiment, Interrupted, RunFailed, load_checkpoint
+from rlconf.experiments.experiment import TEST_SEED_OFFSET, Experiment, Interrupted, RunFailed, load_checkpoint
 from rlconf.experiments.multiagent import MultiagentExperiment
 from rlconf.experiments.pairing import compatible
 from rlconf.experiments.progress import ConsoleProgress, on_terminal, retract
@@ -51,6 +51,7 @@ from rlconf.experiments.rundir import (
 from rlconf.experiments.runner import Acting, ActingEnvironment, AsyncExperiment
 from rlconf.experiments.sweep import redact_multirun, write_sweep_table
 from rlconf.experiments.team import STEPS_PER_EXCHANGE, TeamEnvironment, team_weights
+from rlconf.experiments.video import TrainingVideos
 from rlconf.logging import LoggerContext, LoggerGroup, ScopedLogger
 
 # Optional extras: the package an env family needs, and the extra that installs it.
@@ -262,6 +263,15 @@ def _transformed(body_class, space, options: dict, choice: str):
         raise ConfigError(f"{choice}: {error}") from None
 
 
+def check_videos(settings: Settings) -> None:
+    """Refuse, in one line, videos (``logger.video_every``) of what has no single greedy episode to film."""
+    kind = env_kind(settings)
+    if settings.logger.video_every and kind is not EnvKind.SINGLE_AGENT:
+        raise ConfigError(f"logger.video_every={settings.logger.video_every}: env={settings.env.name} is a "
+                          f"{kind.value} environment; videos are of single-agent episodes; allowed: "
+                          "logger.video_every=0")
+
+
 def prepare(cfg: DictConfig) -> Settings:
     """The checked settings of a composed config (or a run's saved config.yaml), and this process set up
     for them: device checked, torch's threads, global seeds. ``run`` and ``rlconf eval``/``watch`` start here."""
@@ -305,6 +315,7 @@ def _run_or_skip(cfg: DictConfig, parent_dir: str | Path | None, overrides: list
     check_learners(settings)
     check_runner(settings)
     check_sampler(settings)
+    check_videos(settings)
     with learners.together(settings, cfg, parent_dir, overrides):
         if distributed.active():  # every learner continues what the first one found on disk
             where = distributed.scatter([where] * distributed.size() if distributed.rank() == 0 else None)
@@ -344,6 +355,7 @@ class Built:
     agent: ParallelAgent | Multiagent
     logger: LoggerGroup  # the agent logs through it; its backends open with the run directory (choose_experiment)
     checkpoint: dict | None  # the attempt it continues, checked against the agent
+    videos: TrainingVideos | None = None  # logger.video_every
 
 
 def build(settings: Settings, where: resume.Plan) -> Built:
@@ -364,7 +376,18 @@ def build(settings: Settings, where: resume.Plan) -> Built:
             Experiment.check_restorable(agent, checkpoint)
         except (ValueError, KeyError, RuntimeError, TypeError) as error:
             raise ConfigError(f"cannot resume {where.checkpoint}: {first_line(error)}") from None
-    return Built(env, agent, logger, checkpoint)
+    return Built(env, agent, logger, checkpoint, _videos(settings))
+
+
+def _videos(settings: Settings) -> TrainingVideos | None:
+    """The videos of ``logger.video_every``, their environment rendering already (the first learner films)."""
+    if not settings.logger.video_every or distributed.rank() != 0:
+        return None
+    videos = TrainingVideos(lambda render_mode, wrappers: make_env(settings, 1, render_mode, wrappers, test=True),
+                            settings.logger.video_every, settings.logger.video_length,
+                            settings.run.seed + TEST_SEED_OFFSET)
+    videos.check()
+    return videos
 
 
 def make_run_directory(settings: Settings, where: resume.Plan) -> Path:
@@ -432,6 +455,9 @@ def choose_experiment(settings: Settings, built: Built, run_dir: Path, resolved:
         keep=settings.run.checkpoint.keep, scalars_every=settings.logger.scalars_every, **options(settings))
     if acting is not None:
         experiment.acting = acting
+    if built.videos is not None:
+        built.videos.attach(run_dir, built.logger)
+        experiment.videos = built.videos
     experiment.on_status = status_writer(run_dir, experiment)
     return experiment
 

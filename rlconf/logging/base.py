@@ -30,6 +30,7 @@ EVAL_RETURN_STD = "eval/return_std"
 EVAL_RETURN_MIN = "eval/return_min"
 EVAL_RETURN_MAX = "eval/return_max"
 STEPS_PER_SECOND = "perf/steps_per_second"
+EVAL_VIDEO = "eval/video"  # a greedy episode recorded while training (logger.video_every)
 BANDIT_REWARD = "bandit/reward"
 BANDIT_REGRET = "bandit/regret"
 BANDIT_OPTIMAL_RATE = "bandit/optimal_arm_rate"
@@ -94,6 +95,15 @@ class Logger:
         self.add_scalars({EVAL_RETURN_MEAN: r.mean(), EVAL_RETURN_STD: r.std(), EVAL_RETURN_MIN: r.min(),
                           EVAL_RETURN_MAX: r.max()}, step)
 
+    def video_payload(self, frames: np.ndarray, fps: float, path: Path) -> Any:
+        """What this backend needs to show a video (``frames``: [T, H, W, 3] uint8, written to the mp4 ``path``),
+        made on a thread of its own while training goes on (so: no side effects, only encoding); None: this
+        backend shows no videos."""
+        return None
+
+    def add_video(self, payload: Any, step: int) -> None:
+        """Show the video ``video_payload`` prepared (not None), recorded at ``step``; on the loop's thread."""
+
     def flush(self) -> None:
         pass
 
@@ -136,6 +146,14 @@ class LoggerGroup(Logger):
     def add_evaluation(self, step, returns) -> None:
         for logger in self.loggers:
             logger.add_evaluation(step, returns)
+
+    def video_payload(self, frames, fps, path) -> list:
+        return [logger.video_payload(frames, fps, path) for logger in self.loggers]
+
+    def add_video(self, payload: list, step: int) -> None:
+        for logger, own in zip(self.loggers, payload, strict=True):
+            if own is not None:
+                logger.add_video(own, step)
 
     def flush(self) -> None:
         for logger in self.loggers:

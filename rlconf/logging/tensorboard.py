@@ -11,11 +11,12 @@ checkpoint removes exactly the episodes that ended after it.
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 from pathlib import Path
 
 from rlconf.errors import require
-from rlconf.logging.base import TRAIN_RETURN, Logger, LoggerContext
+from rlconf.logging.base import EVAL_VIDEO, TRAIN_RETURN, Logger, LoggerContext
 
 TRAIN_RETURN_EACH_EPISODE = f"{TRAIN_RETURN}_each_episode"
 
@@ -59,6 +60,23 @@ class TensorBoardLogger(Logger):
         step = self.step if step is None else step
         for name, value in values.items():
             self.writer.add_scalar(name, value, step)
+
+    def video_payload(self, frames, fps, path):
+        """TensorBoard shows videos as animated GIFs in an image summary (torch's own ``summary.video`` needs
+        moviepy 1's ``moviepy.editor``, gone from moviepy 2): encoded here with Pillow, which moviepy brings."""
+        from PIL import Image
+        from tensorboard.compat.proto.summary_pb2 import Summary
+
+        gif = io.BytesIO()
+        images = [Image.fromarray(frame) for frame in frames]
+        images[0].save(gif, format="GIF", save_all=True, append_images=images[1:], duration=round(1000 / fps),
+                       loop=0)
+        height, width, channels = frames.shape[1:]
+        image = Summary.Image(height=height, width=width, colorspace=channels, encoded_image_string=gif.getvalue())
+        return Summary(value=[Summary.Value(tag=EVAL_VIDEO, image=image)])
+
+    def add_video(self, payload, step) -> None:
+        self.writer._get_file_writer().add_summary(payload, step)
 
     def add_episode(self, step, episode, returns, length, wall_seconds, agent_returns=None) -> None:
         super().add_episode(step, episode, returns, length, wall_seconds, agent_returns)

@@ -16,7 +16,7 @@ from typing import Any
 from rlconf.config import redact
 from rlconf.errors import first_line, require
 from rlconf.experiments.rundir import read_json, write_json
-from rlconf.logging.base import Logger, LoggerContext
+from rlconf.logging.base import EVAL_VIDEO, Logger, LoggerContext
 
 MODES = ("online", "offline", "disabled")
 STEP = "env/step"  # every row's x axis; frames are logged beside it, so wandb can plot against either
@@ -105,6 +105,21 @@ class WandbLogger(Logger):
         row[FRAMES] = round(step * self.frames_per_step)
         try:
             self.run.log(row)
+        except Exception as error:  # wandb's trouble is never the run's
+            self.close()
+            self._give_up(error)
+
+    def video_payload(self, frames, fps, path):
+        return path  # wandb copies the mp4 itself when it is logged
+
+    def add_video(self, payload, step) -> None:
+        if self.run is None:
+            return
+        import wandb
+
+        try:
+            self.run.log({EVAL_VIDEO: wandb.Video(str(payload), format="mp4"), STEP: step,
+                          FRAMES: round(step * self.frames_per_step)})
         except Exception as error:  # wandb's trouble is never the run's
             self.close()
             self._give_up(error)
