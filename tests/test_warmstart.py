@@ -74,3 +74,28 @@ def test_networks_that_do_not_fit_are_refused_in_one_line(run_cli, workdir, tmp_
 def test_a_warm_start_from_nothing_is_one_line(run_cli, workdir, tmp_path, source, suffix, words):
     assert_run_refused(run_cli, [*CARTPOLE, f"init={source}{suffix}", "steps=300"], ["init=", *words], workdir,
                        tmp_path / "runs")
+
+
+def test_a_warm_start_carries_the_bodys_running_statistics(run_cli, workdir, tmp_path):
+    """The networks learned from normalised observations: their normaliser comes with them, and goes on
+    counting. A run warm-started from a source counts exactly the source's observations plus what the same run
+    started afresh counts."""
+    pendulum = ["agent=ppo", "env=classic/pendulum", "body.normalize_observations=true", "hardware.n_envs=2",
+                "agent.n_steps=64", "eval_every=0", "test_episodes=1", "quiet=true"]
+
+    def trained(name: str, *extra: str) -> dict:
+        result = run_cli("run", *pendulum, *extra, f"logdir={tmp_path / name}", cwd=workdir)
+        assert result.returncode == 0, result.stderr
+        return torch.load(only_run_dir(tmp_path / name) / "checkpoint.pt", weights_only=True)["agent"]
+
+    source = trained("source", "steps=512")
+    fresh = trained("fresh", "steps=128")
+    warm = trained("warm", "steps=128", f"init={only_run_dir(tmp_path / 'source')}")
+    key = "observation_statistics"
+    assert warm[key]["count"] == source[key]["count"] + fresh[key]["count"] and fresh[key]["count"] > 0
+    assert not torch.allclose(warm[key]["mean"], fresh[key]["mean"])
+
+    raw = [a for a in pendulum if "normalize" not in a]
+    assert_run_refused(run_cli, [*raw, "steps=128", f"init={only_run_dir(tmp_path / 'source')}"],
+                       ["body.normalize_observations=true, this one body.normalize_observations=false"], workdir,
+                       tmp_path / "raw")

@@ -2,7 +2,9 @@
 
 The new run has its own directory, config and counters (step 0, fresh schedules, an empty replay); only the
 networks of its agent start from the other run's checkpoint: every approximation's model and target network,
-and with ``init.optimizer=true`` its optimiser state too. The checkpoint is read as tensors and plain data
+and with ``init.optimizer=true`` its optimiser state too. The body's running statistics go with the networks
+(``body.normalize_observations``, ``normalize_rewards``): the weights learned from inputs scaled by them, so
+both runs must keep them, or neither. The checkpoint is read as tensors and plain data
 (``weights_only``), like every file of a run directory; nothing of the other run's config is used. A network
 that does not fit (another architecture, another observation or action space) is refused in one line naming
 the layer and both shapes, before the run directory is made.
@@ -40,10 +42,12 @@ def warm_start(agent, value: str, optimizer: bool) -> list[str]:
     folder, which = source(value)
     try:
         path = checkpoint_path(folder, which)
-        theirs = networks(load_checkpoint(path, map_location="cpu")["agent"])
+        their_agent = load_checkpoint(path, map_location="cpu")["agent"]
     except ValueError as error:
         raise ConfigError(f"init={value}: {error}") from None
+    theirs = networks(their_agent)
     live = agent.state_dict()
+    carry_statistics(their_agent, live, value)
     mine = networks(live)
     for name, state in mine.items():
         if name not in theirs:
@@ -60,6 +64,24 @@ def warm_start(agent, value: str, optimizer: bool) -> list[str]:
     except (ValueError, KeyError, RuntimeError) as error:  # an optimiser of other parameter groups
         raise ConfigError(f"init={value}: {first_line(error)}") from None
     return list(mine)
+
+
+STATISTICS = {"observation_statistics": "body.normalize_observations", "reward_statistics": "body.normalize_rewards"}
+
+
+def carry_statistics(theirs: dict[str, Any], mine: dict[str, Any], value: str) -> None:
+    """The bodies' running statistics of ``theirs`` into ``mine`` (agent states, players' nested); a one-line
+    ConfigError when one run keeps statistics the other does not."""
+    for key, setting in STATISTICS.items():
+        if (key in theirs) != (key in mine):
+            there, here = ("true", "false") if key in theirs else ("false", "true")
+            raise ConfigError(f"init={value}: that run has {setting}={there}, this one {setting}={here}: its networks "
+                              "learned from inputs scaled otherwise; a warm start needs the same setting")
+        if key in mine:  # the tensors checked for shape; the count too (it weighs what comes next)
+            mine[key] = {**fitted(theirs[key], mine[key], key, value), "count": theirs[key]["count"]}
+    for key, state in mine.items():
+        if key not in STATISTICS and isinstance(state, dict) and isinstance(theirs.get(key), dict):
+            carry_statistics(theirs[key], state, value)
 
 
 def networks(agent_state: dict[str, Any], prefix: str = "") -> dict[str, dict[str, Any]]:
