@@ -600,16 +600,17 @@ def optuna_sweeps(hydra_cfg, swept: list[str], settings) -> dict[str, tuple[str,
     """The Optuna sweeper's settings checked (rlconf.tuning.sweeper.check_settings) with the search space of its
     params and the command line's sweeps (``swept``); returns each searched key with the values its draws lie
     among or between, which the caller composes."""
-    import importlib.util
-
     from omegaconf import OmegaConf
 
     from rlconf.tuning import TuningError
 
     choice = hydra_cfg.hydra.runtime.choices.get("sweep")
     sweep = f"sweep={choice}" if choice else "hydra/sweeper=rlconf_optuna"
-    if importlib.util.find_spec("optuna") is None:
-        raise UsageError(f"{sweep} is an Optuna sweep and optuna is not installed: pip install 'rlconf[optuna]'")
+    try:
+        import optuna  # noqa: F401 (an optional extra: missing, or an install that does not import)
+    except ImportError as error:
+        raise UsageError(f"{sweep} is an Optuna sweep and optuna cannot be imported ({error}): pip install "
+                         "'rlconf[optuna]'") from None
     if not hydra_cfg.hydra.launcher.get("wait", True):
         raise UsageError(f"hydra.launcher.wait=false: {sweep} asks for trials by the results of those before; "
                          "allowed: hydra.launcher.wait=true")

@@ -36,8 +36,9 @@ class OptunaSweeperConf:
     study_name: str = "rlconf"
     sampler: SamplerConf = field(default_factory=SamplerConf)
     pruner: str | None = None  # median, hyperband, successive_halving: stops hopeless runs after an evaluation
-    # The Optuna pruner's arguments besides rlconf's defaults (rlconf.tuning.study): {n_startup_trials: 5}
-    pruner_args: dict[str, Any] | None = None
+    # The Optuna pruner's arguments besides rlconf's defaults (rlconf.tuning.study): {n_startup_trials: 5} in a
+    # config, +hydra.sweeper.pruner_args.n_startup_trials=5 on the command line
+    pruner_args: dict[str, Any] = field(default_factory=dict)
     # The search space: key -> choice(...), range(...), interval(...), tag(log, interval(...)) or a fixed value.
     params: dict[str, Any] = field(default_factory=dict)
     # Trials to run first, each a mapping of params to values (known good settings, a baseline): a new study only.

@@ -88,7 +88,7 @@ def search_space(params: dict[str, Any], arguments: Iterable[str]) -> SearchSpac
         except Exception as error:  # Hydra's parser errors are several lines; the first says what
             shown = f"{where}={line.split('=', 1)[1]}" if where else line
             raise TuningError(f"{shown}: {str(error).splitlines()[-1].strip() or 'cannot parse'}; {ALLOWED}") from None
-        key = override.get_key_element()
+        key = override.get_key_element().lstrip("+~")  # the prefix is the override's, not the key's
         dimensions.pop(key, None)
         fixed.pop(key, None)
         if override.is_sweep_override():
