@@ -19,7 +19,7 @@ CONSTRAINTS = "constraints.txt"
 
 def install_rlconf(session: nox.Session) -> None:
     """torch from the constraints first, then rlconf and its dev extras (pytest, ruff, SB3), ale-py and
-    MuJoCo (the Atari and continuous-control tests play the real simulators), submitit and Optuna's sweeper
+    MuJoCo (the Atari and continuous-control tests play the real simulators), submitit and Optuna
     (the launcher tests) under them."""
     session.install("-c", CONSTRAINTS, "torch")
     session.install("-c", CONSTRAINTS, "-e", ".[dev,atari,mujoco,slurm,optuna]")
