@@ -99,17 +99,17 @@ class StudySweeper(Sweeper):
         assert self.config is not None and self.launcher is not None
         quiet()
         s, config = self.settings, self.config
-        sweep_dir = Path(str(config.hydra.sweep.dir))
-        sweep_dir.mkdir(parents=True, exist_ok=True)
-        # As Hydra's basic sweeper does: the sweep's config and command line, which resume=SWEEP_DIR reads.
-        OmegaConf.save(config, sweep_dir / "multirun.yaml")
-        try:
+        try:  # rlconf run checks them before Hydra starts; here for those who start Hydra otherwise
             space = check_settings(s, arguments, {"steps": config.steps, "eval_every": config.eval_every,
                                                   "test_episodes": config.test_episodes,
                                                   "learners": config.hardware.learners})
         except TuningError as error:
             print(f"rlconf: error: {error}", file=sys.stderr)
             raise SystemExit(2) from None
+        sweep_dir = Path(str(config.hydra.sweep.dir))
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        # As Hydra's basic sweeper does: the sweep's config and command line, which resume=SWEEP_DIR reads.
+        OmegaConf.save(config, sweep_dir / "multirun.yaml")
         path = study_path(sweep_dir)
         store = storage(path)
         new = not exists(store, s["study_name"])
