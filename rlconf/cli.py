@@ -409,9 +409,11 @@ def _saved_overrides(value: str, multirun: bool, key: str = "resume") -> list[st
     from rlconf.experiments.resume import check_resume_dir, check_resume_sweep_dir
     from rlconf.experiments.saved import SWEEP_HYDRA_KEYS, check_overrides, load_yaml, read_overrides
 
-    if not multirun:  # a run of a sweep resumed alone: without the sweep's named grid and launcher
+    if not multirun:  # a run of a sweep resumed alone: without the sweep's named grid, launcher and trial
+        from rlconf.experiments.rundir import within
+
         lines = read_overrides(check_resume_dir(value, key) / "overrides.yaml")
-        return [o for o in lines if _key(o) not in ("sweep", "launcher")]
+        return [o for o in lines if not within(_key(o), ("sweep", "launcher", "trial"))]
     # The sweep's own overrides and its hydra.* ones (launcher settings, n_trials, ...).
     path = check_resume_sweep_dir(value) / "multirun.yaml"
     saved = load_yaml(path)
@@ -464,6 +466,8 @@ def precheck(overrides: list[str], config_dirs: list[str], multirun: bool) -> li
     """Compose and validate every value a sweep will use, so bad input fails before anything runs. Returns the
     overrides to launch with: as given, but for whole numbers written as floats (``whole_numbers``)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from rlconf.tuning import is_optuna_sweeper
 
     try:
         parsed = OverridesParser.create().parse_overrides(overrides)
@@ -519,12 +523,14 @@ def precheck(overrides: list[str], config_dirs: list[str], multirun: bool) -> li
     hydra_cfg, settings = check_composition([*fixed, *base.values()], config_dirs)
     if multirun:
         check_launcher(hydra_cfg)
-        sweeper = str(hydra_cfg.hydra.sweeper.get("_target_", ""))
-        if sampled and "optuna" not in sweeper.lower():
-            raise UsageError(f"{sampled[0]}: an interval is sampled by Optuna's sweeper, not enumerated: add "
-                             "hydra/sweeper=optuna (pip install 'rlconf[optuna]'), or list values with choice(...)")
-        # A named sweep's grid (hydra.sweeper.params) is checked like one typed on the command line.
-        extra = {k: v for k, v in config_sweeps(hydra_cfg).items() if k not in sweeps}
+        if is_optuna_sweeper(hydra_cfg.hydra.sweeper):  # every searched key composed at its ends and choices
+            extra = optuna_sweeps(hydra_cfg, [o.input_line for o in parsed if o.is_sweep_override()], settings)
+        elif sampled:
+            raise UsageError(f"{sampled[0]}: an interval is sampled by Optuna, not enumerated: use an Optuna sweep "
+                             "(sweep=optuna_dqn, or hydra/sweeper=rlconf_optuna; pip install 'rlconf[optuna]'), or "
+                             "list values with choice(...)")
+        else:  # a named sweep's grid (hydra.sweeper.params) is checked like one typed on the command line
+            extra = {k: v for k, v in config_sweeps(hydra_cfg).items() if k not in sweeps}
         if extra:
             sweeps.update(extra)
             base = {key: f"{prefix}{key}={values[0]}" for key, (prefix, values) in sweeps.items()}
@@ -578,7 +584,7 @@ def _group_choices(value: str) -> list[str]:
 
 def config_sweeps(hydra_cfg) -> dict[str, tuple[str, list[str]]]:
     """The grid of Hydra's basic sweeper given in a config (``hydra.sweeper.params``), as key -> values.
-    Other sweepers (Optuna) draw their values as they go: nothing to check up front."""
+    (Optuna's search space is checked by ``optuna_sweeps``.)"""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     sweeper = hydra_cfg.hydra.sweeper
@@ -591,6 +597,35 @@ def config_sweeps(hydra_cfg) -> dict[str, tuple[str, list[str]]]:
         raise UsageError(f"hydra.sweeper.params: {str(error).splitlines()[0]}") from None
     return {o.get_key_element(): (_override_prefixes()[o.type], list(o.sweep_string_iterator())
                                   if o.is_sweep_override() else [o.get_value_element_as_str()]) for o in parsed}
+
+
+def optuna_sweeps(hydra_cfg, swept: list[str], settings) -> dict[str, tuple[str, list[str]]]:
+    """The Optuna sweeper's settings checked (rlconf.tuning.sweeper.check_settings) with the search space of its
+    params and the command line's sweeps (``swept``); returns each searched key with the values its draws lie
+    among or between, which the caller composes."""
+    from omegaconf import OmegaConf
+
+    from rlconf.tuning import TuningError
+
+    choice = hydra_cfg.hydra.runtime.choices.get("sweep")
+    sweep = f"sweep={choice}" if choice else "hydra/sweeper=rlconf_optuna"
+    try:
+        import optuna  # noqa: F401 (an optional extra: missing, or an install that does not import)
+    except ImportError as error:
+        raise UsageError(f"{sweep} is an Optuna sweep and optuna cannot be imported ({error}): pip install "
+                         "'rlconf[optuna]'") from None
+    if not hydra_cfg.hydra.launcher.get("wait", True):
+        raise UsageError(f"hydra.launcher.wait=false: {sweep} asks for trials by the results of those before; "
+                         "allowed: hydra.launcher.wait=true")
+    from rlconf.tuning.sweeper import check_settings
+
+    run = {"steps": settings.run.steps, "eval_every": settings.run.eval_every,
+           "test_episodes": settings.run.test_episodes, "learners": settings.hardware.learners}
+    try:
+        space = check_settings(OmegaConf.to_container(hydra_cfg.hydra.sweeper, resolve=True), swept, run)
+    except TuningError as error:
+        raise UsageError(str(error)) from None
+    return {key: (d.prefix, d.examples()) for key, d in space.dimensions.items()}
 
 
 def check_launcher(hydra_cfg) -> None:
@@ -654,8 +689,6 @@ def _hydra_message(error: Exception, overrides: list[str], config_dirs: list[str
     if "not in struct" in text or "Could not override" in text:
         key = text.split("'")[1] if "'" in text else text
         return _unknown_key_message(key, overrides, config_dirs)
-    if "hydra/sweeper/rlconf_optuna" in text:
-        return "this sweep needs Optuna's sweeper: pip install 'rlconf[optuna]'"
     if text.startswith("Error merging override") and error.__cause__ is not None:  # say why: the type
         return f"{text.removeprefix('Error merging override ')}: {str(error.__cause__).splitlines()[0]}"
     # Hydra appends its search path and a hint about HYDRA_FULL_ERROR: noise on a one-line error.
@@ -719,7 +752,7 @@ def launch(overrides: list[str], config_dirs: list[str], multirun: bool, cfg_mod
         argv += ["--cfg", cfg_mode]
 
     @hydra.main(config_path=str(config_dir()), config_name="config", version_base=None)
-    def task(cfg) -> None:
+    def task(cfg) -> dict:
         from hydra.core.hydra_config import HydraConfig
         from hydra.types import RunMode
 
@@ -739,7 +772,7 @@ def launch(overrides: list[str], config_dirs: list[str], multirun: bool, cfg_mod
         except RunFailed as error:  # a divergence, a full disk (status.json, error.txt): the last checkpoint kept
             print(f"rlconf: error: {error}", file=sys.stderr)
             raise SystemExit(error.exit_status) from None
-        return summary.get("test_return_mean")  # a sweeper's objective (Optuna): the final test return
+        return summary  # to a sweeper: Optuna's objective is its test_return_mean, or its state pruned
 
     saved = sys.argv
     sys.argv = argv

@@ -59,6 +59,18 @@ class InitSettings:
 
 
 @dataclass
+class TrialSettings:
+    """The trial of an Optuna sweep a run is (rlconf.tuning), set by the sweeper: where the run reports its
+    periodic evaluations, and the pruner that may stop it."""
+
+    storage: str | None = None  # the study's journal file
+    study: str | None = None
+    number: int | None = None
+    pruner: str | None = None
+    pruner_args: dict[str, Any] | None = None
+
+
+@dataclass
 class RunSettings:
     seed: int = 0
     steps: int = 100_000  # environment-step budget
@@ -74,6 +86,7 @@ class RunSettings:
     resume: str | None = None  # a run directory to continue from its checkpoint (with -m: a sweep directory)
     rerun: str | None = None  # a run directory whose recorded config this new run repeats (provenance.py)
     init: InitSettings = field(default_factory=InitSettings)  # a warm start (rlconf.experiments.warmstart)
+    trial: TrialSettings = field(default_factory=TrialSettings)  # a run of an Optuna sweep (rlconf.tuning)
 
     def __post_init__(self):
         require(0 < self.steps <= MAX_STEPS, "steps", self.steps,

@@ -14,7 +14,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import FAST_RUN, assert_run_refused, cli_env, one_error_line, run_dirs, wait_while_running
+from conftest import (
+    FAST_RUN,
+    assert_run_refused,
+    cli_env,
+    one_error_line,
+    run_cli_in,
+    run_dirs,
+    wait_while_running,
+)
 
 CARTPOLE = ["agent=dqn", "env=classic/cartpole"]
 
@@ -145,29 +153,158 @@ def test_a_named_sweep_sets_the_grid(run_cli, workdir, tmp_path):
     assert "seeds" in listed.stdout and "optuna_dqn" in listed.stdout
 
 
-def test_optuna_sweep_keeps_its_study_in_the_sweep_directory_and_continues_it(run_cli, workdir, tmp_path):
-    pytest.importorskip("hydra_plugins.hydra_optuna_sweeper", reason="needs the optuna extra")
+def load_study(sweep: Path):
+    """The study an Optuna sweep keeps in its sweep directory."""
     import optuna
 
+    from rlconf.tuning.study import storage
+
+    return optuna.load_study(study_name="rlconf", storage=storage(sweep / "optuna.journal"))
+
+
+def trials_in(study, state: str) -> list:
+    import optuna
+
+    return [t for t in study.trials if t.state == optuna.trial.TrialState[state]]
+
+
+def test_optuna_sweep_keeps_its_study_in_the_sweep_directory_and_continues_it(run_cli, workdir, tmp_path):
+    pytest.importorskip("optuna", reason="needs the optuna extra: pip install 'rlconf[optuna]'")
     logdir = tmp_path / "runs"
-    common = [*CARTPOLE, "sweep=optuna_dqn", "steps=300", *FAST_RUN, f"logdir={logdir}", "launcher=basic",
-              "hydra.sweeper.n_jobs=1"]
+    common = [*CARTPOLE, "sweep=optuna_dqn", "steps=300", "eval_every=150", "eval_episodes=2", "test_episodes=2",
+              "quiet=true", f"logdir={logdir}", "launcher=basic", "hydra.sweeper.n_jobs=1"]
     first = run_cli("run", "-m", *common, "hydra.sweeper.n_trials=2", cwd=workdir)
     assert first.returncode == 0, first.stderr
     sweep = the_sweep(logdir)
-    assert (sweep / "optuna.db").exists() and (sweep / "optimization_results.yaml").exists()
+    assert (sweep / "optuna.journal").exists() and (sweep / "optimization_results.yaml").exists()
     table = sweep_table(sweep)
-    assert len(table) == 2 and {"agent.lr", "agent.batch_size", "test_return_mean"} <= set(table[0])
+    assert len(table) == 2 and {"agent.lr", "agent.batch_size", "state", "test_return_mean"} <= set(table[0])
+    assert not any(column.startswith("trial") for column in table[0]), "which trial a run is: not a result"
+    assert len(trials_in(load_study(sweep), "COMPLETE")) == 2
 
     more = run_cli("run", "-m", f"resume={sweep}", "hydra.sweeper.n_trials=3", cwd=workdir)
     assert more.returncode == 0, more.stderr
-    study = optuna.load_study(study_name="rlconf", storage=f"sqlite:///{sweep}/optuna.db")
-    complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
-    assert len(complete) == 3, "the study continued to n_trials, it did not start over"
-    assert len(sweep_table(sweep)) == 3
-    by_lr = {row["agent.lr"]: float(row["test_return_mean"]) for row in sweep_table(sweep)}
-    for trial in complete:  # the objective is the final test return
-        assert trial.value == by_lr[str(trial.params["agent.lr"])]
+    study = load_study(sweep)
+    complete = trials_in(study, "COMPLETE")
+    assert len(complete) == 3 == len(study.trials), "the study continued to n_trials, it did not start over"
+    rows = {row["run"]: row for row in sweep_table(sweep)}
+    assert len(rows) == 3 and {row["state"] for row in rows.values()} == {"done"}
+    for trial in complete:  # the objective is the run's final test return; each evaluation was reported
+        row = rows[trial.user_attrs["run"]]
+        assert trial.value == float(row["test_return_mean"])
+        assert float(row["agent.lr"]) == trial.params["agent.lr"]
+        assert sorted(trial.intermediate_values) == [150, 300]
+        with open(sweep / row["run"] / "evaluations.csv", newline="") as file:
+            evaluations = list(csv.DictReader(file))
+        assert trial.intermediate_values[150] == pytest.approx(float(evaluations[0]["mean"]))
+
+
+PRUNING_SWEEP = """# @package _global_
+# a hopeless arm: CartPole with Sutton and Barto's reward (0 a step, -1 when the pole falls) returns at most 0
+defaults:
+  - override /hydra/sweeper: rlconf_optuna
+hydra:
+  sweeper:
+    n_trials: 3
+    n_jobs: 1
+    pruner: median
+    pruner_args: {n_startup_trials: 1, n_warmup_steps: 0}
+    params:
+      +env.kwargs.sutton_barto_reward: choice(false, true)
+    enqueue:   # the good arm first, so that the median pruner has a finished trial to judge the hopeless one by
+      - {env.kwargs.sutton_barto_reward: false}
+      - {env.kwargs.sutton_barto_reward: true}
+"""
+
+
+def test_optuna_pruner_stops_a_hopeless_trial_after_its_first_evaluation(run_cli, workdir, tmp_path):
+    pytest.importorskip("optuna", reason="needs the optuna extra: pip install 'rlconf[optuna]'")
+    configs = tmp_path / "configs"
+    (configs / "sweep").mkdir(parents=True)
+    (configs / "sweep" / "prune_cartpole.yaml").write_text(PRUNING_SWEEP)
+    logdir = tmp_path / "runs"
+    result = run_cli("run", "-m", *CARTPOLE, "sweep=prune_cartpole", "steps=600", "eval_every=200",
+                     "eval_episodes=2", "test_episodes=2", "quiet=true", f"logdir={logdir}", "launcher=local",
+                     "--config-dir", str(configs), cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    sweep = the_sweep(logdir)
+    study = load_study(sweep)
+    pruned = trials_in(study, "PRUNED")
+    assert pruned and pruned[0].number == 1 and pruned[0].params == {"env.kwargs.sutton_barto_reward": True}
+    assert sorted(pruned[0].intermediate_values) == [200] and pruned[0].value == pruned[0].intermediate_values[200]
+    assert trials_in(study, "COMPLETE")[0].number == 0
+
+    run_dir = sweep / pruned[0].user_attrs["run"]
+    assert json.loads((run_dir / "status.json").read_text())["state"] == "pruned"
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["state"] == "pruned" and summary["pruned_at_step"] == 200 and summary["test_episodes"] == 0
+    with open(run_dir / "evaluations.csv", newline="") as file:
+        evaluations = list(csv.DictReader(file))
+    assert [int(row["step"]) for row in evaluations] == [200], "stopped at its first evaluation, of a 600 budget"
+    rows = {row["run"]: row for row in sweep_table(sweep)}
+    assert rows[run_dir.name]["state"] == "pruned" and rows[run_dir.name]["pruned_at_step"] == "200"
+    status = run_cli("status", str(sweep), cwd=workdir)
+    assert "1 pruned" in status.stdout and "pruned after the evaluation at step 200" in status.stdout
+
+    # Launched again: the study has its 3 trials, so nothing runs, and the pruned run stays pruned.
+    again = run_cli("run", "-m", f"resume={sweep}", "--config-dir", str(configs), cwd=workdir)
+    assert again.returncode == 0, again.stderr
+    assert len(load_study(sweep).trials) == 3 and json.loads((run_dir / "summary.json").read_text()) == summary
+
+
+def test_an_interrupted_optuna_sweep_asks_its_running_trial_again_and_finishes_the_study(run_cli, workdir,
+                                                                                       tmp_path):
+    pytest.importorskip("optuna", reason="needs the optuna extra: pip install 'rlconf[optuna]'")
+    logdir = tmp_path / "runs"
+    # Batch and update period fixed (given beside the sweep, they leave its search space): every trial as fast.
+    args = ["-m", *CARTPOLE, "sweep=optuna_dqn", "agent.batch_size=32", "agent.update_frequency=16", "steps=3000",
+            "checkpoint_every=500", "eval_every=1500", "eval_episodes=2", "test_episodes=2", "quiet=true",
+            f"logdir={logdir}", "launcher=local", "hydra.sweeper.n_trials=3", "hydra.sweeper.n_jobs=1",
+            "hydra.sweeper.pruner=null"]
+    launcher = subprocess.Popen([sys.executable, "-m", "rlconf", "run", *args], cwd=workdir, env=cli_env(),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def second_trial_past_1000() -> Path | None:
+        """The run of the second trial once it has a checkpoint past step 1,000 (the first has finished)."""
+        if len(list(logdir.glob("sweep_*/*/summary.json"))) != 1:
+            return None
+        for status_file in logdir.glob("sweep_*/*/status.json"):
+            status = json.loads(status_file.read_text() or "{}")
+            if status.get("state") == "running" and status.get("steps", 0) >= 1000:
+                return status_file.parent
+        return None
+
+    run_dir = wait_while_running(launcher, second_trial_past_1000, "the second trial past step 1,000", timeout=900)
+    launcher.send_signal(signal.SIGINT)  # Ctrl-C: the launcher stops its run at a checkpoint, and ends
+    launcher.communicate(timeout=600)
+    assert launcher.returncode != 0
+    sweep = run_dir.parent
+    study = load_study(sweep)
+    assert len(trials_in(study, "COMPLETE")) == 1 and [t.number for t in trials_in(study, "RUNNING")] == [1]
+    params = trials_in(study, "RUNNING")[0].params
+
+    again = run_cli("run", "-m", f"resume={sweep}", cwd=workdir)
+    assert again.returncode == 0, again.stderr
+    study = load_study(sweep)
+    assert [(t.number, t.state.name) for t in study.trials] == [(0, "COMPLETE"), (1, "COMPLETE"), (2, "COMPLETE")]
+    assert study.trials[1].params == params and study.trials[1].user_attrs["run"] == run_dir.name, \
+        "asked again with its values: the same run directory"
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["steps"] == 3000 and summary["resumes"] == 1, "the interrupted run resumed from its checkpoint"
+    assert len({t.user_attrs["run"] for t in study.trials}) == 3 == len(sweep_table(sweep)), "no trial ran twice"
+
+
+def test_an_optuna_sweep_without_optuna_says_so_in_one_line(workdir, tmp_path):
+    """Where optuna cannot be imported (here: a package of that name that fails to import, put first on the
+    path), the sweep is refused before anything runs."""
+    shadow = tmp_path / "shadow" / "optuna"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'optuna'\", name='optuna')\n")
+    result = run_cli_in("run", "-m", *CARTPOLE, "sweep=optuna_dqn", f"logdir={tmp_path / 'logs'}", cwd=workdir,
+                        pythonpath=[tmp_path / "shadow"])
+    line = one_error_line(result)
+    assert "sweep=optuna_dqn" in line and "pip install 'rlconf[optuna]'" in line
+    assert not (tmp_path / "logs").exists()
 
 
 @pytest.mark.parametrize(("args", "words"), [

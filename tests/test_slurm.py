@@ -117,6 +117,32 @@ def test_a_2x2_sweep_is_one_job_array_through_a_site_profile(cluster, site, run_
     assert "4 runs, 4 done" in status.stdout and "slurm" in status.stdout
 
 
+def test_an_optuna_sweep_shares_its_study_among_parallel_slurm_jobs(cluster, site, run_cli, workdir, tmp_path):
+    """Two trials at once, each a task of one job array: both runs report their evaluations to the one study
+    in the sweep directory (its journal file, locked across processes), and the sweeper tells it their results."""
+    optuna = pytest.importorskip("optuna", reason="needs the optuna extra: pip install 'rlconf[optuna]'")
+    from rlconf.tuning.study import storage
+
+    logdir = tmp_path / "runs"
+    result = run_cli("run", "-m", *CARTPOLE, "sweep=optuna_dqn", "agent.update_frequency=16", "steps=400",
+                     "eval_every=200", "eval_episodes=2", "test_episodes=2", "quiet=true", f"logdir={logdir}",
+                     "hydra.sweeper.n_trials=2", "hydra.sweeper.n_jobs=2", "launcher=ci", "--config-dir", str(site),
+                     cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    sweep = sweep_of(logdir)
+    study = optuna.load_study(study_name="rlconf", storage=storage(sweep / "optuna.journal"))
+    assert [t.state.name for t in study.trials] == ["COMPLETE", "COMPLETE"]
+    jobs = set()
+    for trial in study.trials:
+        run_dir = sweep / trial.user_attrs["run"]
+        summary = json.loads((run_dir / "summary.json").read_text())
+        assert trial.value == summary["test_return_mean"]
+        assert sorted(trial.intermediate_values) == [200, 400], "reported from the Slurm job"
+        jobs.add(summary["slurm_job_id"])
+    assert len(jobs) == 2 and len({j.split("_")[0] for j in jobs}) == 1, "one array, a task per trial"
+    assert "2 runs, 2 done" in run_cli("status", str(sweep), cwd=workdir).stdout
+
+
 def signalled_after_checkpoint(run_cli, site: Path, workdir: Path, logdir: Path, args: list[str], steps: int,
                                checkpoint_every: int) -> tuple[Path, Path, str]:
     """A one-run sweep submitted to Slurm without waiting, sent SIGUSR1 once it has trained past its first

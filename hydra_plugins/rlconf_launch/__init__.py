@@ -1,14 +1,17 @@
 """rlconf's launchers and its Optuna sweeper, as Hydra plugins.
 
 Hydra instantiates launchers and sweepers only from the ``hydra_plugins`` namespace package, so the classes
-named by ``launchers/launcher/*.yaml`` live here; their code is in ``rlconf.launch``. Hydra imports this
-module whenever it starts: nothing here may import torch.
+named by ``launchers/launcher/*.yaml`` and ``hydra/sweeper: rlconf_optuna`` live here; their code is in
+``rlconf.launch`` and ``rlconf.tuning``. Hydra imports this module whenever it starts: nothing here may import
+torch, nor optuna (an optional extra, imported when an Optuna sweep starts).
 """
 
 from hydra.core.config_store import ConfigStore
 
 from rlconf.launch import local, slurm
 from rlconf.launch.settings import LocalLauncherConf, SlurmLauncherConf
+from rlconf.tuning import sweeper
+from rlconf.tuning.settings import OptunaSweeperConf
 
 
 class LocalLauncher(local.LocalRunLauncher):
@@ -19,7 +22,12 @@ class SlurmLauncher(slurm.SlurmRunLauncher):
     """launcher=slurm, and the cluster profiles built on it."""
 
 
+class OptunaSweeper(sweeper.StudySweeper):
+    """hydra/sweeper=rlconf_optuna: the sweep configs sweep=optuna_*."""
+
+
 ConfigStore.instance().store(group="hydra/launcher", name="rlconf_local", node=LocalLauncherConf,
                              provider="rlconf")
 ConfigStore.instance().store(group="hydra/launcher", name="rlconf_slurm", node=SlurmLauncherConf,
                              provider="rlconf")
+ConfigStore.instance().store(group="hydra/sweeper", name="rlconf_optuna", node=OptunaSweeperConf, provider="rlconf")

@@ -181,6 +181,16 @@ class Diverged(RunFailed):
     """Training stopped because a loss, gradient norm or weight became nan or inf."""
 
 
+class Pruned(Exception):
+    """Training stopped after an evaluation because a sweep's pruner judged the run hopeless (rlconf.tuning),
+    with a checkpoint of that step: the run ends there, untested, in the state "pruned"."""
+
+    def __init__(self, steps: int, eval_return: float):
+        self.steps = steps
+        self.eval_return = eval_return
+        super().__init__(f"pruned at step {steps:,}")
+
+
 class Interrupted(Exception):
     """Training stopped on a signal, at a step boundary, after writing a checkpoint."""
 
@@ -213,6 +223,10 @@ class Experiment:
         # Called with "running" every STATUS_SECONDS and after each checkpoint, and while testing with
         # phase="test" (or "eval"), test_episodes_done and test_episodes: status.json, which rlconf status reads.
         self.on_status = on_status
+        # Told each periodic evaluation's step and mean return; True stops training there (Pruned). A run of an
+        # Optuna sweep reports to its trial through it (rlconf.tuning.trial.TrialReporter); other runs have none.
+        self.on_evaluation: Callable[[int, float], bool] | None = None
+        self._pruned: Pruned | None = None
         self.episodes = 0
         self.last_return: float | None = None
         self.best_return: float | None = None  # of any training episode so far
@@ -270,6 +284,9 @@ class Experiment:
         if steps >= self._next_eval:
             self._next_eval += self.eval_every
             self._evaluate()
+            if self._pruned is not None:
+                self._end_training(start)
+                raise self._pruned
         if self.videos is not None:
             self._video(steps)
         if steps >= self._next_checkpoint:
@@ -426,6 +443,8 @@ class Experiment:
             self._save_best(float(r.mean()))
         self.progress.print(f"eval at {self.env.steps:,} steps: return {r.mean():.1f} ± {r.std():.1f} over "
                             f"{len(r)} episodes (min {r.min():.1f}, max {r.max():.1f})")
+        if self.on_evaluation is not None and self.on_evaluation(self.env.steps, float(r.mean())):
+            self._pruned = Pruned(self.env.steps, float(r.mean()))
 
     # -- testing -------------------------------------------------------------------------------------
     def test_env(self):

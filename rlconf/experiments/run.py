@@ -33,7 +33,14 @@ from rlconf.environments import Environment
 from rlconf.errors import ConfigError, first_line
 from rlconf.experiments import learners, preemption, provenance, resume, rng, warmstart
 from rlconf.experiments.bandit import BanditExperiment, regret_line
-from rlconf.experiments.experiment import TEST_SEED_OFFSET, Experiment, Interrupted, RunFailed, load_checkpoint
+from rlconf.experiments.experiment import (
+    TEST_SEED_OFFSET,
+    Experiment,
+    Interrupted,
+    Pruned,
+    RunFailed,
+    load_checkpoint,
+)
 from rlconf.experiments.multiagent import MultiagentExperiment
 from rlconf.experiments.pairing import compatible
 from rlconf.experiments.progress import ConsoleProgress, on_terminal, retract
@@ -459,7 +466,24 @@ def choose_experiment(settings: Settings, built: Built, run_dir: Path, resolved:
         built.videos.attach(run_dir, built.logger)
         experiment.videos = built.videos
     experiment.on_status = status_writer(run_dir, experiment)
+    if settings.run.trial.storage is not None:  # a run of an Optuna sweep: only then is optuna imported
+        experiment.on_evaluation = trial_reporter(settings)
     return experiment
+
+
+def trial_reporter(settings: Settings) -> Callable[[int, float], bool]:
+    """The run's trial of an Optuna sweep (``trial.*``, set by the sweeper), told each periodic evaluation."""
+    trial = settings.run.trial
+    try:
+        from rlconf.tuning.trial import TrialReporter
+
+        return TrialReporter(trial.storage, trial.study, trial.number, trial.pruner, trial.pruner_args,
+                             settings.run.steps, settings.run.eval_every)
+    except ModuleNotFoundError as error:
+        raise ConfigError(f"trial.storage={trial.storage}: a run of an Optuna sweep needs the missing package "
+                          f"{error.name!r}: pip install 'rlconf[optuna]'") from None
+    except KeyError as error:  # no such study or trial in the journal
+        raise ConfigError(f"trial.storage={trial.storage}: {first_line(error)}") from None
 
 
 def _follow(settings: Settings, where: resume.Plan) -> dict:
@@ -504,19 +528,24 @@ def finish(settings: Settings, experiment: Experiment, checkpoint: dict | None, 
         if where.existing:
             _restore(experiment, checkpoint, run_dir, settings)
         status("running")
+        pruned = None
         try:
             experiment.train()
         except Interrupted as stop:
             raise SystemExit(_stopped(stop, experiment, run_dir, status)) from None
+        except Pruned as stop:  # a sweep's pruner ended it: nothing to test
+            pruned = stop
         test_start = time.perf_counter()
-        returns = experiment.final_test(test_episodes, eval_env_count(settings, test_episodes))
+        returns = [] if pruned else experiment.final_test(test_episodes, eval_env_count(settings, test_episodes))
         summary = _summary(settings, experiment, returns, time.perf_counter() - test_start, run_dir)
         summary.update(experiment.details())  # multi-agent: each player's test return; bandits: regret
         summary.update(_placement(started_at))
+        if pruned:
+            summary.update(state="pruned", pruned_at_step=pruned.steps, pruned_eval_return=pruned.eval_return)
         if returns:
             experiment.logger.add_evaluation(experiment.env.steps, returns)
         write_json(run_dir / "summary.json", summary)
-        status("done")
+        status(summary["state"])
     except KeyboardInterrupt:  # a second Ctrl-C: stopped without a new checkpoint
         status("stopped")
         raise
@@ -626,6 +655,7 @@ def _summary(settings: Settings, experiment: Experiment, returns: list[float], t
     steps = experiment.env.steps
     r = np.asarray(returns, dtype=float)
     return {
+        "state": "done",  # or "pruned" (by an Optuna sweep's pruner, after an evaluation): rlconf status shows it
         "agent": settings.agent_name,
         "env": settings.env.name,
         "env_id": settings.env.id,
@@ -656,6 +686,9 @@ def _stalled(experiment: Experiment) -> dict[str, int]:
 def _summary_line(title: str, s: dict[str, Any], budget: int) -> str:
     test = (f"test return {s['test_return_mean']:.1f} ± {s['test_return_std']:.1f} over {s['test_episodes']} episodes"
             if s["test_episodes"] else "no test episodes")
+    if s["state"] == "pruned":
+        test = (f"pruned by the sweep's pruner after the evaluation at step {s['pruned_at_step']:,} (return "
+                f"{s['pruned_eval_return']:.1f}): not tested")
     if s.get("test_episodes_stalled"):
         test += (f" ({s['test_episodes_stalled']} cut short after {s['test_stall_steps']:,} steps without a reward)")
     if "test_win_or_draw" in s:  # a multi-agent test against opponents

@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 # Overrides that say where or how visibly a run executes, not what it computes: they do not change which
-# directory a sweep job belongs to (re-running a sweep on another launcher, or quietly, continues it).
-PLACEMENT_KEYS = ("hydra", "launcher", "quiet", "logdir", "resume", "hardware.torch_threads",
+# directory a sweep job belongs to (re-running a sweep on another launcher, or quietly, continues it). An Optuna
+# sweep's ``trial`` keys say which trial a run reports to: a trial asked again finds its run directory.
+PLACEMENT_KEYS = ("hydra", "launcher", "quiet", "logdir", "resume", "trial", "hardware.torch_threads",
                   "hardware.eval_envs", "hardware.vectorization", "hardware.sampler", "hardware.runner",
                   "hardware.sync_every", "hardware.nodes", "hardware.runs_per_gpu", "hardware.cpus_per_run")
 
@@ -201,7 +202,10 @@ def read_json(path: str | Path) -> dict[str, Any] | None:
 
 
 def finished_summary(run_dir: str | Path, steps: int) -> dict[str, Any] | None:
-    """The summary.json of the run in ``run_dir`` when it has finished a budget of ``steps``, else None: a run
-    resumed with a longer budget has not finished, though it holds the summary of its shorter one."""
+    """The summary.json of the run in ``run_dir`` when it has finished a budget of ``steps``, or was pruned
+    (an end of its own, whatever the budget), else None: a run resumed with a longer budget has not finished,
+    though it holds the summary of its shorter one."""
     summary = read_json(Path(run_dir) / "summary.json")
-    return summary if summary is not None and summary.get("steps", 0) >= steps else None
+    if summary is None:
+        return None
+    return summary if summary.get("state") == "pruned" or summary.get("steps", 0) >= steps else None

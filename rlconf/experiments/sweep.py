@@ -1,6 +1,7 @@
 """A sweep directory's table of results: ``sweep.csv``, one row per finished run.
 
-Each row holds the run's directory, its overrides (one column per key) and the figures of its summary.json:
+Each row holds the run's directory, its overrides (one column per key), its state (done, or pruned by an Optuna
+sweep's pruner: then untested, its last evaluation's step and return beside) and the figures of its summary.json:
 those of every run, and those of a kind of run when the sweep holds one (a bandit's regret and best-arm rates,
 a multi-agent test's win-or-draw rate).
 The table is rebuilt from the run directories whenever a run finishes, under a lock, rather than appended
@@ -28,7 +29,7 @@ SUMMARY_COLUMNS = ["steps", "episodes", "test_return_mean", "test_return_std", "
                    "steps_per_second", "resumes"]
 # Figures of one kind of run, after "episodes", as columns only when a run of the sweep has them.
 KIND_COLUMNS = ["cumulative_regret", "cumulative_regret_std", "regret_per_pull", "optimal_arm_rate",
-                "final_optimal_arm_rate", "test_win_or_draw"]
+                "final_optimal_arm_rate", "test_win_or_draw", "pruned_at_step", "pruned_eval_return"]
 
 
 def finished_runs(sweep_dir: Path) -> Iterator[tuple[Path, dict]]:
@@ -87,9 +88,9 @@ def _write_table(sweep_dir: Path) -> Path:
     columns = [*SUMMARY_COLUMNS[:2], *kind, *SUMMARY_COLUMNS[2:]]
     text = io.StringIO()
     writer = csv.writer(text)
-    writer.writerow(["run", *keys, *columns])
+    writer.writerow(["run", *keys, "state", *columns])
     for run_dir, overrides, summary in rows:
-        writer.writerow([run_dir.name, *(overrides.get(k, "") for k in keys),
+        writer.writerow([run_dir.name, *(overrides.get(k, "") for k in keys), summary.get("state", "done"),
                          *(_cell(summary.get(c)) for c in columns)])
     path = sweep_dir / "sweep.csv"
     atomic_write(path, lambda tmp: Path(tmp).write_text(text.getvalue()))

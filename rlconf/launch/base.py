@@ -166,9 +166,10 @@ class RunLauncher(Launcher):
 
 
 def _finished(job: Job) -> JobReturn:
-    """The JobReturn of a run that finished earlier: its objective (the final test return) for sweepers."""
+    """The JobReturn of a run that finished earlier: its summary, as the run itself returns it (an Optuna
+    sweep's objective is its final test return, or its state pruned)."""
     return JobReturn(overrides=job.overrides, working_dir=str(job.run_dir), task_name=job.name,
-                     status=JobStatus.COMPLETED, _return_value=(job.summary or {}).get("test_return_mean"))
+                     status=JobStatus.COMPLETED, _return_value=job.summary)
 
 
 def failed(job: Job, message: str) -> JobReturn:

@@ -29,6 +29,7 @@ from rlconf.launch.status import RunStatus, collect
 REFRESH_SECONDS = 1.0  # how often a terminal's block is redrawn (and the run directories read)
 LINE_SECONDS = 60.0  # how often a line of progress is printed off a terminal when no run starts or ends
 STATES = ("done", "running", "queued", "failed")
+PRUNED = "pruned"  # ended early by an Optuna sweep's pruner: counted only in sweeps that have such runs
 
 
 class SweepProgress:
@@ -71,15 +72,15 @@ class SweepProgress:
         self.tick(force=True)
 
     def ended(self, name: str, failed: bool, why: str = "") -> None:
-        """``name`` finished (or failed: ``why``)."""
-        self.state[name] = "failed" if failed else "done"
+        """``name`` finished, was pruned (its run directory says), or failed (``why``)."""
+        self._read()
+        run = self._runs.get(name)
+        self.state[name] = "failed" if failed else PRUNED if run is not None and run.state == PRUNED else "done"
         self.ended_at[name] = time.monotonic()
         self.started_at.setdefault(name, self.start)
         if self.live is None and not self.quiet:
-            self._read()
-            run = self._runs.get(name)
-            what = (f"failed{': ' + why if why else ''}" if failed else
-                    f"done, test return {_num(run.test_return) if run else '-'}")
+            what = (f"failed{': ' + why if why else ''}" if failed else f"pruned: {run.note}" if
+                    self.state[name] == PRUNED else f"done, test return {_num(run.test_return) if run else '-'}")
             self.print(f"rlconf: sweep: {name} {what}; {self._counts()}")
         self.tick(force=True)
 
@@ -115,9 +116,10 @@ class SweepProgress:
             self._runs = {run.name: run for run in collect(self.sweep_dir) if run.name in self.state}
 
     def _counts(self) -> str:
-        counts = {s: sum(v == s for v in self.state.values()) for s in STATES}
+        shown = (*STATES, PRUNED) if PRUNED in self.state.values() else STATES
+        counts = {s: sum(v == s for v in self.state.values()) for s in shown}
         eta = self.eta()
-        return (", ".join(f"{counts[s]} {s}" for s in STATES) +
+        return (", ".join(f"{counts[s]} {s}" for s in shown) +
                 ("" if counts["running"] + counts["queued"] == 0 else
                  f"; ETA {_duration(eta)}" if eta is not None else "; ETA -"))
 
@@ -171,7 +173,7 @@ def print_table(sweep_dir: Path, names: Sequence[str], seconds: float, console: 
     except (OSError, ValueError):
         runs = {}
     rows = [runs.get(name) or RunStatus(name, "failed", note="no run directory") for name in names]
-    counts = {s: sum(r.state == s for r in rows) for s in ("done", "failed", "stopped", "running", "queued")}
+    counts = {s: sum(r.state == s for r in rows) for s in ("done", PRUNED, "failed", "stopped", "running", "queued")}
     out = [f"rlconf: sweep {sweep_dir}: {len(rows)} run{'s' if len(rows) != 1 else ''} in {_duration(seconds)}"
            + "".join(f", {n} {s}" for s, n in counts.items() if n)]
     width = max([len("run"), *(len(r.name) for r in rows)])

@@ -10,9 +10,10 @@ the job), ``status.json`` (written by the run as it trains, with its host, proce
 Slurm (squeue) for Slurm jobs and of the process table for runs on this machine; a run that is neither
 finished nor alive has failed (killed, or its node lost), and its log's last lines are shown.
 
-States: queued (waiting for a slot or in Slurm's queue, requeued runs too), running, done, failed, and
-stopped (stopped by a signal with a checkpoint, or never started by a launcher that was stopped: launch
-the sweep again, or ``rlconf run -m resume=SWEEP_DIR``, to continue it).
+States: queued (waiting for a slot or in Slurm's queue, requeued runs too), running, done, pruned (ended
+early by an Optuna sweep's pruner after an evaluation, untested: an end like done), failed, and stopped
+(stopped by a signal with a checkpoint, or never started by a launcher that was stopped: launch the sweep
+again, or ``rlconf run -m resume=SWEEP_DIR``, to continue it).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from pathlib import Path
 
 from rlconf.launch.base import log_tail
 
-STATES = ("queued", "running", "done", "failed", "stopped")
+STATES = ("queued", "running", "done", "pruned", "failed", "stopped")
 STALE_SECONDS = 120.0  # a run elsewhere that has not refreshed its status.json for this long is presumed dead
 QUEUED = {"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "CONFIGURING", "RESV_DEL_HOLD", "SUSPENDED"}
 RUNNING = {"RUNNING", "COMPLETING", "STAGE_OUT", "SIGNALING", "RESIZING"}
@@ -116,7 +117,10 @@ def _status(run_dir: Path, name: str, job: dict, status: dict | None, summary: d
         if status.get("phase") == "test" and status.get("test_episodes"):
             out.testing = (status.get("test_episodes_done", 0), status["test_episodes"])
     if summary is not None:
-        out.state = "done"
+        out.state = "pruned" if summary.get("state") == "pruned" else "done"
+        if out.state == "pruned":
+            out.note = (f"pruned after the evaluation at step {summary['pruned_at_step']:,} (return "
+                        f"{summary['pruned_eval_return']:.1f})")
         out.steps, out.episodes = summary.get("steps"), summary.get("episodes")
         out.total_steps = out.total_steps or summary.get("steps")
         out.test_return = summary.get("test_return_mean")

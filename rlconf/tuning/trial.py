@@ -1,0 +1,36 @@
+"""A run's side of a sweep's trial: each periodic evaluation's mean return reported to the study at its step,
+and the pruner's verdict. The experiment loop calls a ``TrialReporter`` after each evaluation
+(``Experiment.on_evaluation``); a run outside an Optuna sweep has none, and never imports optuna."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rlconf.tuning.study import make_pruner, quiet, trial
+
+
+class TrialReporter:
+    """Trial ``number`` of the study ``study`` in the journal ``storage``; ``pruner`` (and its ``pruner_args``)
+    as the sweeper was given them, with defaults from the run's ``steps`` and ``eval_every``.
+
+    A trial that has ended already (a run of a finished sweep resumed on its own) is left as it is: the run goes
+    on, reporting nothing. Steps reported before (an attempt that was stopped and resumed from a checkpoint
+    evaluates them again) are not reported twice."""
+
+    def __init__(self, storage: str, study: str, number: int, pruner: str | None, pruner_args: dict[str, Any] | None,
+                 steps: int, eval_every: int):
+        import optuna
+
+        quiet()
+        self.trial, frozen = trial(storage, study, number, make_pruner(pruner, pruner_args or {}, steps, eval_every))
+        self.active = frozen.state == optuna.trial.TrialState.RUNNING
+        self.reported = set(frozen.intermediate_values)
+
+    def __call__(self, steps: int, mean_return: float) -> bool:
+        """Report an evaluation; True when the pruner says the run should stop here."""
+        if not self.active:
+            return False
+        if steps not in self.reported:
+            self.trial.report(mean_return, steps)
+            self.reported.add(steps)
+        return self.trial.should_prune()
