@@ -198,6 +198,12 @@ def test_optuna_sweep_keeps_its_study_in_the_sweep_directory_and_continues_it(ru
             evaluations = list(csv.DictReader(file))
         assert trial.intermediate_values[150] == pytest.approx(float(evaluations[0]["mean"]))
 
+    # A sweep directory of hydra-optuna-sweeper's time (its study in optuna.db) is not silently started over.
+    (sweep / "optuna.journal").rename(sweep / "optuna.db")
+    line = one_error_line(run_cli("run", "-m", f"resume={sweep}", "hydra.sweeper.n_trials=4", cwd=workdir))
+    assert "its study is optuna.db" in line and "start a new sweep" in line
+    assert not (sweep / "optuna.journal").exists() and len(sweep_table(sweep)) == 3
+
 
 PRUNING_SWEEP = """# @package _global_
 # a hopeless arm: CartPole with Sutton and Barto's reward (0 a step, -1 when the pole falls) returns at most 0

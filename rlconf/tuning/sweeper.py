@@ -28,6 +28,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlconf.tuning.settings import DIRECTIONS, RESULTS_FILE, TuningError
 
+OLD_STUDY_FILE = "optuna.db"  # where hydra-optuna-sweeper kept a sweep's study (SQLite)
+
 
 def check_settings(sweeper: dict[str, Any], arguments: list[str], run: dict[str, Any]):
     """The sweeper's settings (``hydra.sweeper``, resolved) checked with the runs' ``run`` keys (steps,
@@ -107,6 +109,11 @@ class StudySweeper(Sweeper):
             print(f"rlconf: error: {error}", file=sys.stderr)
             raise SystemExit(2) from None
         sweep_dir = Path(str(config.hydra.sweep.dir))
+        if (sweep_dir / OLD_STUDY_FILE).exists() and not study_path(sweep_dir).exists():
+            print(f"rlconf: error: {sweep_dir}: its study is {OLD_STUDY_FILE}, from hydra-optuna-sweeper (rlconf's "
+                  f"sweeper before Optuna 4), which this sweeper cannot continue; its finished runs stay there "
+                  "(sweep.csv); start a new sweep", file=sys.stderr)
+            raise SystemExit(2)
         sweep_dir.mkdir(parents=True, exist_ok=True)
         # As Hydra's basic sweeper does: the sweep's config and command line, which resume=SWEEP_DIR reads.
         OmegaConf.save(config, sweep_dir / "multirun.yaml")
