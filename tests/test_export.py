@@ -32,6 +32,11 @@ CASES = {
     "ppo-pendulum-normalized": ["agent=ppo", "env=classic/pendulum", "body.normalize_observations=true",
                                 "steps=1024", "hardware.n_envs=4", "agent.n_steps=128"],
     "sac-pendulum": ["agent=sac", "env=classic/pendulum", "steps=600", "agent.replay_start_size=200"],
+    # A deterministic actor (its Box scaling inside the network); the caller appends the time feature.
+    "td3-pendulum-time-feature": ["agent=td3", "env=classic/pendulum", "body=time_feature", "steps=600",
+                                  "agent.replay_start_size=200"],
+    # Distributional, dueling and noisy: the greedy action is the argmax of the distributions' means.
+    "rainbow-cartpole": ["agent=rainbow", "env=classic/cartpole", "steps=600", "agent.replay_start_size=200"],
 }
 
 
@@ -79,6 +84,16 @@ def stacked(frames: list[np.ndarray], dones: list[bool], size: int) -> np.ndarra
     return np.stack(stacks)
 
 
+def with_time_feature(observations: list[np.ndarray], dones: list[bool], scale: float) -> np.ndarray:
+    """The observations with the time feature the export's feeding line asks for: t * scale, t the steps since
+    the episode began."""
+    t, rows = 0, []
+    for i, observation in enumerate(observations):
+        t = 0 if i == 0 or dones[i - 1] else t + 1
+        rows.append(np.append(observation, np.float32(t * scale)))
+    return np.stack(rows).astype(np.float32)
+
+
 @pytest.fixture(scope="module", params=list(CASES))
 def exported(request, tmp_path_factory):
     logdir = tmp_path_factory.mktemp(request.param)
@@ -97,6 +112,9 @@ def test_exported_files_choose_the_agents_actions(exported):
         assert description["feeding"] and "4 frames stacked" in description["feeding"][0]
         inputs = stacked(observations, dones, 4)
         assert inputs.dtype == np.uint8 and inputs.shape == (STEPS, 4, 84, 84) and any(dones)
+    elif case == "td3-pendulum-time-feature":
+        assert description["feeding"] and "t * 0.001" in description["feeding"][0]
+        inputs = with_time_feature(observations, dones, 0.001)
     else:
         assert description["feeding"] == []
         inputs = np.stack(observations)
@@ -104,8 +122,7 @@ def test_exported_files_choose_the_agents_actions(exported):
     assert description["input"]["dtype"] == str(inputs.dtype)
 
     script = torch.jit.load(files["torchscript"])
-    with torch.inference_mode():
-        by_torchscript = script(torch.as_tensor(inputs)).numpy()
+    by_torchscript = script(torch.as_tensor(inputs)).numpy()  # as a user calls it: no torch.no_grad needed
     session = onnxruntime.InferenceSession(files["onnx"], providers=["CPUExecutionProvider"])
     by_onnx = session.run(None, {"observation": inputs})[0]
 

@@ -62,7 +62,8 @@ def export_run(run_dir: str | Path, fmt: str, out: str | Path | None = None, whi
     except NotExportable as error:
         raise PlaybackError(f"{playback.run_dir}: agent={playback.settings.agent_name} cannot be exported: "
                             f"{error}") from None
-    module = _InTheBox(graph, action_space).eval()
+    # Weights that need no gradient: whoever loads the file gets plain actions (.numpy() without torch.no_grad).
+    module = _InTheBox(graph, action_space).eval().requires_grad_(False)
     path = Path(out) if out is not None else playback.run_dir / _default_name(fmt, which)
     input_space = graph.input_space(observation_space)
     observations = _observations(input_space, CHECKED_OBSERVATIONS, playback.settings.run.seed)
