@@ -99,18 +99,16 @@ class TrainingVideos:
         self.logger = logger
 
     def begin(self, steps: int) -> None:
-        """Training starts at ``steps``: a resumed run records from the next multiple of ``every`` on."""
+        """The next video is due at the first multiple of ``every`` after ``steps`` (where training starts, or
+        resumes; where the last video was filmed)."""
         self.next = (steps // self.every + 1) * self.every
 
     def due(self, steps: int) -> bool:
         return steps >= self.next
 
     def record(self, test_agent, steps: int) -> None:
-        """Play one greedy episode (to its end, or ``length`` frames) and start writing it."""
-        while self.next <= steps:
-            self.next += self.every
-        if self._env is None:
-            self.check()
+        """Play one greedy episode (to its end, or ``length`` frames) and start writing it (``check`` first)."""
+        self.begin(steps)  # the next one is due at the next multiple of ``every``
         frames = self._play(test_agent, self.seed + steps)
         self.wait()  # one video in flight at a time
         self.deliver()
