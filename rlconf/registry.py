@@ -29,7 +29,7 @@ _BUILTIN: dict[str, dict[str, tuple[str, str, dict[str, Any]]]] = {
     "agent": {
         "dqn": ("rlconf.agents.dqn:DQN", "Deep Q-Network: replay, target network, epsilon-greedy",
                 {"config": "DQNConfig"}),
-        "ddqn": ("rlconf.agents.ddqn:DDQN", "Double DQN: online net picks, target net values; prioritized replay",
+        "ddqn": ("rlconf.agents.dqn:DDQN", "Double DQN: online net picks, target net values; prioritized replay",
                  {"config": "DDQNConfig"}),
         "c51": ("rlconf.agents.c51:C51", "distributional DQN: 51-atom categorical returns, projected targets",
                 {"config": "C51Config"}),

@@ -128,6 +128,40 @@ def test_distributional_targets_choose_the_next_action_as_configured(agent, doub
     env.close()
 
 
+@pytest.mark.parametrize("agent, double_q", [("dqn", False), ("dqn", True), ("ddqn", True), ("ddqn", False)])
+def test_dqn_targets_choose_the_next_action_as_configured(agent, double_q):
+    """Double Q-learning (van Hasselt et al. 2016): r + gamma * Q_target(s', argmax_a Q_online(s', a)); plain
+    DQN: r + gamma * max_a Q_target(s', a). Computed by hand, transition by transition, on a fixed batch."""
+    torch.manual_seed(0)
+    _, env, built = build(CARTPOLE, f"agent={agent}", f"agent.double_q={str(double_q).lower()}", "agent.n_steps=1")
+    learner, gamma = built.agent, built.agent.config.discount_factor
+    assert learner.config.double_q is double_q and learner.targets_per_burst is not double_q
+    with torch.no_grad():  # a target network that disagrees with the online one
+        for p in learner.q.target_network.model.parameters():
+            p.add_(torch.randn_like(p))
+    next_observation = torch.randn(64, 4)
+    online, target = learner.q.no_grad(next_observation), learner.q.target(next_observation)
+    assert (online.argmax(1) != target.argmax(1)).any(), "the test needs states where the two networks disagree"
+
+    rewards, masks = torch.linspace(-2, 2, 64), (torch.arange(64) % 5 != 0).float()
+    batch = Transitions(torch.randn(64, 4), torch.zeros(64, dtype=torch.long), rewards, next_observation, masks)
+    expected = []
+    for i in range(64):
+        values = [float(v) for v in target[i]]
+        chosen = int(online[i].argmax()) if double_q else max(range(len(values)), key=values.__getitem__)
+        expected.append(float(rewards[i]) + gamma * float(masks[i]) * values[chosen])
+    torch.testing.assert_close(learner.td_targets(batch).double(), torch.tensor(expected, dtype=torch.float64),
+                               atol=1e-5, rtol=1e-6)  # float32 arithmetic against float64
+    env.close()
+
+
+def test_dqn_keeps_single_q_targets_and_ddqn_double_by_default():
+    for agent, double_q in (("dqn", False), ("ddqn", True)):
+        settings, env, _ = build(CARTPOLE, f"agent={agent}")
+        assert settings.agent.double_q is double_q
+        env.close()
+
+
 def test_rainbow_uses_double_q_by_default_and_c51_does_not():
     for agent, double_q in (("rainbow", True), ("c51", False)):
         settings, env, _ = build(CARTPOLE, f"agent={agent}")

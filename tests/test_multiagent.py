@@ -19,8 +19,7 @@ import torch
 from conftest import FAST_RUN, assert_run_refused, build, cli_env, only_run_dir, wait_while_running
 
 from rlconf.agents import DQN, BuildContext, IndependentMultiagent, RandomAgent, RandomTestAgent
-from rlconf.agents.ddqn import DDQN, DDQNConfig
-from rlconf.agents.dqn import DQNConfig, DQNTestAgent
+from rlconf.agents.dqn import DDQN, DDQNConfig, DQNConfig, DQNTestAgent
 from rlconf.agents.independent import batch_of_one
 from rlconf.core import MultiagentState, State, StateArray
 from rlconf.logging import Logger, LoggerGroup, ScopedLogger

@@ -46,11 +46,6 @@ class C51(DQN):
     def action_values(q: QDist):
         return _MeanValues(q)
 
-    @property
-    def targets_per_burst(self) -> bool:  # type: ignore[override]
-        """With double Q-learning the online network's choices change with every update of a burst."""
-        return not self.config.double_q
-
     def td_targets(self, batch: Transitions) -> torch.Tensor:
         """The projected target distribution of every transition: [batch, atoms]."""
         next_probabilities = self.q.target(batch.next_observation)

@@ -1,12 +1,14 @@
-"""DQN (Mnih et al. 2015): Q-learning with experience replay and a target network.
+"""DQN (Mnih et al. 2015): Q-learning with experience replay and a target network; and Double DQN.
 
 Every step the agent picks an epsilon-greedy action and stores the state in replay. Every
 ``update_frequency`` environment steps it takes ``gradient_steps`` minibatch steps on the squared (or Huber)
 TD error against ``r + gamma * max_a' Q_target(s', a')``; the target network is refreshed every
-``target_update_frequency`` environment steps. Replay may be prioritized and n-step: the loss is then
+``target_update_frequency`` environment steps. With ``double_q`` (van Hasselt et al. 2016) the online network
+picks the next action and the target network values it, ``r + gamma * Q_target(s', argmax_a' Q(s', a'))``,
+which removes most of Q-learning's overestimation. Replay may be prioritized and n-step: the loss is then
 weighted by the importance weights and the sampled transitions' priorities follow their TD errors.
-Where states say which actions are legal (``action_mask``: board games), acting and the target's max count
-only the legal ones.
+Where states say which actions are legal (``action_mask``: board games), acting and the target's max (or the
+online network's choice) count only the legal ones.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import torch.nn.functional as F
 from rlconf.agents._agent import BuildContext, PolicyGraph, TestAgent
 from rlconf.agents._off_policy import OffPolicy, draws, off_policy_replay, part_of, parts, training_settings
 from rlconf.agents._plays import DISCRETE
-from rlconf.agents.hyperparameters import DQNConfig
+from rlconf.agents.hyperparameters import DDQNConfig, DQNConfig
 from rlconf.approximation import FixedTarget, QNetwork
 from rlconf.core import StateArray
 from rlconf.memory import ReplayBuffer, Transitions
@@ -36,7 +38,12 @@ LOSS_FUNCTIONS = {"mse": lambda x, y: F.mse_loss(x, y, reduction="none"),
 class DQN(OffPolicy):
     Config = DQNConfig
     plays = DISCRETE
-    targets_per_burst = True  # targets depend on the target network alone (not so for double Q-learning)
+
+    @property
+    def targets_per_burst(self) -> bool:
+        """Targets computed once per burst depend on the target network alone: not so for double Q-learning,
+        whose online network's choices change with every update of a burst."""
+        return not self.config.double_q
 
     def __init__(self, q: QNetwork, policy: ParallelGreedyPolicy, replay: ReplayBuffer, clock: Clock,
                  config: DQNConfig, n_envs: int):
@@ -142,11 +149,22 @@ class DQN(OffPolicy):
         return self.loss(values, targets), (targets - values).detach().abs()
 
     def td_targets(self, batch: Transitions) -> torch.Tensor:
-        """r + gamma^n * mask' * max_a Q_target(s', a), the max over the legal actions a of s'."""
-        return self._bootstrap(batch, legal_max(self.q.target(batch.next_observation), batch.next_action_mask))
+        """r + gamma^n * mask' * max_a Q_target(s', a), the max over the legal actions a of s'; with double Q,
+        Q_target(s', a*) where a* is the online network's best legal action."""
+        next_values = self.q.target(batch.next_observation)
+        if not self.config.double_q:
+            return self._bootstrap(batch, legal_max(next_values, batch.next_action_mask))
+        chosen = legal_argmax(self.q.no_grad(batch.next_observation), batch.next_action_mask).unsqueeze(1)
+        return self._bootstrap(batch, next_values.gather(1, chosen).squeeze(1))
 
     def test_agent(self) -> TestAgent:
         return DQNTestAgent(self.action_values(self.q), self.policy.n_actions, self.config.eval_epsilon)
+
+
+class DDQN(DQN):
+    """Double DQN: DQN with ``double_q`` and prioritized replay on by default (ddqn.yaml)."""
+
+    Config = DDQNConfig
 
 
 class DQNTestAgent(TestAgent):

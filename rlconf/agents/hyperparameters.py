@@ -135,6 +135,7 @@ class DQNConfig:
     alpha: float
     beta: float
     priority_epsilon: float
+    double_q: bool
 
     def __post_init__(self):
         require(self.loss in LOSSES, "agent.loss", self.loss, f"allowed: {', '.join(LOSSES)}")
@@ -153,7 +154,7 @@ class DQNConfig:
 @dataclass
 @agent_defaults("ddqn")
 class DDQNConfig(DQNConfig):
-    """DQN's settings; ddqn.yaml changes the replay."""
+    """DQN's settings; ddqn.yaml turns on double Q-learning and prioritized replay."""
 
 
 @dataclass
@@ -162,7 +163,6 @@ class C51Config(DQNConfig):
     atoms: int
     v_min: float
     v_max: float
-    double_q: bool
 
     def __post_init__(self):
         super().__post_init__()
@@ -182,7 +182,6 @@ class R2D1Config(DQNConfig):
     sequence_length: int
     burn_in: int
     period: int
-    double_q: bool
     value_rescaling: bool
     rescale_epsilon: float
     eta: float

@@ -225,7 +225,8 @@ class NatureCNNSettings(NatureCNNConfig, ModelSettings):
         require(len(space.shape) == 3, "approximation.model", self.model,
                 f"needs image observations [channels, height, width]; got shape {tuple(space.shape)}")
         channels, *size = space.shape
-        layers: list[nn.Module] = [ChannelsLast(), *input_layers(space)]  # the layout first: uint8 copies cheaply
+        scaling = input_layers(space) if self.scale_frames else [Scale(1.0)]  # unscaled: to float only
+        layers: list[nn.Module] = [ChannelsLast(), *scaling]  # the layout first: uint8 copies cheaply
         for out_channels, kernel, stride in NATURE_CONVS:
             layers += [nn.Conv2d(channels, out_channels, kernel, stride=stride), nn.ReLU()]
             channels, size = out_channels, [(n - kernel) // stride + 1 for n in size]

@@ -50,6 +50,7 @@ class NatureCNNConfig:
 
     model: str = "nature_cnn"
     hidden: int = 512  # width of the fully connected layer after the convolutions
+    scale_frames: bool = True  # frames to [0, 1] (false: the raw 0-255, as Tianshou's atari_dqn)
     shared: bool = True  # actor-critics: the convolutions and the hidden layer serve policy and value
     ortho_init: bool = False
     dueling: bool = False
