@@ -221,11 +221,16 @@ def test_a_preset_restating_a_default_is_named():
 
 def test_presets_merged_into_others_keep_their_effect():
     """What a chain of presets sets reaches the run: Rainbow on Atari explores with noisy layers only, though
-    its parent, the C51 preset, decays epsilon to 0.02; C51 takes the DQN preset's budget and its own Adam eps."""
+    its parent, the C51 preset, decays epsilon to 0.02; DDQN takes the DQN preset's schedule and adds its dueling
+    network."""
     rainbow = compose_run(["agent=rainbow", "env=atari/pong"], []).agent
     assert (rainbow.epsilon, rainbow.epsilon_final, rainbow.adam_eps, rainbow.lr) == (0.0, 0.0, 1.5e-4, 1e-4)
     c51 = compose_run(["agent=c51", "env=atari/pong"], []).agent
-    assert (c51.epsilon, c51.epsilon_final, c51.replay_start_size, c51.loss) == (1.0, 0.02, 80_000, "huber")
+    assert (c51.epsilon, c51.epsilon_final, c51.replay_start_size) == (1.0, 0.02, 80_000)
+    ddqn = compose_run(["agent=ddqn", "env=atari/pong"], [])
+    assert (ddqn.agent.replay_start_size, ddqn.agent.n_steps, ddqn.agent.double_q, ddqn.agent.replay) == (
+        320, 3, True, "prioritized")
+    assert (ddqn.approximation.dueling, ddqn.approximation.scale_frames, ddqn.hardware.n_envs) == (True, False, 10)
 
 # -- Atari: each game its name and id, over the settings every game shares ------------------------------------
 def test_an_atari_game_config_writes_only_its_name_and_id():
