@@ -51,7 +51,7 @@ import torch
 from rlconf import registry
 from rlconf.config import VECTORIZATION_MODES
 from rlconf.core import StateArray
-from rlconf.environments.gym import GymVectorEnvironment
+from rlconf.environments.gym import GymVectorEnvironment, SerialVectorEnv
 from rlconf.environments.parallel import sampled_vector_env
 from rlconf.errors import ConfigError, require
 
@@ -206,11 +206,11 @@ def make_atari_vector_env(env_id: str, game: str, n_envs: int, settings: AtariSe
         vectorization = "native"
     if render_mode or wrappers:
         make = partial(make_preprocessed_env, env_id, settings, episode_steps, render_mode, wrappers)
-        return gym.vector.SyncVectorEnv([make] * n_envs)
+        return SerialVectorEnv([make] * n_envs)
     if vectorization == "native":
         return make_native_env(game, n_envs, settings, episode_steps)
     make = partial(make_preprocessed_env, env_id, settings, episode_steps)
-    vector_class = gym.vector.SyncVectorEnv if vectorization == "sync" else gym.vector.AsyncVectorEnv
+    vector_class = SerialVectorEnv if vectorization == "sync" else gym.vector.AsyncVectorEnv
     return vector_class([make] * n_envs)
 
 

@@ -13,7 +13,7 @@ are then built and stepped in this process (``sync``), whatever ``vectorization`
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, ClassVar
@@ -35,6 +35,8 @@ class Episode:
     length: int
     stalled: bool = False  # cut short after ``stall_steps`` steps without a reward (tests of Atari games)
 
+
+CPU = torch.device("cpu")
 
 # The ALE (and other C++ simulators) take seeds as 32-bit signed ints, copy i of a vector env seed + i.
 SIMULATOR_SEEDS = 2**31 - 2**16
@@ -65,7 +67,51 @@ def make_vector_env(env_id: str, n_envs: int, kwargs: dict, vectorization: str, 
         extra["max_episode_steps"] = max_episode_steps
     if render_mode is not None:
         extra["render_mode"] = render_mode
+    if mode == "sync" and not wrappers:
+        return SerialVectorEnv([partial(gym.make, env_id, **extra)] * n_envs)
     return gym.make_vec(env_id, num_envs=n_envs, vectorization_mode=mode, wrappers=list(wrappers) or None, **extra)
+
+
+class SerialVectorEnv(gym.vector.SyncVectorEnv):
+    """Copies stepped one after another in this process: gymnasium's SyncVectorEnv (next-step autoreset, its
+    infos, its reset with a ``reset_mask``) without what its step costs beyond the copies' own steps, which
+    for one copy of a classic-control task is twice the task's step: a generic batching of the observations
+    into a buffer, then a deep copy of that buffer. Here each step's observations go straight into a fresh
+    array (the agent may keep it: nothing writes to it again), rewards and flags into fresh arrays, and the
+    copies' infos are batched only for the keys of ``info_keys`` (None: all of them, as gymnasium does; the
+    adapter sets the keys it reads, which for most families is none: batching MuJoCo's four info keys costs
+    as much as the rest of the step). Observations that are not plain arrays (Dict, Tuple spaces) take
+    SyncVectorEnv's own step."""
+
+    def __init__(self, env_fns: Sequence[Callable[[], gym.Env]]):
+        super().__init__(env_fns, copy=True, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)
+        space = self.single_observation_space
+        self._plain = isinstance(space, (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiBinary,
+                                         gym.spaces.MultiDiscrete))
+        self._observation_shape = (self.num_envs, *space.shape)
+        self.info_keys: Collection[str] | None = None
+
+    def step(self, actions):
+        if not self._plain:
+            return super().step(actions)
+        observations = np.empty(self._observation_shape, self.single_observation_space.dtype)
+        rewards = np.zeros(self.num_envs)
+        terminated = np.zeros(self.num_envs, dtype=bool)
+        truncated = np.zeros(self.num_envs, dtype=bool)
+        infos: dict[str, Any] = {}
+        for i, env in enumerate(self.envs):
+            if self._autoreset_envs[i]:  # ended on the last step: this step starts its next episode
+                observation, info = env.reset()
+            else:
+                observation, rewards[i], terminated[i], truncated[i], info = env.step(actions[i])
+            self._env_obs[i] = observations[i] = observation  # _env_obs: what a masked reset keeps
+            if info:
+                if self.info_keys is not None:
+                    info = {key: info[key] for key in self.info_keys if key in info}
+                infos = self._add_info(infos, info, i)
+        self._terminations, self._truncations = terminated, truncated
+        self._autoreset_envs = terminated | truncated
+        return observations, rewards, terminated, truncated, infos
 
 
 class GymVectorEnvironment(Environment):
@@ -104,6 +150,8 @@ class GymVectorEnvironment(Environment):
         self.env = env
         # Groups of copies that step on their own (the alternating sampler's two; 1: all step together).
         self.groups = len(env.groups) if isinstance(env, SharedMemoryVectorEnv) else 1
+        if isinstance(env, SerialVectorEnv):  # batch only the infos _state reads
+            env.info_keys = tuple(self.info_keys)
         self.observation_space = _float32(self.env.single_observation_space)
         self.action_space = self.env.single_action_space
         # Continuous actions are clipped to the Box here, the one place every agent's actions pass.
@@ -151,44 +199,61 @@ class GymVectorEnvironment(Environment):
 
     def _env_actions(self, actions: torch.Tensor, copies: slice) -> np.ndarray:
         """The agent's actions as the simulator takes them (continuous ones clipped to the Box)."""
-        actions = actions.cpu().numpy()
-        if self._action_bounds is not None:
-            actions = np.clip(actions, *self._action_bounds).astype(self.action_space.dtype, copy=False)
+        try:
+            actions = actions.numpy()
+        except TypeError:  # on an accelerator
+            actions = actions.cpu().numpy()
+        if self._action_bounds is not None:  # np.clip's dispatch costs three times this on a few actions
+            low, high = self._action_bounds
+            actions = np.minimum(np.maximum(actions, low), high).astype(self.action_space.dtype, copy=False)
         return actions
 
     def _restart_stalled(self, copies: slice) -> None:
         """Copies cut short on their last step start their next episode now (the simulator will not reset them)."""
+        if self.stall_steps is None or not np.count_nonzero(self._restart[copies]):  # only tests of some families stall
+            return
         restart = np.zeros(self.n_envs, dtype=bool)
         restart[copies] = self._restart[copies]
-        if restart.any():
-            self.env.reset(options={"reset_mask": restart})
+        self.env.reset(options={"reset_mask": restart})
 
     def _stepped(self, copies: slice, observation, reward, terminated, truncated, info: dict) -> StateArray:
-        """The bookkeeping of a step of ``copies``: steps, returns, lengths, ``completed``; their states."""
-        live = ~self._resetting[copies]
-        self.steps += int(live.sum())
-        self._returns[copies] += reward
-        self._lengths[copies] += live
-        stalled = self._stalled(copies, np.asarray(reward), live, terminated | truncated)
-        truncated = truncated | stalled
-        done = terminated | truncated
-        first = copies.start or 0
+        """The bookkeeping of a step of ``copies``: steps, returns, lengths, ``completed``; their states.
+        Written for one or a few copies as much as for many: every line is one numpy call on the copies."""
+        resetting = self._resetting[copies]  # views: the updates below land in the adapter's arrays
         returns, lengths = self._returns[copies], self._lengths[copies]
-        self.completed = [Episode(first + int(i), float(returns[i]), int(lengths[i]), bool(stalled[i]))
-                          for i in np.flatnonzero(done)] if done.any() else []
-        returns[done] = 0
-        lengths[done] = 0
-        # The simulator resets what it ended on the next step (its action ignored, not counted); a copy cut
-        # short here is reset before that step instead, so the step is its next episode's first, counted.
-        self._resetting[copies] = done & ~stalled
-        self._restart[copies] = stalled
+        n_resetting = int(np.count_nonzero(resetting))
+        self.steps += len(resetting) - n_resetting
+        returns += reward  # a reset step's reward is 0
+        lengths += 1
+        if n_resetting:  # a reset step is not counted
+            lengths[resetting] -= 1
+        if self.stall_steps is not None:
+            stalled = self._stalled(copies, np.asarray(reward), resetting, terminated | truncated)
+            truncated = truncated | stalled
+        done = terminated | truncated
+        if np.count_nonzero(done):  # numpy's fastest "any" on a few elements
+            stalled = stalled if self.stall_steps is not None else np.zeros_like(done)
+            first = copies.start or 0
+            self.completed = [Episode(first + int(i), float(returns[i]), int(lengths[i]), bool(stalled[i]))
+                              for i in np.flatnonzero(done)]
+            returns[done] = 0
+            lengths[done] = 0
+            # The simulator resets what it ended on the next step (its action ignored, not counted); a copy cut
+            # short here is reset before that step instead, so the step is its next episode's first, counted.
+            resetting[:] = done & ~stalled
+            if self.stall_steps is not None:
+                self._restart[copies] = stalled
+        else:
+            self.completed = []
+            if n_resetting:
+                resetting[:] = False
+            if self.stall_steps is not None:
+                self._restart[copies] = False
         return self._state(observation, reward, terminated, truncated, info, copies)
 
-    def _stalled(self, copies: slice, reward: np.ndarray, live: np.ndarray, done: np.ndarray) -> np.ndarray:
+    def _stalled(self, copies: slice, reward: np.ndarray, resetting: np.ndarray, done: np.ndarray) -> np.ndarray:
         """The copies whose episodes go on but have had no reward for ``stall_steps`` steps."""
-        if self.stall_steps is None:
-            return np.zeros(len(reward), dtype=bool)
-        idle = np.where((reward != 0) | ~live | done, 0, self._idle[copies] + 1)
+        idle = np.where((reward != 0) | resetting | done, 0, self._idle[copies] + 1)
         stalled = idle >= self.stall_steps
         idle[stalled] = 0
         self._idle[copies] = idle
@@ -203,8 +268,8 @@ class GymVectorEnvironment(Environment):
             "reward": torch.from_numpy(np.asarray(reward, dtype=np.float32)),
             "done": torch.from_numpy(terminated | truncated),
             "mask": torch.from_numpy((~terminated).astype(np.float32)),
-        }, (len(reward),))  # built where numpy's arrays are, then moved: labelled cuda, .to() would not move it
-        return state.to(self.device)
+        }, (len(reward),), CPU)  # built where numpy's arrays are, then moved: labelled cuda, .to() would not move it
+        return state if self.device == CPU else state.to(self.device)
 
     def close(self) -> None:
         self.env.close()

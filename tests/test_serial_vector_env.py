@@ -1,0 +1,88 @@
+"""The serial vector env (environments.gym.SerialVectorEnv), rlconf's fast path for one or a few copies stepped
+in this process, plays exactly the trajectories of gymnasium's SyncVectorEnv with next-step autoreset:
+observations (values and dtypes), rewards, terminations, truncations, infos, episode ends and masked resets."""
+
+from __future__ import annotations
+
+import warnings
+from functools import partial
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from rlconf.environments.gym import GymVectorEnvironment, SerialVectorEnv, make_vector_env
+
+CASES = [("CartPole-v1", 1, {}), ("CartPole-v1", 3, {}), ("Pendulum-v1", 2, {}), ("HalfCheetah-v5", 1, {})]
+
+
+def both(env_id: str, n: int, kwargs: dict) -> tuple[gym.vector.VectorEnv, gym.vector.VectorEnv]:
+    if env_id.startswith("HalfCheetah"):
+        pytest.importorskip("mujoco")
+    warnings.filterwarnings("ignore", message=".*settotalmass.*")
+    make = partial(gym.make, env_id, max_episode_steps=25, **kwargs)  # time limits within the test
+    reference = gym.vector.SyncVectorEnv([make] * n, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)
+    return SerialVectorEnv([make] * n), reference
+
+
+def assert_same(mine: tuple, theirs: tuple, where: str) -> None:
+    """Two vector envs' results of a step (or, with its two items, a reset) are the same, dtypes included."""
+    *arrays, info = mine
+    *expected_arrays, expected_info = theirs
+    assert len(arrays) == len(expected_arrays), where
+    names = ("observation", "reward", "terminated", "truncated")[:len(arrays)]  # a reset: the observation only
+    for name, a, b in zip(names, arrays, expected_arrays, strict=True):
+        assert a.dtype == b.dtype and a.shape == b.shape, (where, name, a.dtype, b.dtype, a.shape, b.shape)
+        np.testing.assert_array_equal(a, b, err_msg=f"{where}: {name}")
+    assert info.keys() == expected_info.keys(), where
+    for key in expected_info:
+        np.testing.assert_array_equal(info[key], expected_info[key], err_msg=f"{where}: info {key}")
+
+
+@pytest.mark.parametrize("env_id, n, kwargs", CASES)
+def test_the_serial_vector_env_plays_sync_vector_envs_trajectories(env_id, n, kwargs):
+    mine, theirs = both(env_id, n, kwargs)
+    assert_same(mine.reset(seed=7), theirs.reset(seed=7), "reset")
+    theirs.action_space.seed(0)
+    ends = 0
+    for step in range(300):
+        if step == 150:  # a masked reset of the first copy only, mid-episode (options: one dict each, it is popped)
+            mask = np.arange(n) == 0
+            assert_same(mine.reset(seed=3, options={"reset_mask": mask.copy()}),
+                        theirs.reset(seed=3, options={"reset_mask": mask.copy()}), "masked reset")
+        actions = theirs.action_space.sample()
+        expected = theirs.step(actions)
+        assert_same(mine.step(actions), expected, f"{env_id} x{n} step {step}")
+        ends += int((expected[2] | expected[3]).sum())
+    assert ends >= 10, "the test needs episode ends: terminations, truncations and the resets after them"
+    mine.close()
+    theirs.close()
+
+
+def test_a_step_hands_over_arrays_no_later_step_writes_to():
+    env = GymVectorEnvironment("CartPole-v1", 2, vectorization="sync")
+    assert isinstance(env.env, SerialVectorEnv)
+    states = [env.reset(seed=0)]
+    kept = [states[0]["observation"].clone()]
+    for _ in range(60):  # through episode ends and resets
+        states.append(env.step(torch.randint(0, 2, (2,))))
+        kept.append(states[-1]["observation"].clone())
+    assert all(torch.equal(s["observation"], k) for s, k in zip(states, kept, strict=True))
+    env.close()
+
+
+def test_infos_are_batched_for_the_keys_the_adapter_reads():
+    pytest.importorskip("mujoco")
+    warnings.filterwarnings("ignore", message=".*settotalmass.*")
+    env = make_vector_env("HalfCheetah-v5", 1, {}, "sync", None)
+    env.reset(seed=0)
+    *_, info = env.step(env.action_space.sample())
+    assert {"x_position", "_x_position", "reward_ctrl"} <= info.keys()  # gymnasium's batching, by default
+    env.info_keys = ("x_position",)
+    *_, info = env.step(env.action_space.sample())
+    assert info.keys() == {"x_position", "_x_position"}
+    adapter = GymVectorEnvironment("CartPole-v1", 1)
+    assert adapter.env.info_keys == ()  # CartPole's adapter reads no info
+    env.close()
+    adapter.close()
