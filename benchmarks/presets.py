@@ -59,10 +59,17 @@ class Workload:
 # The Atari workloads of the value-based issue: 20k agent steps (80k frames), learning from step 5k, one
 # update of batch 32 every 4 steps (the Atari presets' own batch and period), a 100k replay as rl-zoo's.
 ATARI_DQN = ("steps=20000", "agent.replay_start_size=5000", "agent.replay_buffer_size=100000")
+# DQN's Atari preset is Tianshou's (10 envs, 3-step double-Q targets, squared error, unscaled frames), which
+# SB3's DQN cannot express: the workload keeps the settings it was first measured with, one env and SB3's
+# one-step Huber targets on frames in [0, 1].
+ATARI_DQN_AS_SB3 = (*ATARI_DQN, "hardware.n_envs=1", "agent.update_frequency=4", "agent.n_steps=1",
+                    "agent.loss=huber", "agent.double_q=false", "approximation.scale_frames=true",
+                    "agent.target_update_frequency=1000", "agent.epsilon_decay_steps=250000",
+                    "agent.epsilon_final=0.01")
 WORKLOADS = {w.name: w for w in (
     Workload("dqn-cartpole", "dqn", "classic/cartpole"),
     Workload("ppo-cartpole", "ppo", "classic/cartpole"),
-    Workload("dqn-breakout", "dqn", "atari/breakout", ATARI_DQN, test_episodes=0),
+    Workload("dqn-breakout", "dqn", "atari/breakout", ATARI_DQN_AS_SB3, test_episodes=0),
     Workload("rainbow-breakout", "rainbow", "atari/breakout", ATARI_DQN, sb3=False, test_episodes=0),
     # The continuous-control issue's: SAC at its MuJoCo preset (256x256, batch 256, one update a step) from
     # step 1k, without the time feature SB3 does not add; PPO's Atari preset on 8 envs.
@@ -151,6 +158,8 @@ def sb3_policy(settings: Settings) -> str:
                 raise _unsupported(f"approximation.{key}", True, "SB3's CnnPolicy has a plain Q head")
         if model["hidden"] != 512:
             raise _unsupported("approximation.hidden", model["hidden"], "SB3's NatureCNN has 512 features")
+        if not model["scale_frames"]:
+            raise _unsupported("approximation.scale_frames", False, "SB3's CnnPolicy scales frames to [0, 1]")
         return "CnnPolicy"
     if model["model"] == "mlp":
         return "MlpPolicy"
@@ -223,6 +232,8 @@ def sb3_dqn_kwargs(settings: Settings) -> dict[str, Any]:
                            "SB3's DQN replays uniformly, one step")
     if a.loss != "huber":
         raise _unsupported("agent.loss", a.loss, "SB3's DQN always uses the Huber loss")
+    if a.double_q:
+        raise _unsupported("agent.double_q", True, "SB3's DQN bootstraps from the target network's max")
     if a.target == "trivial":
         raise _unsupported("agent.target", a.target, "SB3's DQN always has a target network")
     polyak = a.target == "polyak"
