@@ -27,6 +27,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import limit
 from presets import SCALING, WORKLOADS, Scaling, Workload, describe, load_settings, recurrent, sb3_kwargs
 from report import machine_info, render
 
@@ -58,6 +59,7 @@ class Plan:
     sb3_kwargs: dict[str, Any] | None  # None: SB3 has no such algorithm
 
     variant: str = ""  # what sets the workload apart from the agent's plain one: " + LSTM of 128, velocities hidden"
+    limit: bool = False  # limit.py has the workload's arithmetic in plain PyTorch
 
     @property
     def title(self) -> str:
@@ -79,7 +81,7 @@ def plan(workload: Workload, quick: bool, test_episodes: int) -> Plan:
     sb3 = describe(sb3_kwargs(settings)) if workload.sb3 else None
     return Plan(workload.name, workload.agent, settings.env.id, settings.env.family,
                 workload.command_overrides(steps), steps, settings.hardware.n_envs, test_episodes, sb3,
-                variant(settings))
+                variant(settings), limit.implements(settings))
 
 
 def variant(settings: Settings) -> str:
@@ -115,14 +117,15 @@ def run_process(command: list[str], label: str) -> dict[str, Any]:
     busy, ours, start = busy_cpu_seconds(), children_cpu_seconds(), time.perf_counter()
     process = subprocess.run(command, capture_output=True, text=True)
     wall = time.perf_counter() - start
+    cpu = children_cpu_seconds() - ours  # the trial's whole process: startup, imports, training, test
     others = None
     if busy is not None and (busy_now := busy_cpu_seconds()) is not None:
-        others = round(max(0.0, (busy_now - busy) - (children_cpu_seconds() - ours)) / wall, 2)
+        others = round(max(0.0, (busy_now - busy) - cpu) / wall, 2)
     print(f" {wall:.0f} s (other processes: {others} cores)", file=sys.stderr, flush=True)
     if process.returncode != 0:
         tail = " | ".join(process.stderr.strip().splitlines()[-5:])
         raise TrialError(f"{label}: exit status {process.returncode}: {tail}")
-    return {"process_seconds": round(wall, 1), "other_cpu_cores": others}
+    return {"process_seconds": round(wall, 1), "process_cpu_seconds": round(cpu, 2), "other_cpu_cores": others}
 
 
 def train_rlconf(plan: Plan, seed: int, scratch: Path) -> dict[str, Any]:
@@ -151,6 +154,12 @@ def train_sb3(plan: Plan, seed: int, scratch: Path) -> dict[str, Any]:
     return run_trial(args, f"SB3    {plan.name} seed {seed}", scratch)
 
 
+def train_limit(plan: Plan, seed: int, scratch: Path) -> dict[str, Any]:
+    args = ["limit-train", plan.name, "--steps", str(plan.steps), "--seed", str(seed),
+            "--test-episodes", str(plan.test_episodes)]
+    return run_trial(args, f"limit  {plan.name} seed {seed}", scratch)
+
+
 def attempt(trial, errors: list[str], *args) -> dict[str, Any]:
     """Run a trial; a failure is recorded and reported, and the rest of the benchmark still runs."""
     try:
@@ -163,14 +172,16 @@ def attempt(trial, errors: list[str], *args) -> dict[str, Any]:
 
 
 def training(plans: list[Plan], seeds: int, scratch: Path, errors: list[str]) -> list[dict[str, Any]]:
-    rows = [{"title": p.title, **asdict(p), "rlconf": [], "sb3": []} for p in plans]
-    # Seeds outermost and the two libraries back to back: a slow drift of the machine (a noisy neighbour,
-    # thermal limits) then falls on both sides alike instead of on whichever library ran last.
+    rows = [{"title": p.title, **asdict(p), "rlconf": [], "sb3": [], "limit": []} for p in plans]
+    # Seeds outermost and the libraries back to back: a slow drift of the machine (a noisy neighbour,
+    # thermal limits) then falls on all sides alike instead of on whichever library ran last.
     for seed in range(seeds):
         for row, p in zip(rows, plans, strict=True):
             row["rlconf"].append({"seed": seed, **attempt(train_rlconf, errors, p, seed, scratch)})
             if p.sb3_kwargs is not None:
                 row["sb3"].append({"seed": seed, **attempt(train_sb3, errors, p, seed, scratch)})
+            if p.limit:
+                row["limit"].append({"seed": seed, **attempt(train_limit, errors, p, seed, scratch)})
     return rows
 
 

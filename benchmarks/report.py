@@ -79,14 +79,27 @@ def _train_rate(trials: list[dict]) -> float | None:
 
 
 def training_table(training: list[dict]) -> list[str]:
-    lines = ["| workload | rlconf steps/s | SB3 steps/s | rlconf/SB3 | rlconf test return | SB3 test return |",
-             "|---|--:|--:|--:|--:|--:|"]
+    """Training steps/s of rlconf, SB3 and the limit (limit.py: the same arithmetic in plain PyTorch), with
+    the ratios, greedy test returns and each library's CPU seconds per 1,000 steps, its whole process."""
+    lines = ["| workload | rlconf steps/s | SB3 steps/s | limit steps/s | rlconf/SB3 | rlconf/limit | "
+             "rlconf test return | SB3 test return | limit test return | CPU s per 1k steps (rlconf, SB3, limit) |",
+             "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
     for row in training:
-        ours, theirs = _train_rate(row["rlconf"]), _train_rate(row["sb3"])
+        ours, theirs, limit = (_train_rate(row.get(side, [])) for side in ("rlconf", "sb3", "limit"))
         compared = row.get("sb3_kwargs", True) is not None  # SB3 has no such algorithm otherwise
-        lines.append(f"| {row['title']} | {_rate(ours)} | {_rate(theirs, compared)} | {_ratio(ours, theirs)} "
-                     f"| {_returns(row['rlconf'])} | {_returns(row['sb3'])} |")
+        cpu = ", ".join(_cpu_per_k(row.get(side, [])) for side in ("rlconf", "sb3", "limit"))
+        lines.append(f"| {row['title']} | {_rate(ours)} | {_rate(theirs, compared)} | "
+                     f"{_rate(limit, bool(row.get('limit')))} | {_ratio(ours, theirs)} | {_ratio(ours, limit)} "
+                     f"| {_returns(row['rlconf'])} | {_returns(row['sb3'])} | {_returns(row.get('limit', []))} "
+                     f"| {cpu} |")
     return lines
+
+
+def _cpu_per_k(trials: list[dict]) -> str:
+    """The trials' whole-process CPU seconds (startup, imports, training and test) per 1,000 training steps."""
+    values = [t["process_cpu_seconds"] / t["steps"] * 1000 for t in trials
+              if t.get("process_cpu_seconds") is not None and t.get("steps")]
+    return f"{_mean(values):.2f}" if values else "–"
 
 
 def rates_table(rates: list[dict]) -> list[str]:
@@ -129,7 +142,7 @@ BUSY_CORES = 0.25  # other processes using more than this (on average, during a 
 
 def contention_note(results: dict[str, Any]) -> list[str]:
     """A warning when other processes shared the CPU with the trials: their timings are then lower bounds."""
-    trials = [t for row in results["training"] for t in row["rlconf"] + row["sb3"]]
+    trials = [t for row in results["training"] for t in row["rlconf"] + row["sb3"] + row.get("limit", [])]
     trials += [row[side] for row in results["rates"] for side in ("rlconf", "sb3")]
     trials += [t for row in results.get("scaling", []) for v in row["variants"] for t in v["trials"]]
     loads = [t["other_cpu_cores"] for t in trials if t.get("other_cpu_cores") is not None]

@@ -6,6 +6,7 @@ rlconf's training trials are not here: bench.py runs them through ``rlconf run``
 
 Kinds (WORKLOAD: a name from presets.WORKLOADS, e.g. dqn-breakout):
     sb3-train WORKLOAD       train Stable-Baselines3 at rlconf's settings, then test it greedily
+    limit-train WORKLOAD     the same arithmetic in plain eager PyTorch (limit.py), then a greedy test
     env-rlconf WORKLOAD N    raw env steps/s with random actions, N copies built as ``rlconf run`` builds them
     env-sb3 WORKLOAD N       the same through SB3's vector env and wrappers (what SB3's learn() steps)
     collect-rlconf WORKLOAD  steps/s of rlconf's test agent acting in its env: inference only, no learning
@@ -71,6 +72,12 @@ def sb3_train(name: str, steps: int, seed: int, test_episodes: int) -> dict[str,
     return {"steps": int(model.num_timesteps), "wall_seconds": round(wall, 3),
             "steps_per_second": round(model.num_timesteps / wall, 1), "test_returns": [float(r) for r in returns],
             "test_return_mean": float(np.mean(returns)) if returns else None}
+
+
+def limit_train(name: str, steps: int, seed: int, test_episodes: int) -> dict[str, Any]:
+    import limit
+
+    return limit.train(load_settings(WORKLOADS[name], steps), seed, test_episodes)
 
 
 def timed_rate(step: Callable[[], int], seconds: float) -> dict[str, Any]:
@@ -206,11 +213,11 @@ def memory(name: str) -> dict[str, Any]:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("kind", choices=["sb3-train", "env-rlconf", "env-sb3", "collect-rlconf", "collect-sb3",
-                                         "memory"])
+    parser.add_argument("kind", choices=["sb3-train", "limit-train", "env-rlconf", "env-sb3", "collect-rlconf",
+                                         "collect-sb3", "memory"])
     parser.add_argument("workload", choices=sorted(WORKLOADS))
     parser.add_argument("n_envs", type=int, nargs="?", default=1, help="env-*: the number of environment copies")
-    parser.add_argument("--steps", type=int, help="sb3-train: the training budget in env steps")
+    parser.add_argument("--steps", type=int, help="*-train: the training budget in env steps")
     parser.add_argument("--seconds", type=float, default=2.0, help="rate measurements: length of a timed window")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--test-episodes", type=int, default=100)
@@ -222,6 +229,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     kinds: dict[str, Callable[[], dict[str, Any]]] = {
         "sb3-train": lambda: sb3_train(args.workload, args.steps, args.seed, args.test_episodes),
+        "limit-train": lambda: limit_train(args.workload, args.steps, args.seed, args.test_episodes),
         "env-rlconf": lambda: env_rlconf(args.workload, args.n_envs, args.seconds),
         "env-sb3": lambda: env_sb3(args.workload, args.n_envs, args.seconds),
         "collect-rlconf": lambda: collect_rlconf(args.workload, args.seconds),

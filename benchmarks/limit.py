@@ -1,0 +1,246 @@
+"""The limit: each benchmark workload's arithmetic in plain eager PyTorch, with nothing around it.
+
+What rlconf does per step, written the shortest way (CleanRL's style): the same environment steps (the
+gymnasium env itself), the same networks, the same updates on minibatches of the same shapes, the same
+optimiser and schedules, a preallocated replay, the fastest eager primitives rlconf also uses (fused Adam,
+foreach gradient clipping). No config, registry, logging, checkpoints, adapters, bodies or progress. Timed as
+the benchmark times rlconf: training steps per second of wall time, one torch thread, then a greedy test that
+is not timed. rlconf's rate over this one says what the platform costs beyond the arithmetic.
+
+Run by trial.py (``limit-train WORKLOAD``) from the workload's composed settings (presets.load_settings), so a
+preset change reaches this side too; a setting the limit does not implement fails loudly.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from rlconf.config import Settings
+
+ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh}
+
+
+class Unsupported(ValueError):
+    """A workload setting the limit scripts do not implement."""
+
+
+def require(condition: bool, what: str) -> None:
+    if not condition:
+        raise Unsupported(f"the limit script does not implement {what}")
+
+
+def mlp(sizes: list[int], activation: str) -> nn.Sequential:
+    layers: list[nn.Module] = []
+    for i, (n_in, n_out) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):
+        layers.append(nn.Linear(n_in, n_out))
+        if i < len(sizes) - 2:
+            layers.append(ACTIVATIONS[activation]())
+    return nn.Sequential(*layers)
+
+
+def adam(params, lr: float, eps: float) -> torch.optim.Adam:
+    return torch.optim.Adam(params, lr=lr, eps=eps, fused=True)
+
+
+def linear(start: float, end: float, duration: int, step: int) -> float:
+    return end + (start - end) * max(0.0, 1.0 - step / duration)
+
+
+def greedy_test(env_id: str, act, episodes: int, seed: int) -> tuple[float | None, float | None]:
+    if episodes == 0:
+        return None, None
+    env, returns = gym.make(env_id), []
+    for episode in range(episodes):
+        observation, _ = env.reset(seed=seed + episode)
+        total, done = 0.0, False
+        while not done:
+            observation, reward, terminated, truncated, _ = env.step(act(observation))
+            total += float(reward)
+            done = terminated or truncated
+        returns.append(total)
+    return float(np.mean(returns)), float(np.std(returns))
+
+
+def result(steps: int, seconds: float, test: tuple[float | None, float | None], episodes: int) -> dict[str, Any]:
+    return {"steps": steps, "wall_seconds": round(seconds, 2), "steps_per_second": round(steps / seconds, 1),
+            "test_return_mean": test[0], "test_return_std": test[1], "test_episodes": episodes}
+
+
+# -- DQN: one environment, epsilon-greedy, bursts of updates on one replay draw ------------------------------
+def dqn(settings: Settings, seed: int, test_episodes: int) -> dict[str, Any]:
+    a, model, steps = settings.agent, settings.approximation, settings.run.steps
+    require(settings.hardware.n_envs == 1 and a.replay == "uniform" and a.n_steps == 1 and a.target == "fixed",
+            "DQN beyond one env, uniform one-step replay and a fixed target")
+    require(model["model"] == "mlp" and not model["dueling"] and not model["noisy"] and not a.double_q,
+            "DQN beyond a plain MLP and single Q targets")
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    env = gym.make(settings.env.id)
+    n_obs, n_actions = env.observation_space.shape[0], int(env.action_space.n)
+    q = mlp([n_obs, *model["hidden"], n_actions], model["activation"])
+    target = copy.deepcopy(q)
+    optimizer = adam(q.parameters(), a.lr, a.adam_eps)
+    loss_function = {"huber": F.smooth_l1_loss, "mse": F.mse_loss}[a.loss]
+    size = min(a.replay_buffer_size, steps)
+    observations, next_observations = torch.zeros(size, n_obs), torch.zeros(size, n_obs)
+    actions, rewards, masks = torch.zeros(size, dtype=torch.long), torch.zeros(size), torch.zeros(size)
+    lr_final = a.lr if a.lr_final is None else a.lr_final
+    sync_due = False
+
+    start = time.perf_counter()
+    observation, _ = env.reset(seed=seed)
+    for step in range(steps):
+        epsilon = linear(a.epsilon, a.epsilon_final, a.epsilon_decay_steps, step)
+        if rng.random() < epsilon:
+            action = int(rng.integers(n_actions))
+        else:
+            with torch.no_grad():
+                action = int(q(torch.from_numpy(observation).unsqueeze(0)).argmax(1))
+        next_observation, reward, terminated, truncated, _ = env.step(action)
+        slot = step % size
+        observations[slot] = torch.from_numpy(observation)
+        next_observations[slot] = torch.from_numpy(next_observation)
+        actions[slot], rewards[slot], masks[slot] = action, float(reward), 0.0 if terminated else 1.0
+        observation = env.reset()[0] if terminated or truncated else next_observation
+        done = step + 1
+        sync_due |= done % a.target_update_frequency == 0
+        if done < a.replay_start_size or done % a.update_frequency:
+            continue
+        if sync_due:  # refreshes fallen due since the last burst: the weights have not changed since
+            target.load_state_dict(q.state_dict())
+            sync_due = False
+        for group in optimizer.param_groups:
+            group["lr"] = linear(a.lr, lr_final, steps, done)
+        drawn = torch.randint(0, min(done, size), (a.gradient_steps * a.batch_size,))
+        with torch.no_grad():  # one target pass for the burst: the target does not move within it
+            targets = rewards[drawn] + a.discount_factor * masks[drawn] * target(next_observations[drawn]).max(1).values
+        for first in range(0, len(drawn), a.batch_size):
+            part = drawn[first:first + a.batch_size]
+            values = q(observations[part]).gather(1, actions[part].unsqueeze(1)).squeeze(1)
+            loss = loss_function(values, targets[first:first + a.batch_size])
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if a.clip_grad:
+                nn.utils.clip_grad_norm_(q.parameters(), a.clip_grad, foreach=True)
+            optimizer.step()
+    seconds = time.perf_counter() - start
+
+    def act(observation):
+        with torch.no_grad():
+            return int(q(torch.from_numpy(observation).unsqueeze(0)).argmax(1))
+
+    return result(steps, seconds, greedy_test(settings.env.id, act, test_episodes, seed + 1_000_003), test_episodes)
+
+
+# -- SAC: one environment, random warm-up, one update a step, one backward pass for all three losses --------
+def sac(settings: Settings, seed: int, test_episodes: int) -> dict[str, Any]:
+    a, model, steps = settings.agent, settings.approximation, settings.run.steps
+    require(settings.hardware.n_envs == 1 and a.update_frequency == 1 and a.gradient_steps == 1,
+            "SAC beyond one env and one update a step")
+    require(model["model"] == "mlp" and settings.body.name == "none", "SAC beyond plain MLPs without a body")
+    torch.manual_seed(seed)
+    env = gym.make(settings.env.id)
+    n_obs, n_act = env.observation_space.shape[0], env.action_space.shape[0]
+    low, high = (torch.as_tensor(x, dtype=torch.float32) for x in (env.action_space.low, env.action_space.high))
+    hidden, activation = model["hidden"], model["activation"]
+    policy = mlp([n_obs, *hidden, 2 * n_act], activation)
+    critics = [mlp([n_obs + n_act, *hidden, 1], activation) for _ in range(2)]
+    targets = [copy.deepcopy(critic) for critic in critics]
+    log_alpha = torch.zeros(1, requires_grad=True)  # temperature_initial 1
+    require(a.temperature is None and a.temperature_initial == 1.0, "SAC with a fixed or other initial temperature")
+    entropy_target = -float(n_act) if a.entropy_target is None else a.entropy_target
+    optimizers = [adam(critic.parameters(), a.lr_q, a.adam_eps) for critic in critics]
+    optimizers += [adam(policy.parameters(), a.lr_pi, a.adam_eps), adam([log_alpha], a.lr_temperature, a.adam_eps)]
+    size = min(a.replay_buffer_size, steps)
+    observations, next_observations = torch.zeros(size, n_obs), torch.zeros(size, n_obs)
+    actions, rewards, masks = torch.zeros(size, n_act), torch.zeros(size), torch.zeros(size)
+
+    def sample(observation: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        mean, log_std = policy(observation).chunk(2, dim=-1)
+        log_std = log_std.clamp(-20.0, 2.0)
+        noise = torch.randn_like(mean)
+        u = mean + log_std.exp() * noise
+        log_prob = (-0.5 * noise.square() - log_std - 0.5 * np.log(2 * np.pi)
+                    - 2.0 * (np.log(2.0) - u - F.softplus(-2.0 * u))).sum(-1)
+        return low + (torch.tanh(u) + 1.0) * 0.5 * (high - low), log_prob
+
+    def q(critic: nn.Module, observation: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        return critic(torch.cat([observation, action], dim=-1)).squeeze(-1)
+
+    critic_params = [list(critic.parameters()) for critic in critics]
+    target_params = [list(target.parameters()) for target in targets]
+    start = time.perf_counter()
+    observation, _ = env.reset(seed=seed)
+    for step in range(steps):
+        obs = torch.as_tensor(observation, dtype=torch.float32)
+        if step < a.replay_start_size:
+            action = low + torch.rand(n_act) * (high - low)
+        else:
+            with torch.no_grad():
+                action = sample(obs.unsqueeze(0))[0][0]
+        next_observation, reward, terminated, truncated, _ = env.step(action.numpy())
+        slot = step % size
+        observations[slot], actions[slot] = obs, action
+        next_observations[slot] = torch.as_tensor(next_observation, dtype=torch.float32)
+        rewards[slot], masks[slot] = float(reward), 0.0 if terminated else 1.0
+        observation = env.reset()[0] if terminated or truncated else next_observation
+        if step + 1 < a.replay_start_size:
+            continue
+        drawn = torch.randint(0, min(step + 1, size), (a.batch_size,))
+        o, act, nxt = observations[drawn], actions[drawn], next_observations[drawn]
+        alpha = log_alpha.detach().exp()
+        with torch.no_grad():
+            next_actions, next_log_probs = sample(nxt)
+            next_values = torch.min(q(targets[0], nxt, next_actions), q(targets[1], nxt, next_actions))
+            y = rewards[drawn] + a.discount_factor * masks[drawn] * (next_values - alpha * next_log_probs)
+        critic_loss = F.mse_loss(q(critics[0], o, act), y) + F.mse_loss(q(critics[1], o, act), y)
+        new_actions, log_probs = sample(o)
+        for params in critic_params:  # the critics' weights are constants in the policy's loss
+            for p in params:
+                p.requires_grad_(False)
+        values = torch.min(q(critics[0], o, new_actions), q(critics[1], o, new_actions))
+        for params in critic_params:
+            for p in params:
+                p.requires_grad_(True)
+        policy_loss = (alpha * log_probs - values).mean()
+        temperature_loss = -(log_alpha * (log_probs.detach() + entropy_target)).mean()
+        for optimizer in optimizers:
+            optimizer.zero_grad(set_to_none=True)
+        (critic_loss + policy_loss + temperature_loss).backward()
+        for optimizer in optimizers:
+            optimizer.step()
+        with torch.no_grad():
+            for params, target in zip(critic_params, target_params, strict=True):
+                torch._foreach_lerp_(target, params, a.polyak_rate)
+    seconds = time.perf_counter() - start
+
+    def act(observation):
+        with torch.no_grad():
+            mean, _ = policy(torch.as_tensor(observation, dtype=torch.float32).unsqueeze(0)).chunk(2, dim=-1)
+            return (low + (torch.tanh(mean) + 1.0) * 0.5 * (high - low))[0].numpy()
+
+    return result(steps, seconds, greedy_test(settings.env.id, act, test_episodes, seed + 1_000_003), test_episodes)
+
+
+ALGORITHMS = {"dqn": dqn, "sac": sac}
+
+
+def implements(settings: Settings) -> bool:
+    """Whether ``train`` can run the workload (its agent, and the settings the script covers)."""
+    return settings.agent_name in ALGORITHMS and settings.approximation["model"] == "mlp" and \
+        settings.approximation["recurrent"] == "none" and settings.body.name in ("none", "")
+
+
+def train(settings: Settings, seed: int, test_episodes: int) -> dict[str, Any]:
+    """The workload's limit trial: train at its settings, then test greedily."""
+    require(settings.agent_name in ALGORITHMS, f"agent {settings.agent_name}")
+    torch.set_num_threads(1)
+    return ALGORITHMS[settings.agent_name](settings, seed, test_episodes)
