@@ -230,7 +230,95 @@ def sac(settings: Settings, seed: int, test_episodes: int) -> dict[str, Any]:
     return result(steps, seconds, greedy_test(settings.env.id, act, test_episodes, seed + 1_000_003), test_episodes)
 
 
-ALGORITHMS = {"dqn": dqn, "sac": sac}
+# -- PPO: parallel environments, GAE, epochs of clipped updates (discrete actions) ----------------------------
+def orthogonal(model: nn.Sequential, out_gain: float) -> nn.Sequential:
+    linears = [layer for layer in model if isinstance(layer, nn.Linear)]
+    for i, layer in enumerate(linears):
+        nn.init.orthogonal_(layer.weight, out_gain if i == len(linears) - 1 else np.sqrt(2))
+        nn.init.zeros_(layer.bias)
+    return model
+
+
+def ppo(settings: Settings, seed: int, test_episodes: int) -> dict[str, Any]:
+    a, model, steps, n = settings.agent, settings.approximation, settings.run.steps, settings.hardware.n_envs
+    require(not model["shared"] and a.lr_v is None and a.entropy_loss_scaling == 0,
+            "PPO beyond separate policy and value MLPs at one learning rate, without entropy bonus")
+    torch.manual_seed(seed)
+    envs = gym.make_vec(settings.env.id, num_envs=n, vectorization_mode="vector_entry_point")  # next-step resets
+    require(isinstance(envs.single_action_space, gym.spaces.Discrete), "PPO with continuous actions")
+    n_obs, n_actions = envs.single_observation_space.shape[0], int(envs.single_action_space.n)
+    init = orthogonal if model["ortho_init"] else (lambda m, gain: m)
+    policy = init(mlp([n_obs, *model["hidden"], n_actions], model["activation"]), 0.01)
+    value = init(mlp([n_obs, *model["hidden"], 1], model["activation"]), 1.0)
+    optimizers = [adam(policy.parameters(), a.lr, a.adam_eps), adam(value.parameters(), a.lr, a.adam_eps)]
+    params = [*policy.parameters(), *value.parameters()]
+    lr_final = a.lr if a.lr_final is None else a.lr_final
+    clip_final = a.clip if a.clip_final is None else a.clip_final
+    T = a.n_steps
+    observations = torch.zeros(T + 1, n, n_obs)
+    actions, log_probs = torch.zeros(T, n, dtype=torch.long), torch.zeros(T, n)
+    rewards, terminal, done = torch.zeros(T + 1, n), torch.zeros(T + 1, n), torch.zeros(T + 1, n, dtype=torch.bool)
+
+    start = time.perf_counter()
+    observation, _ = envs.reset(seed=seed)
+    observations[0] = torch.from_numpy(observation)
+    taken = 0
+    while taken < steps:
+        for t in range(T):
+            with torch.no_grad():
+                logits = F.log_softmax(policy(observations[t]), dim=-1)
+                actions[t] = torch.multinomial(logits.exp(), 1).squeeze(1)
+                log_probs[t] = logits.gather(1, actions[t].unsqueeze(1)).squeeze(1)
+            observation, reward, terminated, truncated, _ = envs.step(actions[t].numpy())
+            observations[t + 1] = torch.from_numpy(observation)
+            rewards[t + 1] = torch.from_numpy(reward)
+            terminal[t + 1] = torch.from_numpy(terminated)
+            done[t + 1] = torch.from_numpy(terminated | truncated)
+            taken += n - int(done[t].sum())  # a reset step (the action after an episode's end) is not counted
+        fraction = min(1.0, taken / steps)
+        for optimizer in optimizers:
+            for group in optimizer.param_groups:
+                group["lr"] = a.lr + (lr_final - a.lr) * fraction
+        clip = a.clip + (clip_final - a.clip) * fraction
+        with torch.no_grad():  # GAE over the rollout; a row whose state ended an episode starts no transition
+            values = value(observations.flatten(0, 1)).view(T + 1, n)
+            advantages = torch.zeros(T, n)
+            running = torch.zeros(n)
+            for t in reversed(range(T)):
+                delta = rewards[t + 1] + a.discount_factor * (1 - terminal[t + 1]) * values[t + 1] - values[t]
+                running = delta + a.discount_factor * a.lam * (~done[t + 1]) * running
+                advantages[t] = running
+            returns = advantages + values[:T]
+        valid = ~done[:T]
+        batch_obs, batch_actions, batch_log_probs = observations[:T][valid], actions[valid], log_probs[valid]
+        batch_advantages, batch_returns = advantages[valid], returns[valid]
+        require(len(batch_obs) <= a.batch_size, "PPO with more than one minibatch a rollout")
+        if a.normalize_advantages:
+            batch_advantages = (batch_advantages - batch_advantages.mean()) / (batch_advantages.std() + 1e-8)
+        for _ in range(a.epochs):
+            new_log_probs = F.log_softmax(policy(batch_obs), dim=-1).gather(1, batch_actions.unsqueeze(1)).squeeze(1)
+            ratio = torch.exp(new_log_probs - batch_log_probs)
+            clipped = ratio.clamp(1 - clip, 1 + clip)
+            policy_loss = -torch.min(ratio * batch_advantages, clipped * batch_advantages).mean()
+            value_loss = F.mse_loss(value(batch_obs).squeeze(-1), batch_returns)
+            for optimizer in optimizers:
+                optimizer.zero_grad(set_to_none=True)
+            (policy_loss + a.value_loss_scaling * value_loss).backward()
+            nn.utils.clip_grad_norm_(params, a.clip_grad, foreach=True)
+            for optimizer in optimizers:
+                optimizer.step()
+        observations[0], rewards[0], terminal[0], done[0] = observations[T], rewards[T], terminal[T], done[T]
+    seconds = time.perf_counter() - start
+
+    def act(observation):
+        with torch.no_grad():
+            return int(policy(torch.as_tensor(observation, dtype=torch.float32).unsqueeze(0)).argmax(1))
+
+    envs.close()
+    return result(taken, seconds, greedy_test(settings.env.id, act, test_episodes, seed + 1_000_003), test_episodes)
+
+
+ALGORITHMS = {"dqn": dqn, "sac": sac, "ppo": ppo}
 
 
 def implements(settings: Settings) -> bool:
