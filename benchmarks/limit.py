@@ -54,6 +54,20 @@ def linear(start: float, end: float, duration: int, step: int) -> float:
     return end + (start - end) * max(0.0, 1.0 - step / duration)
 
 
+def replay(size: int, **fields) -> dict[str, np.ndarray]:
+    """Preallocated numpy arrays, written a row a step (cheaper than indexing tensors), drawn from through
+    torch views of them (``views``). ``fields``: name -> shape, or (shape, dtype); float32 unless said."""
+    arrays = {}
+    for name, spec in fields.items():
+        shape, dtype = spec if len(spec) == 2 and isinstance(spec[1], type) else (spec, np.float32)
+        arrays[name] = np.zeros((size, *shape), dtype=dtype)
+    return arrays
+
+
+def views(arrays: dict[str, np.ndarray]) -> list[torch.Tensor]:
+    return [torch.from_numpy(array) for array in arrays.values()]
+
+
 def greedy_test(env_id: str, act, episodes: int, seed: int) -> tuple[float | None, float | None]:
     if episodes == 0:
         return None, None
@@ -90,8 +104,9 @@ def dqn(settings: Settings, seed: int, test_episodes: int) -> dict[str, Any]:
     optimizer = adam(q.parameters(), a.lr, a.adam_eps)
     loss_function = {"huber": F.smooth_l1_loss, "mse": F.mse_loss}[a.loss]
     size = min(a.replay_buffer_size, steps)
-    observations, next_observations = torch.zeros(size, n_obs), torch.zeros(size, n_obs)
-    actions, rewards, masks = torch.zeros(size, dtype=torch.long), torch.zeros(size), torch.zeros(size)
+    memory = replay(size, observations=(n_obs,), next_observations=(n_obs,), actions=((), np.int64), rewards=(),
+                    masks=())
+    observations, next_observations, actions, rewards, masks = views(memory)
     lr_final = a.lr if a.lr_final is None else a.lr_final
     sync_due = False
 
@@ -106,9 +121,8 @@ def dqn(settings: Settings, seed: int, test_episodes: int) -> dict[str, Any]:
                 action = int(q(torch.from_numpy(observation).unsqueeze(0)).argmax(1))
         next_observation, reward, terminated, truncated, _ = env.step(action)
         slot = step % size
-        observations[slot] = torch.from_numpy(observation)
-        next_observations[slot] = torch.from_numpy(next_observation)
-        actions[slot], rewards[slot], masks[slot] = action, float(reward), 0.0 if terminated else 1.0
+        memory["observations"][slot], memory["next_observations"][slot] = observation, next_observation
+        memory["actions"][slot], memory["rewards"][slot], memory["masks"][slot] = action, reward, not terminated
         observation = env.reset()[0] if terminated or truncated else next_observation
         done = step + 1
         sync_due |= done % a.target_update_frequency == 0
@@ -160,8 +174,8 @@ def sac(settings: Settings, seed: int, test_episodes: int) -> dict[str, Any]:
     optimizers = [adam(critic.parameters(), a.lr_q, a.adam_eps) for critic in critics]
     optimizers += [adam(policy.parameters(), a.lr_pi, a.adam_eps), adam([log_alpha], a.lr_temperature, a.adam_eps)]
     size = min(a.replay_buffer_size, steps)
-    observations, next_observations = torch.zeros(size, n_obs), torch.zeros(size, n_obs)
-    actions, rewards, masks = torch.zeros(size, n_act), torch.zeros(size), torch.zeros(size)
+    memory = replay(size, observations=(n_obs,), next_observations=(n_obs,), actions=(n_act,), rewards=(), masks=())
+    observations, next_observations, actions, rewards, masks = views(memory)
 
     def sample(observation: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         mean, log_std = policy(observation).chunk(2, dim=-1)
@@ -188,9 +202,9 @@ def sac(settings: Settings, seed: int, test_episodes: int) -> dict[str, Any]:
                 action = sample(obs.unsqueeze(0))[0][0]
         next_observation, reward, terminated, truncated, _ = env.step(action.numpy())
         slot = step % size
-        observations[slot], actions[slot] = obs, action
-        next_observations[slot] = torch.as_tensor(next_observation, dtype=torch.float32)
-        rewards[slot], masks[slot] = float(reward), 0.0 if terminated else 1.0
+        memory["observations"][slot], memory["actions"][slot] = observation, action.numpy()
+        memory["next_observations"][slot], memory["rewards"][slot], memory["masks"][slot] = \
+            next_observation, reward, not terminated
         observation = env.reset()[0] if terminated or truncated else next_observation
         if step + 1 < a.replay_start_size:
             continue
