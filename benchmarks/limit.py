@@ -269,13 +269,13 @@ def ppo(settings: Settings, seed: int, test_episodes: int) -> dict[str, Any]:
     lr_final = a.lr if a.lr_final is None else a.lr_final
     clip_final = a.clip if a.clip_final is None else a.clip_final
     T = a.n_steps
-    observations = torch.zeros(T + 1, n, n_obs)
+    rows = replay(T + 1, observations=(n, n_obs), rewards=(n,), terminal=(n,), done=((n,), np.bool_))
+    observations, rewards, terminal, done = views(rows)
     actions, log_probs = torch.zeros(T, n, dtype=torch.long), torch.zeros(T, n)
-    rewards, terminal, done = torch.zeros(T + 1, n), torch.zeros(T + 1, n), torch.zeros(T + 1, n, dtype=torch.bool)
 
     start = time.perf_counter()
     observation, _ = envs.reset(seed=seed)
-    observations[0] = torch.from_numpy(observation)
+    rows["observations"][0] = observation
     taken = 0
     while taken < steps:
         for t in range(T):
@@ -284,11 +284,9 @@ def ppo(settings: Settings, seed: int, test_episodes: int) -> dict[str, Any]:
                 actions[t] = torch.multinomial(logits.exp(), 1).squeeze(1)
                 log_probs[t] = logits.gather(1, actions[t].unsqueeze(1)).squeeze(1)
             observation, reward, terminated, truncated, _ = envs.step(actions[t].numpy())
-            observations[t + 1] = torch.from_numpy(observation)
-            rewards[t + 1] = torch.from_numpy(reward)
-            terminal[t + 1] = torch.from_numpy(terminated)
-            done[t + 1] = torch.from_numpy(terminated | truncated)
-            taken += n - int(done[t].sum())  # a reset step (the action after an episode's end) is not counted
+            rows["observations"][t + 1], rows["rewards"][t + 1] = observation, reward
+            rows["terminal"][t + 1], rows["done"][t + 1] = terminated, terminated | truncated
+            taken += n - int(np.count_nonzero(rows["done"][t]))  # a reset step (after an episode's end) is not counted
         fraction = min(1.0, taken / steps)
         for optimizer in optimizers:
             for group in optimizer.param_groups:
