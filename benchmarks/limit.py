@@ -89,29 +89,101 @@ def result(steps: int, seconds: float, test: tuple[float | None, float | None], 
 
 
 # -- DQN: one environment, epsilon-greedy, bursts of updates on one replay draw ------------------------------
+class ClassicEnv:
+    """One gymnasium env as the DQN loop steps it: ``step`` -> (next observation, reward, mask, the observation
+    to act on next: the next one, or after an episode's end the next episode's first)."""
+
+    def __init__(self, settings: Settings, seed: int):
+        self.env, self.seed = gym.make(settings.env.id), seed
+        self.observation_space, self.n_actions = self.env.observation_space, int(self.env.action_space.n)
+
+    def reset(self) -> np.ndarray:
+        return self.env.reset(seed=self.seed)[0]
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, np.ndarray]:
+        observation, reward, terminated, truncated, _ = self.env.step(action)
+        following = self.env.reset()[0] if terminated or truncated else observation
+        return observation, float(reward), not terminated, following
+
+
+class AtariEnv(ClassicEnv):
+    """One game in ale-py's C++ vector env with rlconf's Atari settings and its body's training view: 4
+    stacked frames (stacked by the simulator here), the reward's sign, a lost life as a terminal state. The
+    step after a game's end starts the next game (its action ignored; not counted, as rlconf does not)."""
+
+    def __init__(self, settings: Settings, seed: int):
+        from ale_py.vector_env import AtariVectorEnv
+
+        from rlconf.environments.atari import AtariSettings, game_of
+
+        game, atari = game_of(settings.env.id), AtariSettings.from_kwargs(settings.env.kwargs)
+        require(settings.body.frame_stack == 4 and settings.body.clip_rewards and settings.body.episodic_lives,
+                "Atari beyond DeepMind's preprocessing")
+        self.env = AtariVectorEnv(
+            game, 1, num_threads=1, stack_num=4, img_height=84, img_width=84, grayscale=True, maxpool=True,
+            frameskip=atari.frame_skip, noop_max=atari.noop_max, use_fire_reset=True, episodic_life=False,
+            reward_clipping=False, repeat_action_probability=atari.repeat_action_probability,
+            full_action_space=atari.full_action_space,
+            max_num_frames_per_episode=atari.episode_steps(None) * atari.frame_skip,
+            autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)
+        self.observation_space = self.env.single_observation_space
+        self.n_actions, self.seed, self.lives = int(self.env.single_action_space.n), seed, 0
+
+    def reset(self) -> np.ndarray:
+        observation, info = self.env.reset(seed=self.seed)
+        self.lives = int(info["lives"][0])
+        return observation[0]
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, np.ndarray]:
+        observation, reward, terminated, truncated, info = self.env.step(np.array([action]))
+        lives, self.lives = self.lives, int(info["lives"][0])
+        if terminated[0] or truncated[0]:
+            following, _, _, _, info = self.env.step(np.array([0]))  # the reset step
+            self.lives = int(info["lives"][0])
+            return observation[0], float(np.sign(reward[0])), not terminated[0], following[0]
+        return observation[0], float(np.sign(reward[0])), self.lives >= lives, observation[0]
+
+
+def nature_cnn(n_actions: int) -> nn.Sequential:
+    """rlconf's Nature CNN: channels-last layout, frames to [0, 1], three convolutions, 512 units."""
+
+    class Frames(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x.contiguous(memory_format=torch.channels_last).float().mul_(1 / 255)
+
+    return nn.Sequential(Frames(), nn.Conv2d(4, 32, 8, stride=4), nn.ReLU(), nn.Conv2d(32, 64, 4, stride=2),
+                         nn.ReLU(), nn.Conv2d(64, 64, 3, stride=1), nn.ReLU(), nn.Flatten(),
+                         nn.Linear(3136, 512), nn.ReLU(), nn.Linear(512, n_actions))
+
+
+# -- DQN: one environment, epsilon-greedy, bursts of updates on one replay draw ------------------------------
 def dqn(settings: Settings, seed: int, test_episodes: int) -> dict[str, Any]:
     a, model, steps = settings.agent, settings.approximation, settings.run.steps
     require(settings.hardware.n_envs == 1 and a.replay == "uniform" and a.n_steps == 1 and a.target == "fixed",
             "DQN beyond one env, uniform one-step replay and a fixed target")
-    require(model["model"] == "mlp" and not model["dueling"] and not model["noisy"] and not a.double_q,
-            "DQN beyond a plain MLP and single Q targets")
+    require(not model["dueling"] and not model["noisy"] and not a.double_q, "DQN beyond a plain Q network")
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
-    env = gym.make(settings.env.id)
-    n_obs, n_actions = env.observation_space.shape[0], int(env.action_space.n)
-    q = mlp([n_obs, *model["hidden"], n_actions], model["activation"])
+    env = AtariEnv(settings, seed) if settings.env.family == "atari" else ClassicEnv(settings, seed)
+    shape, dtype, n_actions = env.observation_space.shape, env.observation_space.dtype.type, env.n_actions
+    if model["model"] == "nature_cnn":
+        require(model["hidden"] == 512 and model["scale_frames"], "the Nature CNN beyond 512 units on scaled frames")
+        q = nature_cnn(n_actions)
+    else:
+        require(model["model"] == "mlp", f"DQN on {model['model']}")
+        q = mlp([shape[0], *model["hidden"], n_actions], model["activation"])
     target = copy.deepcopy(q)
     optimizer = adam(q.parameters(), a.lr, a.adam_eps)
     loss_function = {"huber": F.smooth_l1_loss, "mse": F.mse_loss}[a.loss]
     size = min(a.replay_buffer_size, steps)
-    memory = replay(size, observations=(n_obs,), next_observations=(n_obs,), actions=((), np.int64), rewards=(),
-                    masks=())
+    memory = replay(size, observations=(shape, dtype), next_observations=(shape, dtype), actions=((), np.int64),
+                    rewards=(), masks=())
     observations, next_observations, actions, rewards, masks = views(memory)
     lr_final = a.lr if a.lr_final is None else a.lr_final
     sync_due = False
 
     start = time.perf_counter()
-    observation, _ = env.reset(seed=seed)
+    observation = env.reset()
     for step in range(steps):
         epsilon = linear(a.epsilon, a.epsilon_final, a.epsilon_decay_steps, step)
         if rng.random() < epsilon:
@@ -119,11 +191,11 @@ def dqn(settings: Settings, seed: int, test_episodes: int) -> dict[str, Any]:
         else:
             with torch.no_grad():
                 action = int(q(torch.from_numpy(observation).unsqueeze(0)).argmax(1))
-        next_observation, reward, terminated, truncated, _ = env.step(action)
+        next_observation, reward, mask, following = env.step(action)
         slot = step % size
         memory["observations"][slot], memory["next_observations"][slot] = observation, next_observation
-        memory["actions"][slot], memory["rewards"][slot], memory["masks"][slot] = action, reward, not terminated
-        observation = env.reset()[0] if terminated or truncated else next_observation
+        memory["actions"][slot], memory["rewards"][slot], memory["masks"][slot] = action, reward, mask
+        observation = following
         done = step + 1
         sync_due |= done % a.target_update_frequency == 0
         if done < a.replay_start_size or done % a.update_frequency:
@@ -335,8 +407,11 @@ ALGORITHMS = {"dqn": dqn, "sac": sac, "ppo": ppo}
 
 def implements(settings: Settings) -> bool:
     """Whether ``train`` can run the workload (its agent, and the settings the script covers)."""
-    return settings.agent_name in ALGORITHMS and settings.approximation["model"] == "mlp" and \
-        settings.approximation["recurrent"] == "none" and settings.body.name in ("none", "")
+    model = settings.approximation
+    if settings.agent_name == "dqn" and model["model"] == "nature_cnn":
+        return settings.body.name == "atari" and not (model["dueling"] or model["noisy"])
+    return settings.agent_name in ALGORITHMS and model["model"] == "mlp" and model["recurrent"] == "none" and \
+        settings.body.name in ("none", "")
 
 
 def train(settings: Settings, seed: int, test_episodes: int) -> dict[str, Any]:
