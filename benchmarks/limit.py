@@ -144,16 +144,18 @@ class AtariEnv(ClassicEnv):
         return observation[0], float(np.sign(reward[0])), self.lives >= lives, observation[0]
 
 
-def nature_cnn(n_actions: int) -> nn.Sequential:
-    """rlconf's Nature CNN: channels-last layout, frames to [0, 1], three convolutions, 512 units."""
+def nature_cnn(n_actions: int | None) -> nn.Sequential:
+    """rlconf's Nature CNN: channels-last layout, frames to [0, 1], three convolutions, 512 units, then a
+    linear output per action (None: the trunk, ending in the 512 units' ReLU)."""
 
     class Frames(nn.Module):
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             return x.contiguous(memory_format=torch.channels_last).float().mul_(1 / 255)
 
-    return nn.Sequential(Frames(), nn.Conv2d(4, 32, 8, stride=4), nn.ReLU(), nn.Conv2d(32, 64, 4, stride=2),
-                         nn.ReLU(), nn.Conv2d(64, 64, 3, stride=1), nn.ReLU(), nn.Flatten(),
-                         nn.Linear(3136, 512), nn.ReLU(), nn.Linear(512, n_actions))
+    trunk = nn.Sequential(Frames(), nn.Conv2d(4, 32, 8, stride=4), nn.ReLU(), nn.Conv2d(32, 64, 4, stride=2),
+                          nn.ReLU(), nn.Conv2d(64, 64, 3, stride=1), nn.ReLU(), nn.Flatten(), nn.Linear(3136, 512),
+                          nn.ReLU())
+    return trunk if n_actions is None else trunk.append(nn.Linear(512, n_actions))
 
 
 # -- DQN: one environment, epsilon-greedy, bursts of updates on one replay draw ------------------------------
@@ -318,32 +320,104 @@ def sac(settings: Settings, seed: int, test_episodes: int) -> dict[str, Any]:
 
 # -- PPO: parallel environments, GAE, epochs of clipped updates (discrete actions) ----------------------------
 def orthogonal(model: nn.Sequential, out_gain: float) -> nn.Sequential:
-    linears = [layer for layer in model if isinstance(layer, nn.Linear)]
+    linears = [layer for layer in model if isinstance(layer, (nn.Linear, nn.Conv2d))]
     for i, layer in enumerate(linears):
         nn.init.orthogonal_(layer.weight, out_gain if i == len(linears) - 1 else np.sqrt(2))
         nn.init.zeros_(layer.bias)
     return model
 
 
-def ppo(settings: Settings, seed: int, test_episodes: int) -> dict[str, Any]:
-    a, model, steps, n = settings.agent, settings.approximation, settings.run.steps, settings.hardware.n_envs
-    require(not model["shared"] and a.lr_v is None and a.entropy_loss_scaling == 0,
-            "PPO beyond separate policy and value MLPs at one learning rate, without entropy bonus")
-    torch.manual_seed(seed)
-    envs = gym.make_vec(settings.env.id, num_envs=n, vectorization_mode="vector_entry_point")  # next-step resets
-    require(isinstance(envs.single_action_space, gym.spaces.Discrete), "PPO with continuous actions")
-    n_obs, n_actions = envs.single_observation_space.shape[0], int(envs.single_action_space.n)
+class AtariVectorEnvs:
+    """``n`` games of ale-py's C++ vector env with rlconf's settings and the body's training view (stacked
+    frames, the reward's sign, a lost life ends an episode for the learner), next-step resets."""
+
+    def __init__(self, settings: Settings, n: int):
+        from ale_py.vector_env import AtariVectorEnv
+
+        from rlconf.environments.atari import AtariSettings, _available_cpus, game_of
+
+        game, atari = game_of(settings.env.id), AtariSettings.from_kwargs(settings.env.kwargs)
+        require(settings.body.frame_stack == 4 and settings.body.clip_rewards and settings.body.episodic_lives,
+                "Atari beyond DeepMind's preprocessing")
+        self.env = AtariVectorEnv(
+            game, n, num_threads=min(n, _available_cpus()), stack_num=4, img_height=84, img_width=84,
+            grayscale=True, maxpool=True, frameskip=atari.frame_skip, noop_max=atari.noop_max, use_fire_reset=True,
+            episodic_life=False, reward_clipping=False, repeat_action_probability=atari.repeat_action_probability,
+            full_action_space=atari.full_action_space,
+            max_num_frames_per_episode=atari.episode_steps(None) * atari.frame_skip,
+            autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)
+        self.single_observation_space, self.single_action_space = (self.env.single_observation_space,
+                                                                   self.env.single_action_space)
+        self.lives = np.zeros(n, np.int64)
+
+    def reset(self, seed: int):
+        observation, info = self.env.reset(seed=seed)
+        self.lives = info["lives"]
+        return observation, info
+
+    def step(self, actions: np.ndarray):
+        observation, reward, terminated, truncated, info = self.env.step(actions)
+        lost = (info["lives"] < self.lives) & ~(terminated | truncated)
+        self.lives = info["lives"]
+        return observation, np.sign(reward), terminated | lost, truncated, info
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def ppo_networks(settings: Settings, n_obs: tuple[int, ...], n_actions: int) -> tuple[nn.Module, ...]:
+    """(trunk, policy head, value head): rlconf's shared Nature CNN trunk with linear heads, or two MLPs."""
+    model = settings.approximation
     init = orthogonal if model["ortho_init"] else (lambda m, gain: m)
-    policy = init(mlp([n_obs, *model["hidden"], n_actions], model["activation"]), 0.01)
-    value = init(mlp([n_obs, *model["hidden"], 1], model["activation"]), 1.0)
-    optimizers = [adam(policy.parameters(), a.lr, a.adam_eps), adam(value.parameters(), a.lr, a.adam_eps)]
-    params = [*policy.parameters(), *value.parameters()]
+    if model["model"] == "nature_cnn":
+        require(model["shared"] and model["hidden"] == 512 and model["scale_frames"],
+                "PPO on the Nature CNN beyond a shared trunk of 512 on scaled frames")
+        trunk = init(nature_cnn(None), np.sqrt(2))
+        return trunk, init(nn.Sequential(nn.Linear(512, n_actions)), 0.01), init(nn.Sequential(nn.Linear(512, 1)), 1.0)
+    require(model["model"] == "mlp" and not model["shared"], f"PPO on {model['model']}")
+    return (nn.Identity(), init(mlp([n_obs[0], *model["hidden"], n_actions], model["activation"]), 0.01),
+            init(mlp([n_obs[0], *model["hidden"], 1], model["activation"]), 1.0))
+
+
+def ppo(settings: Settings, seed: int, test_episodes: int) -> dict[str, Any]:
+    a, steps, n = settings.agent, settings.run.steps, settings.hardware.n_envs
+    require(a.lr_v is None, "PPO with a value learning rate of its own")
+    torch.manual_seed(seed)
+    if settings.env.family == "atari":
+        envs = AtariVectorEnvs(settings, n)
+    else:  # next-step resets, as rlconf's native vector envs
+        envs = gym.make_vec(settings.env.id, num_envs=n, vectorization_mode="vector_entry_point")
+    require(isinstance(envs.single_action_space, gym.spaces.Discrete), "PPO with continuous actions")
+    space, n_actions = envs.single_observation_space, int(envs.single_action_space.n)
+    trunk, policy, value = ppo_networks(settings, space.shape, n_actions)
+    optimizers = [adam(m.parameters(), a.lr, a.adam_eps) for m in (trunk, policy, value) if list(m.parameters())]
+    heads, trunk_params = [*policy.parameters(), *value.parameters()], list(trunk.parameters())
     lr_final = a.lr if a.lr_final is None else a.lr_final
     clip_final = a.clip if a.clip_final is None else a.clip_final
     T = a.n_steps
-    rows = replay(T + 1, observations=(n, n_obs), rewards=(n,), terminal=(n,), done=((n,), np.bool_))
+    rows = replay(T + 1, observations=((n, *space.shape), space.dtype.type), rewards=(n,), terminal=(n,),
+                  done=((n,), np.bool_))
     observations, rewards, terminal, done = views(rows)
     actions, log_probs = torch.zeros(T, n, dtype=torch.long), torch.zeros(T, n)
+
+    def update(obs, taken_actions, old_log_probs, advantages, returns, clip: float) -> None:
+        if a.normalize_advantages:
+            advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+        features = trunk(obs)
+        logits = F.log_softmax(policy(features), dim=-1)
+        ratio = torch.exp(logits.gather(1, taken_actions.unsqueeze(1)).squeeze(1) - old_log_probs)
+        policy_loss = -torch.min(ratio * advantages, ratio.clamp(1 - clip, 1 + clip) * advantages).mean()
+        if a.entropy_loss_scaling:
+            policy_loss = policy_loss + a.entropy_loss_scaling * (logits.exp() * logits).sum(-1).mean()
+        value_loss = F.mse_loss(value(features).squeeze(-1), returns)
+        for optimizer in optimizers:
+            optimizer.zero_grad(set_to_none=True)
+        (policy_loss + a.value_loss_scaling * value_loss).backward()
+        for group in (heads, trunk_params):  # rlconf clips the heads together and the trunk on its own
+            if group and a.clip_grad:
+                nn.utils.clip_grad_norm_(group, a.clip_grad, foreach=True)
+        for optimizer in optimizers:
+            optimizer.step()
 
     start = time.perf_counter()
     observation, _ = envs.reset(seed=seed)
@@ -352,7 +426,7 @@ def ppo(settings: Settings, seed: int, test_episodes: int) -> dict[str, Any]:
     while taken < steps:
         for t in range(T):
             with torch.no_grad():
-                logits = F.log_softmax(policy(observations[t]), dim=-1)
+                logits = F.log_softmax(policy(trunk(observations[t])), dim=-1)
                 actions[t] = torch.multinomial(logits.exp(), 1).squeeze(1)
                 log_probs[t] = logits.gather(1, actions[t].unsqueeze(1)).squeeze(1)
             observation, reward, terminated, truncated, _ = envs.step(actions[t].numpy())
@@ -365,7 +439,7 @@ def ppo(settings: Settings, seed: int, test_episodes: int) -> dict[str, Any]:
                 group["lr"] = a.lr + (lr_final - a.lr) * fraction
         clip = a.clip + (clip_final - a.clip) * fraction
         with torch.no_grad():  # GAE over the rollout; a row whose state ended an episode starts no transition
-            values = value(observations.flatten(0, 1)).view(T + 1, n)
+            values = value(trunk(observations.flatten(0, 1))).view(T + 1, n)
             advantages = torch.zeros(T, n)
             running = torch.zeros(n)
             for t in reversed(range(T)):
@@ -374,29 +448,20 @@ def ppo(settings: Settings, seed: int, test_episodes: int) -> dict[str, Any]:
                 advantages[t] = running
             returns = advantages + values[:T]
         valid = ~done[:T]
-        batch_obs, batch_actions, batch_log_probs = observations[:T][valid], actions[valid], log_probs[valid]
-        batch_advantages, batch_returns = advantages[valid], returns[valid]
-        require(len(batch_obs) <= a.batch_size, "PPO with more than one minibatch a rollout")
-        if a.normalize_advantages:
-            batch_advantages = (batch_advantages - batch_advantages.mean()) / (batch_advantages.std() + 1e-8)
+        batch = (observations[:T][valid], actions[valid], log_probs[valid], advantages[valid], returns[valid])
+        size = len(batch[0])
         for _ in range(a.epochs):
-            new_log_probs = F.log_softmax(policy(batch_obs), dim=-1).gather(1, batch_actions.unsqueeze(1)).squeeze(1)
-            ratio = torch.exp(new_log_probs - batch_log_probs)
-            clipped = ratio.clamp(1 - clip, 1 + clip)
-            policy_loss = -torch.min(ratio * batch_advantages, clipped * batch_advantages).mean()
-            value_loss = F.mse_loss(value(batch_obs).squeeze(-1), batch_returns)
-            for optimizer in optimizers:
-                optimizer.zero_grad(set_to_none=True)
-            (policy_loss + a.value_loss_scaling * value_loss).backward()
-            nn.utils.clip_grad_norm_(params, a.clip_grad, foreach=True)
-            for optimizer in optimizers:
-                optimizer.step()
+            if size <= a.batch_size:  # one minibatch: no order to draw
+                update(*batch, clip)
+                continue
+            for part in torch.randperm(size).split(a.batch_size):
+                update(*(x[part] for x in batch), clip)
         observations[0], rewards[0], terminal[0], done[0] = observations[T], rewards[T], terminal[T], done[T]
     seconds = time.perf_counter() - start
 
     def act(observation):
         with torch.no_grad():
-            return int(policy(torch.as_tensor(observation, dtype=torch.float32).unsqueeze(0)).argmax(1))
+            return int(policy(trunk(torch.as_tensor(observation, dtype=torch.float32).unsqueeze(0))).argmax(1))
 
     envs.close()
     return result(taken, seconds, greedy_test(settings.env.id, act, test_episodes, seed + 1_000_003), test_episodes)
@@ -408,8 +473,9 @@ ALGORITHMS = {"dqn": dqn, "sac": sac, "ppo": ppo}
 def implements(settings: Settings) -> bool:
     """Whether ``train`` can run the workload (its agent, and the settings the script covers)."""
     model = settings.approximation
-    if settings.agent_name == "dqn" and model["model"] == "nature_cnn":
-        return settings.body.name == "atari" and not (model["dueling"] or model["noisy"])
+    if settings.agent_name in ("dqn", "ppo") and model["model"] == "nature_cnn":
+        return settings.body.name == "atari" and model["recurrent"] == "none" and not (model["dueling"] or
+                                                                                        model["noisy"])
     return settings.agent_name in ALGORITHMS and model["model"] == "mlp" and model["recurrent"] == "none" and \
         settings.body.name in ("none", "")
 
