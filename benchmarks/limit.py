@@ -89,6 +89,45 @@ def result(steps: int, seconds: float, test: tuple[float | None, float | None], 
 
 
 # -- DQN: one environment, epsilon-greedy, bursts of updates on one replay draw ------------------------------
+class AtariVectorEnvs:
+    """``n`` games of ale-py's C++ vector env with rlconf's settings and the body's training view (stacked
+    frames, the reward's sign, a lost life ends an episode for the learner), next-step resets."""
+
+    def __init__(self, settings: Settings, n: int):
+        from ale_py.vector_env import AtariVectorEnv
+
+        from rlconf.environments.atari import AtariSettings, _available_cpus, game_of
+
+        game, atari = game_of(settings.env.id), AtariSettings.from_kwargs(settings.env.kwargs)
+        require(settings.body.frame_stack == 4 and settings.body.clip_rewards and settings.body.episodic_lives,
+                "Atari beyond DeepMind's preprocessing")
+        self.env = AtariVectorEnv(
+            game, n, num_threads=min(n, _available_cpus()), stack_num=4, img_height=84, img_width=84,
+            grayscale=True, maxpool=True, frameskip=atari.frame_skip, noop_max=atari.noop_max, use_fire_reset=True,
+            episodic_life=False, reward_clipping=False, repeat_action_probability=atari.repeat_action_probability,
+            full_action_space=atari.full_action_space,
+            max_num_frames_per_episode=atari.episode_steps(None) * atari.frame_skip,
+            autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)
+        self.single_observation_space, self.single_action_space = (self.env.single_observation_space,
+                                                                   self.env.single_action_space)
+        self.lives = np.zeros(n, np.int64)
+
+    def reset(self, seed: int):
+        observation, info = self.env.reset(seed=seed)
+        self.lives = info["lives"]
+        return observation, info
+
+    def step(self, actions: np.ndarray):
+        observation, reward, terminated, truncated, info = self.env.step(actions)
+        ended = terminated | truncated  # the game's end: the next step resets it
+        lost = (info["lives"] < self.lives) & ~ended
+        self.lives = info["lives"]
+        return observation, np.sign(reward), terminated | lost, truncated, {**info, "ended": ended}
+
+    def close(self) -> None:
+        self.env.close()
+
+
 class ClassicEnv:
     """One gymnasium env as the DQN loop steps it: ``step`` -> (next observation, reward, mask, the observation
     to act on next: the next one, or after an episode's end the next episode's first)."""
@@ -107,41 +146,20 @@ class ClassicEnv:
 
 
 class AtariEnv(ClassicEnv):
-    """One game in ale-py's C++ vector env with rlconf's Atari settings and its body's training view: 4
-    stacked frames (stacked by the simulator here), the reward's sign, a lost life as a terminal state. The
-    step after a game's end starts the next game (its action ignored; not counted, as rlconf does not)."""
+    """One game of ``AtariVectorEnvs`` as the DQN loop steps it. The step after a game's end starts the next
+    game (its action ignored; not counted, as rlconf does not count it)."""
 
     def __init__(self, settings: Settings, seed: int):
-        from ale_py.vector_env import AtariVectorEnv
-
-        from rlconf.environments.atari import AtariSettings, game_of
-
-        game, atari = game_of(settings.env.id), AtariSettings.from_kwargs(settings.env.kwargs)
-        require(settings.body.frame_stack == 4 and settings.body.clip_rewards and settings.body.episodic_lives,
-                "Atari beyond DeepMind's preprocessing")
-        self.env = AtariVectorEnv(
-            game, 1, num_threads=1, stack_num=4, img_height=84, img_width=84, grayscale=True, maxpool=True,
-            frameskip=atari.frame_skip, noop_max=atari.noop_max, use_fire_reset=True, episodic_life=False,
-            reward_clipping=False, repeat_action_probability=atari.repeat_action_probability,
-            full_action_space=atari.full_action_space,
-            max_num_frames_per_episode=atari.episode_steps(None) * atari.frame_skip,
-            autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)
-        self.observation_space = self.env.single_observation_space
-        self.n_actions, self.seed, self.lives = int(self.env.single_action_space.n), seed, 0
+        self.env, self.seed = AtariVectorEnvs(settings, 1), seed
+        self.observation_space, self.n_actions = self.env.single_observation_space, int(self.env.single_action_space.n)
 
     def reset(self) -> np.ndarray:
-        observation, info = self.env.reset(seed=self.seed)
-        self.lives = int(info["lives"][0])
-        return observation[0]
+        return self.env.reset(seed=self.seed)[0][0]
 
     def step(self, action: int) -> tuple[np.ndarray, float, bool, np.ndarray]:
-        observation, reward, terminated, truncated, info = self.env.step(np.array([action]))
-        lives, self.lives = self.lives, int(info["lives"][0])
-        if terminated[0] or truncated[0]:
-            following, _, _, _, info = self.env.step(np.array([0]))  # the reset step
-            self.lives = int(info["lives"][0])
-            return observation[0], float(np.sign(reward[0])), not terminated[0], following[0]
-        return observation[0], float(np.sign(reward[0])), self.lives >= lives, observation[0]
+        observation, reward, terminated, _, info = self.env.step(np.array([action]))
+        following = self.env.step(np.array([0]))[0] if info["ended"][0] else observation  # the reset step
+        return observation[0], float(reward[0]), not terminated[0], following[0]
 
 
 def nature_cnn(n_actions: int | None) -> nn.Sequential:
@@ -325,44 +343,6 @@ def orthogonal(model: nn.Sequential, out_gain: float) -> nn.Sequential:
         nn.init.orthogonal_(layer.weight, out_gain if i == len(linears) - 1 else np.sqrt(2))
         nn.init.zeros_(layer.bias)
     return model
-
-
-class AtariVectorEnvs:
-    """``n`` games of ale-py's C++ vector env with rlconf's settings and the body's training view (stacked
-    frames, the reward's sign, a lost life ends an episode for the learner), next-step resets."""
-
-    def __init__(self, settings: Settings, n: int):
-        from ale_py.vector_env import AtariVectorEnv
-
-        from rlconf.environments.atari import AtariSettings, _available_cpus, game_of
-
-        game, atari = game_of(settings.env.id), AtariSettings.from_kwargs(settings.env.kwargs)
-        require(settings.body.frame_stack == 4 and settings.body.clip_rewards and settings.body.episodic_lives,
-                "Atari beyond DeepMind's preprocessing")
-        self.env = AtariVectorEnv(
-            game, n, num_threads=min(n, _available_cpus()), stack_num=4, img_height=84, img_width=84,
-            grayscale=True, maxpool=True, frameskip=atari.frame_skip, noop_max=atari.noop_max, use_fire_reset=True,
-            episodic_life=False, reward_clipping=False, repeat_action_probability=atari.repeat_action_probability,
-            full_action_space=atari.full_action_space,
-            max_num_frames_per_episode=atari.episode_steps(None) * atari.frame_skip,
-            autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)
-        self.single_observation_space, self.single_action_space = (self.env.single_observation_space,
-                                                                   self.env.single_action_space)
-        self.lives = np.zeros(n, np.int64)
-
-    def reset(self, seed: int):
-        observation, info = self.env.reset(seed=seed)
-        self.lives = info["lives"]
-        return observation, info
-
-    def step(self, actions: np.ndarray):
-        observation, reward, terminated, truncated, info = self.env.step(actions)
-        lost = (info["lives"] < self.lives) & ~(terminated | truncated)
-        self.lives = info["lives"]
-        return observation, np.sign(reward), terminated | lost, truncated, info
-
-    def close(self) -> None:
-        self.env.close()
 
 
 def ppo_networks(settings: Settings, n_obs: tuple[int, ...], n_actions: int) -> tuple[nn.Module, ...]:
