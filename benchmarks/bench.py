@@ -148,16 +148,11 @@ def run_trial(args: list[str], label: str, scratch: Path) -> dict[str, Any]:
     return {**json.loads(out.read_text()), **process}
 
 
-def train_sb3(plan: Plan, seed: int, scratch: Path) -> dict[str, Any]:
-    args = ["sb3-train", plan.name, "--steps", str(plan.steps), "--seed", str(seed),
+def train_in_trial(library: str, plan: Plan, seed: int, scratch: Path) -> dict[str, Any]:
+    """Train ``library`` (``sb3`` or ``limit``: trial.py's sb3-train and limit-train) on the plan's workload."""
+    args = [f"{library}-train", plan.name, "--steps", str(plan.steps), "--seed", str(seed),
             "--test-episodes", str(plan.test_episodes)]
-    return run_trial(args, f"SB3    {plan.name} seed {seed}", scratch)
-
-
-def train_limit(plan: Plan, seed: int, scratch: Path) -> dict[str, Any]:
-    args = ["limit-train", plan.name, "--steps", str(plan.steps), "--seed", str(seed),
-            "--test-episodes", str(plan.test_episodes)]
-    return run_trial(args, f"limit  {plan.name} seed {seed}", scratch)
+    return run_trial(args, f"{'SB3' if library == 'sb3' else library:6} {plan.name} seed {seed}", scratch)
 
 
 def attempt(trial, errors: list[str], *args) -> dict[str, Any]:
@@ -178,10 +173,9 @@ def training(plans: list[Plan], seeds: int, scratch: Path, errors: list[str]) ->
     for seed in range(seeds):
         for row, p in zip(rows, plans, strict=True):
             row["rlconf"].append({"seed": seed, **attempt(train_rlconf, errors, p, seed, scratch)})
-            if p.sb3_kwargs is not None:
-                row["sb3"].append({"seed": seed, **attempt(train_sb3, errors, p, seed, scratch)})
-            if p.limit:
-                row["limit"].append({"seed": seed, **attempt(train_limit, errors, p, seed, scratch)})
+            for library, runs in (("sb3", p.sb3_kwargs is not None), ("limit", p.limit)):
+                if runs:
+                    row[library].append({"seed": seed, **attempt(train_in_trial, errors, library, p, seed, scratch)})
     return rows
 
 

@@ -24,6 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from rlconf.config import Settings
+from rlconf.policies.soft_deterministic import LOG_STD_MAX, LOG_STD_MIN, squashed_log_prob
 
 ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh}
 
@@ -88,26 +89,20 @@ def result(steps: int, seconds: float, test: tuple[float | None, float | None], 
             "test_return_mean": test[0], "test_return_std": test[1], "test_episodes": episodes}
 
 
-# -- DQN: one environment, epsilon-greedy, bursts of updates on one replay draw ------------------------------
+# -- environments and networks as rlconf's presets build them ------------------------------------------------
 class AtariVectorEnvs:
     """``n`` games of ale-py's C++ vector env with rlconf's settings and the body's training view (stacked
     frames, the reward's sign, a lost life ends an episode for the learner), next-step resets."""
 
     def __init__(self, settings: Settings, n: int):
-        from ale_py.vector_env import AtariVectorEnv
+        from rlconf.environments.atari import AtariSettings, game_of, make_native_env
 
-        from rlconf.environments.atari import AtariSettings, _available_cpus, game_of
-
-        game, atari = game_of(settings.env.id), AtariSettings.from_kwargs(settings.env.kwargs)
+        atari = AtariSettings.from_kwargs(settings.env.kwargs)
         require(settings.body.frame_stack == 4 and settings.body.clip_rewards and settings.body.episodic_lives,
                 "Atari beyond DeepMind's preprocessing")
-        self.env = AtariVectorEnv(
-            game, n, num_threads=min(n, _available_cpus()), stack_num=4, img_height=84, img_width=84,
-            grayscale=True, maxpool=True, frameskip=atari.frame_skip, noop_max=atari.noop_max, use_fire_reset=True,
-            episodic_life=False, reward_clipping=False, repeat_action_probability=atari.repeat_action_probability,
-            full_action_space=atari.full_action_space,
-            max_num_frames_per_episode=atari.episode_steps(None) * atari.frame_skip,
-            autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)
+        # rlconf's simulator, its frames stacked by the simulator (rlconf's body stacks them in torch)
+        self.env = make_native_env(game_of(settings.env.id), n, atari, atari.episode_steps(None),
+                                   frame_stack=settings.body.frame_stack)
         self.single_observation_space, self.single_action_space = (self.env.single_observation_space,
                                                                    self.env.single_action_space)
         self.lives = np.zeros(n, np.int64)
@@ -271,12 +266,10 @@ def sac(settings: Settings, seed: int, test_episodes: int) -> dict[str, Any]:
 
     def sample(observation: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         mean, log_std = policy(observation).chunk(2, dim=-1)
-        log_std = log_std.clamp(-20.0, 2.0)
+        log_std = log_std.clamp(LOG_STD_MIN, LOG_STD_MAX)
         noise = torch.randn_like(mean)
         u = mean + log_std.exp() * noise
-        log_prob = (-0.5 * noise.square() - log_std - 0.5 * np.log(2 * np.pi)
-                    - 2.0 * (np.log(2.0) - u - F.softplus(-2.0 * u))).sum(-1)
-        return low + (torch.tanh(u) + 1.0) * 0.5 * (high - low), log_prob
+        return low + (torch.tanh(u) + 1.0) * 0.5 * (high - low), squashed_log_prob(u, noise, log_std)
 
     def q(critic: nn.Module, observation: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
         return critic(torch.cat([observation, action], dim=-1)).squeeze(-1)
@@ -413,11 +406,10 @@ def ppo(settings: Settings, seed: int, test_episodes: int) -> dict[str, Any]:
             rows["observations"][t + 1], rows["rewards"][t + 1] = observation, reward
             rows["terminal"][t + 1], rows["done"][t + 1] = terminated, terminated | truncated
             taken += n - int(np.count_nonzero(rows["done"][t]))  # a reset step (after an episode's end) is not counted
-        fraction = min(1.0, taken / steps)
         for optimizer in optimizers:
             for group in optimizer.param_groups:
-                group["lr"] = a.lr + (lr_final - a.lr) * fraction
-        clip = a.clip + (clip_final - a.clip) * fraction
+                group["lr"] = linear(a.lr, lr_final, steps, taken)
+        clip = linear(a.clip, clip_final, steps, taken)
         with torch.no_grad():  # GAE over the rollout; a row whose state ended an episode starts no transition
             values = value(trunk(observations.flatten(0, 1))).view(T + 1, n)
             advantages = torch.zeros(T, n)

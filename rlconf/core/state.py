@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+CPU = torch.device("cpu")  # the default device, built once: states are made every step
 _STANDARD_KEYS = ("observation", "reward", "done", "mask")
 
 
@@ -70,8 +71,8 @@ class State(dict):
         return State(x, self.device)
 
     def to(self, device: str | torch.device) -> State:
-        if torch.device(device) == self.device:
-            return self
+        if (device if isinstance(device, torch.device) else torch.device(device)) == self.device:
+            return self  # the per-step case: a state built where it is used
         moved = {k: v.to(device) if torch.is_tensor(v) else v for k, v in self.items()}
         return self._moved(moved, device)
 
@@ -114,7 +115,7 @@ class State(dict):
 class StateArray(State):
     """A batch of states; each component's leading dimensions equal ``shape``."""
 
-    def __init__(self, x: dict[str, Any], shape: tuple[int, ...], device: str | torch.device = "cpu"):
+    def __init__(self, x: dict[str, Any], shape: tuple[int, ...], device: str | torch.device = CPU):
         # Skip State.__init__'s defaults: environments always hand over complete batches, and this
         # constructor sits on the per-step path.
         dict.__init__(self, x)

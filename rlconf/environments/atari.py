@@ -244,19 +244,22 @@ def fire_action(env_id: str, full_action_space: bool) -> int | None:
 
 def game_of(env_id: str) -> str:
     """The ROM name (``breakout``) behind an ale-py gymnasium id (``ALE/Breakout-v5``)."""
+    _import_ale()  # the ids are registered as ale-py is imported
     spec = gym.registry.get(env_id)
     if spec is None or spec.entry_point != "ale_py.env:AtariEnv":
         raise ConfigError(f"env.id={env_id}: not an ale-py game id; e.g. ALE/Breakout-v5 (rlconf list env)")
     return spec.kwargs["game"]
 
 
-def make_native_env(game: str, n_envs: int, settings: AtariSettings, episode_steps: int) -> gym.vector.VectorEnv:
-    """ale-py's C++ vector env, configured to match ``make_preprocessed_env``: single frames, no episodic
-    life and no reward clipping (both belong to the body), and its next-step autoreset."""
+def make_native_env(game: str, n_envs: int, settings: AtariSettings, episode_steps: int,
+                    frame_stack: int = 1) -> gym.vector.VectorEnv:
+    """ale-py's C++ vector env, configured to match ``make_preprocessed_env``: single frames (the body stacks
+    them; ``frame_stack`` has the simulator stack them instead), no episodic life and no reward clipping (both
+    belong to the body), and its next-step autoreset."""
     from ale_py.vector_env import AtariVectorEnv
 
     return AtariVectorEnv(
-        game, n_envs, num_threads=min(n_envs, _available_cpus()), stack_num=1, img_height=FRAME_SHAPE[1],
+        game, n_envs, num_threads=min(n_envs, _available_cpus()), stack_num=frame_stack, img_height=FRAME_SHAPE[1],
         img_width=FRAME_SHAPE[2], grayscale=True, maxpool=True, frameskip=settings.frame_skip,
         noop_max=settings.noop_max, use_fire_reset=True, episodic_life=False, reward_clipping=False,
         repeat_action_probability=settings.repeat_action_probability,

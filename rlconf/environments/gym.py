@@ -36,8 +36,6 @@ class Episode:
     stalled: bool = False  # cut short after ``stall_steps`` steps without a reward (tests of Atari games)
 
 
-CPU = torch.device("cpu")
-
 # The ALE (and other C++ simulators) take seeds as 32-bit signed ints, copy i of a vector env seed + i.
 SIMULATOR_SEEDS = 2**31 - 2**16
 
@@ -67,9 +65,17 @@ def make_vector_env(env_id: str, n_envs: int, kwargs: dict, vectorization: str, 
         extra["max_episode_steps"] = max_episode_steps
     if render_mode is not None:
         extra["render_mode"] = render_mode
-    if mode == "sync" and not wrappers:
-        return SerialVectorEnv([partial(gym.make, env_id, **extra)] * n_envs)
-    return gym.make_vec(env_id, num_envs=n_envs, vectorization_mode=mode, wrappers=list(wrappers) or None, **extra)
+    if mode == "sync":
+        return SerialVectorEnv([partial(make_wrapped, env_id, extra, tuple(wrappers))] * n_envs)
+    return gym.make_vec(env_id, num_envs=n_envs, vectorization_mode=mode, **extra)
+
+
+def make_wrapped(env_id: str, kwargs: dict, wrappers: tuple[Callable[[gym.Env], gym.Env], ...]) -> gym.Env:
+    """One copy, as gym.make_vec makes each of its copies: ``wrappers`` around it, outermost last."""
+    env = gym.make(env_id, **kwargs)
+    for wrapper in wrappers:
+        env = wrapper(env)
+    return env
 
 
 class SerialVectorEnv(gym.vector.SyncVectorEnv):
@@ -227,28 +233,24 @@ class GymVectorEnvironment(Environment):
         lengths += 1
         if n_resetting:  # a reset step is not counted
             lengths[resetting] -= 1
+        stalled = None  # only tests of some families cut episodes short
         if self.stall_steps is not None:
             stalled = self._stalled(copies, np.asarray(reward), resetting, terminated | truncated)
             truncated = truncated | stalled
+            self._restart[copies] = stalled
         done = terminated | truncated
-        if np.count_nonzero(done):  # numpy's fastest "any" on a few elements
-            stalled = stalled if self.stall_steps is not None else np.zeros_like(done)
-            first = copies.start or 0
-            self.completed = [Episode(first + int(i), float(returns[i]), int(lengths[i]), bool(stalled[i]))
-                              for i in np.flatnonzero(done)]
+        ended = np.count_nonzero(done)  # numpy's fastest "any" on a few elements
+        first = copies.start or 0
+        self.completed = [Episode(first + int(i), float(returns[i]), int(lengths[i]),
+                                  stalled is not None and bool(stalled[i])) for i in np.flatnonzero(done)] \
+            if ended else []
+        if ended:
             returns[done] = 0
             lengths[done] = 0
+        if ended or n_resetting:
             # The simulator resets what it ended on the next step (its action ignored, not counted); a copy cut
             # short here is reset before that step instead, so the step is its next episode's first, counted.
-            resetting[:] = done & ~stalled
-            if self.stall_steps is not None:
-                self._restart[copies] = stalled
-        else:
-            self.completed = []
-            if n_resetting:
-                resetting[:] = False
-            if self.stall_steps is not None:
-                self._restart[copies] = False
+            resetting[:] = done if stalled is None else done & ~stalled
         return self._state(observation, reward, terminated, truncated, info, copies)
 
     def _stalled(self, copies: slice, reward: np.ndarray, resetting: np.ndarray, done: np.ndarray) -> np.ndarray:
@@ -268,8 +270,8 @@ class GymVectorEnvironment(Environment):
             "reward": torch.from_numpy(np.asarray(reward, dtype=np.float32)),
             "done": torch.from_numpy(terminated | truncated),
             "mask": torch.from_numpy((~terminated).astype(np.float32)),
-        }, (len(reward),), CPU)  # built where numpy's arrays are, then moved: labelled cuda, .to() would not move it
-        return state if self.device == CPU else state.to(self.device)
+        }, (len(reward),))  # built where numpy's arrays are, then moved: labelled cuda, .to() would not move it
+        return state.to(self.device)
 
     def close(self) -> None:
         self.env.close()

@@ -107,7 +107,8 @@ class TrainingVideos:
         return steps >= self.next
 
     def record(self, test_agent, steps: int) -> None:
-        """Play one greedy episode (to its end, or ``length`` frames) and start writing it (``check`` first)."""
+        """Play one greedy episode (to its end, or ``length`` frames) in the environment ``check`` built, and
+        start writing it."""
         self.begin(steps)  # the next one is due at the next multiple of ``every``
         frames = self._play(test_agent, self.seed + steps)
         self.wait()  # one video in flight at a time

@@ -184,10 +184,11 @@ class ModelSettings:
         return model
 
 
-def input_layers(space: gym.Space) -> list[nn.Module]:
-    """Layers that turn observations into float tensors: uint8 frames are scaled to [0, 1] in the model,
-    so replay and environments keep them in uint8, a quarter of the memory."""
-    return [Scale(1 / 255)] if space.dtype == np.uint8 else []
+def input_layers(space: gym.Space, scale_frames: bool = True) -> list[nn.Module]:
+    """Layers that turn observations into float tensors: uint8 frames are scaled to [0, 1] in the model (or
+    only made floats, ``scale_frames=False``), so replay and environments keep them in uint8, a quarter of the
+    memory."""
+    return [Scale(1 / 255 if scale_frames else 1.0)] if space.dtype == np.uint8 else []
 
 
 def flat_size(space: gym.Space) -> int:
@@ -225,8 +226,8 @@ class NatureCNNSettings(NatureCNNConfig, ModelSettings):
         require(len(space.shape) == 3, "approximation.model", self.model,
                 f"needs image observations [channels, height, width]; got shape {tuple(space.shape)}")
         channels, *size = space.shape
-        scaling = input_layers(space) if self.scale_frames else [Scale(1.0)]  # unscaled: to float only
-        layers: list[nn.Module] = [ChannelsLast(), *scaling]  # the layout first: uint8 copies cheaply
+        # The layout first: uint8 copies cheaply.
+        layers: list[nn.Module] = [ChannelsLast(), *input_layers(space, self.scale_frames)]
         for out_channels, kernel, stride in NATURE_CONVS:
             layers += [nn.Conv2d(channels, out_channels, kernel, stride=stride), nn.ReLU()]
             channels, size = out_channels, [(n - kernel) // stride + 1 for n in size]
