@@ -107,7 +107,7 @@ def children_cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run_process(command: list[str], label: str) -> dict[str, Any]:
+def run_process(command: list[str], label: str, environment: dict[str, str] | None = None) -> dict[str, Any]:
     """Run one trial's process; returns how long it took and how busy the rest of the machine was meanwhile.
 
     A trial shares the machine with whatever else runs; the CPU others used during it (cores, on average)
@@ -115,7 +115,7 @@ def run_process(command: list[str], label: str) -> dict[str, Any]:
     """
     print(f"  {label} ...", end="", file=sys.stderr, flush=True)
     busy, ours, start = busy_cpu_seconds(), children_cpu_seconds(), time.perf_counter()
-    process = subprocess.run(command, capture_output=True, text=True)
+    process = subprocess.run(command, capture_output=True, text=True, env=environment)
     wall = time.perf_counter() - start
     cpu = children_cpu_seconds() - ours  # the trial's whole process: startup, imports, training, test
     others = None
@@ -128,17 +128,24 @@ def run_process(command: list[str], label: str) -> dict[str, Any]:
     return {"process_seconds": round(wall, 1), "process_cpu_seconds": round(cpu, 2), "other_cpu_cores": others}
 
 
-def train_rlconf(plan: Plan, seed: int, scratch: Path) -> dict[str, Any]:
-    """One ``rlconf run`` through the real CLI; its summary.json has the training rate and the test returns."""
-    logdir = scratch / f"rlconf-{plan.name}-s{seed}"
+def train_rlconf(plan: Plan, seed: int, scratch: Path, compiled: bool = False) -> dict[str, Any]:
+    """One ``rlconf run`` through the real CLI; its summary.json has the training rate and the test returns.
+    ``compiled``: with ``hardware.compile=true`` (otherwise false: auto would decide by itself), in a fresh
+    compiler cache so that every trial pays its compilation, as a first run does."""
+    logdir = scratch / f"rlconf{'-compiled' if compiled else ''}-{plan.name}-s{seed}"
     command = [sys.executable, "-m", "rlconf", "run", *plan.overrides, f"seed={seed}",
                f"test_episodes={plan.test_episodes}", "quiet=true", f"logdir={logdir}", "hardware.torch_threads=1",
+               f"hardware.compile={str(compiled).lower()}",
                # No periodic evaluation or checkpoints inside the timed loop: SB3's learn() does neither.
                "eval_every=0", "checkpoint_every=0"]
-    process = run_process(command, f"rlconf {plan.name} seed {seed}")
+    environment = ({**os.environ, "TORCHINDUCTOR_CACHE_DIR": tempfile.mkdtemp(prefix="inductor-", dir=scratch)}
+                   if compiled else None)
+    process = run_process(command, f"{'rlconf+compile' if compiled else 'rlconf'} {plan.name} seed {seed}",
+                          environment)
     summary = json.loads(next(logdir.glob("*/summary.json")).read_text())
-    keys = ("steps", "wall_seconds", "steps_per_second", "test_return_mean", "test_return_std", "test_episodes")
-    return {**{key: summary[key] for key in keys}, **process}
+    keys = ("steps", "wall_seconds", "steps_per_second", "test_return_mean", "test_return_std", "test_episodes",
+            "compile_seconds")
+    return {**{key: summary[key] for key in keys if key in summary}, **process}
 
 
 def run_trial(args: list[str], label: str, scratch: Path) -> dict[str, Any]:
@@ -166,13 +173,16 @@ def attempt(trial, errors: list[str], *args) -> dict[str, Any]:
         return {"error": message}
 
 
-def training(plans: list[Plan], seeds: int, scratch: Path, errors: list[str]) -> list[dict[str, Any]]:
-    rows = [{"title": p.title, **asdict(p), "rlconf": [], "sb3": [], "limit": []} for p in plans]
+def training(plans: list[Plan], seeds: int, scratch: Path, errors: list[str],
+             compile_too: bool = True) -> list[dict[str, Any]]:
+    rows = [{"title": p.title, **asdict(p), "rlconf": [], "compiled": [], "sb3": [], "limit": []} for p in plans]
     # Seeds outermost and the libraries back to back: a slow drift of the machine (a noisy neighbour,
     # thermal limits) then falls on all sides alike instead of on whichever library ran last.
     for seed in range(seeds):
         for row, p in zip(rows, plans, strict=True):
             row["rlconf"].append({"seed": seed, **attempt(train_rlconf, errors, p, seed, scratch)})
+            if compile_too:
+                row["compiled"].append({"seed": seed, **attempt(train_rlconf, errors, p, seed, scratch, True)})
             for library, runs in (("sb3", p.sb3_kwargs is not None), ("limit", p.limit)):
                 if runs:
                     row[library].append({"seed": seed, **attempt(train_in_trial, errors, library, p, seed, scratch)})
@@ -248,6 +258,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--scaling", nargs="*", choices=list(SCALING), default=None, metavar="NAME",
                         help="instead of the comparison with SB3, rlconf against itself: samplers, the async "
                              f"runner and data-parallel learners (all, or some of: {', '.join(SCALING)})")
+    parser.add_argument("--no-compile", action="store_true",
+                        help="skip the trials of rlconf with hardware.compile=true")
     parser.add_argument("--out", type=Path, default=RESULTS, help="folder for the results (default: %(default)s)")
     args = parser.parse_args(argv)
     if args.seeds is None:
@@ -291,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
         rate_rows = rates(plans, window_seconds, Path(tmp), errors)
         memory_rows = memory(plans, Path(tmp), errors)
         print(f"training ({args.seeds} seed(s)):", file=sys.stderr)
-        training_rows = training(plans, args.seeds, Path(tmp), errors)
+        training_rows = training(plans, args.seeds, Path(tmp), errors, compile_too=not args.no_compile)
     results = {
         "options": {"seeds": args.seeds, "quick": args.quick, "test_episodes": test_episodes,
                     "window_seconds": window_seconds, "workloads": args.workloads},

@@ -95,6 +95,25 @@ def training_table(training: list[dict]) -> list[str]:
     return lines
 
 
+def compile_table(training: list[dict]) -> list[str]:
+    """rlconf eager against rlconf with ``hardware.compile=true``: training rates with compilation and without
+    it (its seconds taken out), the compilation itself, and the greedy test returns of both."""
+    rows = [row for row in training if row.get("compiled")]
+    if not rows:
+        return []
+    lines = ["", "| workload | eager steps/s | compiled steps/s | compiled/eager | compiled, without compiling | "
+             "compile s | eager test return | compiled test return |", "|---|--:|--:|--:|--:|--:|--:|--:|"]
+    for row in rows:
+        eager, compiled = _train_rate(row["rlconf"]), _train_rate(row["compiled"])
+        warm = _mean([t["steps"] / (t["wall_seconds"] - t["compile_seconds"]) for t in row["compiled"]
+                      if t.get("compile_seconds") is not None and t["wall_seconds"] > t["compile_seconds"]])
+        seconds = _mean([t["compile_seconds"] for t in row["compiled"] if t.get("compile_seconds") is not None])
+        lines.append(f"| {row['title']} | {_rate(eager)} | {_rate(compiled)} | {_ratio(compiled, eager)} | "
+                     f"{_rate(warm)} ({_ratio(warm, eager)}) | {'–' if seconds is None else f'{seconds:.1f}'} | "
+                     f"{_returns(row['rlconf'])} | {_returns(row['compiled'])} |")
+    return lines
+
+
 def _cpu_per_k(trials: list[dict]) -> str:
     """The trials' whole-process CPU seconds (startup, imports, training and test) per 1,000 training steps."""
     values = [t["process_cpu_seconds"] / t["steps"] * 1000 for t in trials
@@ -142,7 +161,8 @@ BUSY_CORES = 0.25  # other processes using more than this (on average, during a 
 
 def contention_note(results: dict[str, Any]) -> list[str]:
     """A warning when other processes shared the CPU with the trials: their timings are then lower bounds."""
-    trials = [t for row in results["training"] for t in row["rlconf"] + row["sb3"] + row.get("limit", [])]
+    trials = [t for row in results["training"] for side in ("rlconf", "compiled", "sb3", "limit")
+              for t in row.get(side, [])]
     trials += [row[side] for row in results["rates"] for side in ("rlconf", "sb3")]
     trials += [t for row in results.get("scaling", []) for v in row["variants"] for t in v["trials"]]
     loads = [t["other_cpu_cores"] for t in trials if t.get("other_cpu_cores") is not None]
@@ -197,6 +217,11 @@ def render(results: dict[str, Any]) -> str:
              f"{options['test_episodes']} episodes, mean over seeds (per seed in brackets); the 20k-step Atari "
              "agents are not tested.", ""]
     lines += training_table(results["training"])
+    if any(row.get("compiled") for row in results["training"]):
+        lines += ["", "rlconf with `hardware.compile=true` (torch.compile's default mode on a CPU; a fresh compiler "
+                  "cache per trial, so each pays its compilation as a first run does): its training rate with the "
+                  "compilation counted, and without it."]
+        lines += compile_table(results["training"])
     lines += ["", f"Loop rates: median of 3 windows of {options['window_seconds']:g} s after a warm-up, untrained "
               "networks. Raw env: random actions, rlconf vectorised as its adapter does (SB3: its DummyVecEnv). "
               "Acting: rlconf's test agent (agent.test_agent()) over its env; SB3's model.predict(deterministic=True) "

@@ -29,6 +29,7 @@ from rlconf.paths import config_dir, launchers_dir
 # How environment copies are stepped: auto, in this process (sync), in subprocesses (async), or by the
 # simulator's own vector version (native). Environment adapters read the same tuple.
 VECTORIZATION_MODES = ("auto", "sync", "async", "native")
+COMPILE_CHOICES = ("auto", "true", "false")  # hardware.compile (rlconf.approximation.compiled)
 # Where a run's training environments step: in this process (serial), in worker processes writing to shared
 # memory (parallel), or in two groups of workers, one stepping while the agent acts on the other (alternating).
 SAMPLERS = ("serial", "parallel", "alternating")
@@ -134,8 +135,14 @@ class HardwareSettings:
     gpus_per_run: int = 0
     runs_per_gpu: int = 1
     cpus_per_run: int = 1
+    # torch.compile the networks (rlconf.approximation.compiled): auto, true or false. auto compiles long
+    # CUDA runs (with CUDA graphs) and leaves CPU runs eager.
+    compile: str = "auto"
 
     def __post_init__(self):
+        self.compile = str(self.compile).lower()  # YAML and the command line read true/false as booleans
+        require(self.compile in COMPILE_CHOICES, "hardware.compile", self.compile,
+                f"allowed: {', '.join(COMPILE_CHOICES)}")
         require(self.n_envs >= 1, "hardware.n_envs", self.n_envs, "must be at least 1")
         require(self.gpus_per_run >= 0, "hardware.gpus_per_run", self.gpus_per_run, "must be 0 or more")
         require(self.runs_per_gpu >= 1, "hardware.runs_per_gpu", self.runs_per_gpu, "must be at least 1")

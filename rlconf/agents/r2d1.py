@@ -120,8 +120,7 @@ class R2D1(DQN):
         burn_in = self.config.burn_in
         state = batch.state
         if burn_in:
-            with torch.no_grad():
-                _, state = self.q.model(batch.observation[:burn_in], state, batch.resets[:burn_in])
+            _, state = self.q.no_grad(batch.observation[:burn_in], state, batch.resets[:burn_in])
         return self.q(batch.observation[burn_in:], state, batch.resets[burn_in:])[0]
 
     def td_targets(self, batch: Sequences, online: torch.Tensor) -> torch.Tensor:  # type: ignore[override]

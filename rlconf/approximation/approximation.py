@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from rlconf import distributed
+from rlconf.approximation.compiled import compiled
 from rlconf.approximation.target import TargetNetwork, TrivialTarget
 from rlconf.optim import LinearScheduler
 
@@ -29,6 +30,7 @@ class Approximation:
         logger=None,
     ):
         self.model = model
+        self._forward = compiled(model)  # the model itself unless hardware.compile compiles it
         self.optimizer = optimizer
         self.clip_grad = clip_grad
         self.loss_scaling = loss_scaling
@@ -43,11 +45,11 @@ class Approximation:
     # -- forward passes ------------------------------------------------------------------------------
     def __call__(self, *inputs) -> torch.Tensor:
         """A forward pass that records gradients, for computing a loss."""
-        return self.model(*inputs)
+        return self._forward(*inputs)
 
     @torch.no_grad()
     def no_grad(self, *inputs) -> torch.Tensor:
-        return self.model(*inputs)
+        return self._forward(*inputs)
 
     def eval(self, *inputs) -> torch.Tensor:
         """A forward pass in eval mode and without gradients; the model's mode is restored afterwards."""
@@ -55,7 +57,7 @@ class Approximation:
         self.model.eval()
         try:
             with torch.no_grad():
-                return self.model(*inputs)
+                return self._forward(*inputs)
         finally:
             self.model.train(was_training)
 
@@ -74,8 +76,10 @@ class Approximation:
         self.step(loss)
         return self
 
-    def step(self, loss: torch.Tensor | None = None, clip: bool = True, averaged: bool = False) -> Approximation:
-        """One optimiser step, given that gradients are in place (``clip=False``: already clipped).
+    def step(self, loss: torch.Tensor | None = None, clip: bool = True, averaged: bool = False,
+             checked: bool = False) -> Approximation:
+        """One optimiser step, given that gradients are in place (``clip=False``: already clipped; ``checked``:
+        the loss and norm already found finite).
 
         With several data-parallel learners (``rlconf.distributed``) the gradients and the loss are first
         averaged over them (``averaged``: they already are), so every learner takes the same step. A loss or
@@ -85,7 +89,8 @@ class Approximation:
         if not averaged:
             (loss,) = distributed.average(self._params, [loss])
         norm = clip_grad_norm(self._params, self.clip_grad) if clip and self.clip_grad else None
-        check_finite(self.name, loss, norm)
+        if not checked:
+            check_finite({f"loss/{self.name}": loss, f"grad_norm/{self.name}": norm})
         self.optimizer.step()
         if self.scheduler is not None:
             self.scheduler.step()
@@ -145,7 +150,7 @@ class FeatureNetwork(Approximation):
         self._cache: list[tuple[torch.Tensor, torch.Tensor]] = []
 
     def __call__(self, *inputs) -> torch.Tensor:
-        return self._handed_to_heads(self.model(*inputs))
+        return self._handed_to_heads(self._forward(*inputs))
 
     def _handed_to_heads(self, out: torch.Tensor) -> torch.Tensor:
         """A detached copy of ``out`` for the heads, kept with ``out`` for ``reinforce``."""
@@ -172,7 +177,7 @@ class RecurrentFeatureNetwork(FeatureNetwork):
 
     def __call__(self, x: torch.Tensor, state: torch.Tensor,  # type: ignore[override]
                  resets: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        features, after = self.model(x, state, resets)
+        features, after = self._forward(x, state, resets)
         return self._handed_to_heads(features), after.detach()
 
     @property
@@ -189,7 +194,8 @@ class Identity(Approximation):
     def reinforce(self, loss: torch.Tensor | None = None) -> Identity:  # type: ignore[override]
         return self
 
-    def step(self, loss: torch.Tensor | None = None, clip: bool = True, averaged: bool = False) -> Identity:
+    def step(self, loss: torch.Tensor | None = None, clip: bool = True, averaged: bool = False,
+             checked: bool = False) -> Identity:
         return self
 
     def zero_grad(self) -> Identity:
@@ -248,18 +254,18 @@ class NonFinite(ArithmeticError):
         super().__init__(f"{what} is {value}")
 
 
-def check_finite(name: str, loss: torch.Tensor | None, norm: torch.Tensor | None = None) -> None:
-    """Raise ``NonFinite`` naming ``loss/<name>`` or ``grad_norm/<name>`` if either is nan or inf. One
-    device-to-host read per optimiser step, of numbers already computed."""
-    values = [v.detach().reshape(()) for v in (loss, norm) if v is not None]
-    if not values:
+def check_finite(values: dict[str, torch.Tensor | None]) -> None:
+    """Raise ``NonFinite`` naming the first of ``values`` (``loss/q``, ``grad_norm/q``...) that is nan or inf.
+    One device-to-host read for all of them, of numbers already computed."""
+    present = {name: v.detach().reshape(()) for name, v in values.items() if v is not None}
+    if not present:
         return
-    finite = torch.isfinite(torch.stack(values) if len(values) > 1 else values[0])
-    if bool(finite.all()):
+    together = torch.stack(list(present.values())) if len(present) > 1 else next(iter(present.values()))
+    if bool(torch.isfinite(together).all()):
         return
-    for kind, value in (("loss", loss), ("grad_norm", norm)):
-        if value is not None and not torch.isfinite(value).all():
-            raise NonFinite(f"{kind}/{name}", float(value.detach().reshape(())))
+    for name, value in present.items():
+        if not torch.isfinite(value):
+            raise NonFinite(name, float(value))
 
 
 @torch.no_grad()
@@ -294,9 +300,11 @@ def reinforce_together(*losses: tuple[Approximation, torch.Tensor]) -> None:
     means = distributed.average(params, [loss for _, loss in losses])  # one all-reduce for all of them
     clip = {approximation.clip_grad for approximation in approximations}
     if len(clip) == 1 and (limit := clip.pop()):
-        check_finite("+".join(a.name for a in approximations), None, clip_grad_norm(params, limit))
+        norm = clip_grad_norm(params, limit)
+        check_finite({f"grad_norm/{'+'.join(a.name for a in approximations)}": norm,
+                      **{f"loss/{a.name}": loss for a, loss in zip(approximations, means, strict=True)}})
         for approximation, loss in zip(approximations, means, strict=True):
-            approximation.step(loss, clip=False, averaged=True)
+            approximation.step(loss, clip=False, averaged=True, checked=True)
     else:
         for approximation, loss in zip(approximations, means, strict=True):
             approximation.step(loss, averaged=True)

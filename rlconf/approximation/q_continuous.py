@@ -28,7 +28,7 @@ class QContinuous(Approximation):
         for parameter in self._params:
             parameter.requires_grad_(False)
         try:
-            return self.model(observations, actions)
+            return self._forward(observations, actions)
         finally:
             for parameter in self._params:
                 parameter.requires_grad_(True)

@@ -24,11 +24,11 @@ class QDist(Approximation):
         self.delta = (v_max - v_min) / (atoms - 1)
 
     def __call__(self, *inputs) -> torch.Tensor:
-        return torch.softmax(self.model(*inputs), dim=-1)
+        return torch.softmax(self._forward(*inputs), dim=-1)
 
     def log_probs(self, *inputs) -> torch.Tensor:
         """Log-probabilities with gradients: the numerically safe input of a cross-entropy loss."""
-        return torch.log_softmax(self.model(*inputs), dim=-1)
+        return torch.log_softmax(self._forward(*inputs), dim=-1)
 
     def no_grad(self, *inputs) -> torch.Tensor:
         return torch.softmax(super().no_grad(*inputs), dim=-1)

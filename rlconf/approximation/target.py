@@ -8,6 +8,8 @@ from abc import ABC, abstractmethod
 import torch
 from torch import nn
 
+from rlconf.approximation.compiled import compiled
+
 
 class TargetNetwork(ABC):
     """Holds the network ``Approximation.target`` evaluates; ``update`` runs after every optimiser step."""
@@ -33,10 +35,11 @@ class TrivialTarget(TargetNetwork):
 
     def init(self, model: nn.Module) -> None:
         self.model = model
+        self._forward = compiled(model)
 
     @torch.no_grad()
     def __call__(self, *inputs) -> torch.Tensor:
-        return self.model(*inputs)
+        return self._forward(*inputs)
 
     def update(self) -> None:
         pass
@@ -47,11 +50,12 @@ class _CopiedTarget(TargetNetwork):
         self.source = model
         self.model = copy.deepcopy(model)
         self.model.requires_grad_(False)
+        self._forward = compiled(self.model)
         self._pairs = list(zip(self.model.parameters(), self.source.parameters(), strict=True))
 
     @torch.no_grad()
     def __call__(self, *inputs) -> torch.Tensor:
-        return self.model(*inputs)
+        return self._forward(*inputs)
 
     def state_dict(self) -> dict:
         return {"model": self.model.state_dict()}

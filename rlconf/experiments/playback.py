@@ -114,7 +114,7 @@ def load_run(run_dir: str | Path, device: str | None = None, plugins: list[str] 
         if device.startswith("cuda"):  # a run trained on the CPU asked for no GPU of its own
             OmegaConf.update(cfg, "hardware.gpus_per_run", max(1, cfg.hardware.get("gpus_per_run") or 0),
                              force_add=True)
-    settings = prepare(cfg)
+    settings = prepare(cfg, training=False)
     try:
         checkpoint = load_checkpoint(source, map_location="cpu")  # the models move to the device
     except ValueError as error:

@@ -70,6 +70,7 @@ def record(device: str, overrides: list[str], rerun_of: str | None = None) -> tu
         "host": socket.gethostname(),
         "platform": platform.platform(),
         "device": describe_device(device),
+        "compile": compilation(),
         "cwd": os.getcwd(),
         "command": redact(os.environ.get("RLCONF_COMMAND") or shlex.join(sys.argv)),
         "overrides": redact(list(overrides)),
@@ -88,6 +89,13 @@ def installed_versions(packages: tuple[str, ...] = PACKAGES) -> dict[str, str]:
         except metadata.PackageNotFoundError:
             continue
     return versions
+
+
+def compilation() -> str:
+    """What ``hardware.compile`` came to in this process, and why (rlconf.approximation.compiled)."""
+    from rlconf.approximation import compiled
+
+    return compiled.active().reason
 
 
 def describe_device(device: str) -> str:

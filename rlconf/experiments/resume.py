@@ -26,7 +26,7 @@ RESUME_MAY_CHANGE = ("steps", "quiet", "verbose", "logdir", "resume", "plugins",
                      "eval_episodes", "test_episodes", "checkpoint_every", "checkpoint", "logger", "hardware.device",
                      "hardware.torch_threads", "hardware.eval_envs", "hardware.vectorization", "hardware.sampler",
                      "hardware.runner", "hardware.sync_every", "hardware.nodes", "hardware.gpus_per_run",
-                     "hardware.runs_per_gpu", "hardware.cpus_per_run")
+                     "hardware.runs_per_gpu", "hardware.cpus_per_run", "hardware.compile")
 
 
 @dataclass

@@ -26,6 +26,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlconf import distributed, registry
 from rlconf.agents import BuildContext, Multiagent, MultiagentBuildContext, ParallelAgent, SingleEnvAgent
+from rlconf.approximation import compiled
 from rlconf.bodies import NormalizeObservations, NormalizeRewards, RunningMeanStd, body_options
 from rlconf.config import Settings, redact, validate
 from rlconf.core import EnvKind
@@ -279,12 +280,18 @@ def check_videos(settings: Settings) -> None:
                           "logger.video_every=0")
 
 
-def prepare(cfg: DictConfig) -> Settings:
+def prepare(cfg: DictConfig, training: bool = True) -> Settings:
     """The checked settings of a composed config (or a run's saved config.yaml), and this process set up
-    for them: device checked, torch's threads, global seeds. ``run`` and ``rlconf eval``/``watch`` start here."""
+    for them: device checked, torch's threads, compilation of the networks, global seeds. ``run`` and
+    ``rlconf eval``/``watch`` (``training=False``: eager networks, as a few episodes do not pay for compiling
+    them) start here."""
     settings = validate(cfg)
     check_device(settings.hardware.device)
     torch.set_num_threads(settings.hardware.torch_threads)
+    hardware = settings.hardware
+    compilation = compiled.configure(hardware.compile if training else "false", hardware.device, settings.run.steps)
+    if compilation.mode is not None or hardware.compile == "true":
+        print(f"rlconf: {compilation.reason}", file=sys.stderr, flush=True)
     rng.seed_everything(settings.run.seed)
     return settings
 
@@ -670,6 +677,7 @@ def _summary(settings: Settings, experiment: Experiment, returns: list[float], t
         "test_episodes": len(r),
         "test_seconds": round(test_seconds, 3),
         **_stalled(experiment),
+        **({"compile_seconds": seconds} if (seconds := compiled.seconds()) is not None else {}),
         "n_envs": settings.hardware.n_envs,
         "resumes": experiment.resumes,
         "run_dir": str(run_dir),
@@ -705,5 +713,6 @@ def _summary_line(title: str, s: dict[str, Any], budget: int) -> str:
                if learners > 1 and over < STEPS_PER_EXCHANGE + s["n_envs"] * learners else
                "it resumed from a checkpoint past it")
         steps += f" ({over:,} past the budget of {budget:,}: {why})"
-    return (f"{title}: {steps} in {s['wall_seconds']:.1f} s ({s['steps_per_second']:,.0f} steps/s), "
+    compiling = f", {s['compile_seconds']:.1f} s of it compiling" if "compile_seconds" in s else ""
+    return (f"{title}: {steps} in {s['wall_seconds']:.1f} s ({s['steps_per_second']:,.0f} steps/s{compiling}), "
             f"{s['episodes']:,} episodes; {test}; tested in {s['test_seconds']:.1f} s -> {s['run_dir']}")

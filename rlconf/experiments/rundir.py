@@ -24,7 +24,8 @@ from typing import Any
 # sweep's ``trial`` keys say which trial a run reports to: a trial asked again finds its run directory.
 PLACEMENT_KEYS = ("hydra", "launcher", "quiet", "logdir", "resume", "trial", "hardware.torch_threads",
                   "hardware.eval_envs", "hardware.vectorization", "hardware.sampler", "hardware.runner",
-                  "hardware.sync_every", "hardware.nodes", "hardware.runs_per_gpu", "hardware.cpus_per_run")
+                  "hardware.sync_every", "hardware.nodes", "hardware.runs_per_gpu", "hardware.cpus_per_run",
+                  "hardware.compile")
 
 
 CONFIG = "config.yaml"  # the run's fully resolved config

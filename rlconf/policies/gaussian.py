@@ -81,11 +81,11 @@ class GaussianPolicy(Approximation):
         self.bounds = bounds
 
     def __call__(self, *inputs) -> DiagonalNormal:
-        return DiagonalNormal(*self.model(*inputs))
+        return DiagonalNormal(*self._forward(*inputs))
 
     @torch.no_grad()
     def no_grad(self, *inputs) -> DiagonalNormal:
-        mean, log_std = self.model(*inputs)
+        mean, log_std = self._forward(*inputs)
         return DiagonalNormal(mean, log_std.detach())  # a parameter handed through keeps requires_grad
 
     def greedy(self, *inputs) -> torch.Tensor:

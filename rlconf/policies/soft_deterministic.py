@@ -58,11 +58,11 @@ class SoftDeterministicPolicy(Approximation):
         self.generator = generator
 
     def __call__(self, *inputs) -> tuple[torch.Tensor, torch.Tensor]:
-        return self._sample(self.model(*inputs))
+        return self._sample(self._forward(*inputs))
 
     @torch.no_grad()
     def no_grad(self, *inputs) -> tuple[torch.Tensor, torch.Tensor]:
-        return self._sample(self.model(*inputs))
+        return self._sample(self._forward(*inputs))
 
     def greedy(self, *inputs) -> torch.Tensor:
         """The squashed mean: the most likely action of the Gaussian, without gradients."""

@@ -45,11 +45,11 @@ class SoftmaxPolicy(Approximation):
         super().__init__(model, optimizer, name=name, **kwargs)
 
     def __call__(self, *inputs) -> Categorical:
-        return Categorical(self.model(*inputs))
+        return Categorical(self._forward(*inputs))
 
     @torch.no_grad()
     def no_grad(self, *inputs) -> Categorical:
-        return Categorical(self.model(*inputs))
+        return Categorical(self._forward(*inputs))
 
     def greedy(self, *inputs) -> torch.Tensor:
         """The most probable action, evaluated without gradients (for test agents)."""
