@@ -170,7 +170,8 @@ def write_table(path: Path, rows: list[dict[str, object]], fields: list[str]) ->
 
 
 def report(rows: dict[str, Row], runs: Path, out: Path) -> list[dict[str, object]]:
-    """Rewrite every row's curve, the tests table and one figure per env from the runs on disk."""
+    """Rewrite every row's curve, the tests table and one figure per env from the runs on disk; the curves
+    and tests of seeds whose runs are not on disk stay as they were."""
     tests = []
     unfinished: dict[str, list[str]] = {}  # row -> "s0: unfinished at 841,858 steps" for the table
     for row in rows.values():
@@ -186,7 +187,9 @@ def report(rows: dict[str, Row], runs: Path, out: Path) -> list[dict[str, object
                 unfinished.setdefault(row.name, []).append(
                     f"s{seed}: unfinished at {int(status.get('steps') or 0):,} steps")
         if points:
-            write_table(out / f"{row.name}.csv", points,
+            # The seeds whose runs are elsewhere (another --runs folder, or gone) keep their committed curve.
+            kept = [p for p in read_csv(out / f"{row.name}.csv") if int(p["seed"]) not in seeds]
+            write_table(out / f"{row.name}.csv", sorted([*kept, *points], key=lambda p: int(p["seed"])),
                         ["seed", "step", "frames", "train_return", "eval_return", "eval_std"])
     old = {(t["row"], t["seed"]): t for t in read_csv(out / "tests.csv")}  # rows whose runs are elsewhere
     for t in tests:

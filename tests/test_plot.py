@@ -399,3 +399,19 @@ def test_a_long_configuration_label_wraps_in_its_legend_instead_of_squeezing_the
     assert entry.replace("\n    ", " ") == f"{label} (2)", "wrapped, nothing lost"
     assert entry.count("\n") >= 1 and all(len(line) <= LEGEND_CHARS for line in entry.splitlines())
     assert legend_entry("dqn", 3) == "dqn (3)"
+
+
+def test_a_setting_an_older_run_lacks_does_not_split_its_seeds():
+    """A run written before a setting existed has no such key in its config.yaml: it stays one configuration
+    with the newer runs that have the key, while two values of the key still tell runs apart."""
+    from rlconf.analysis.runs import Run, label_runs
+
+    def run(seed: int, **settings: str) -> Run:
+        return Run(Path(f"s{seed}"), "dqn", "atari/pong", seed, np.zeros(0), np.zeros(0),
+                   settings={"agent.lr": "0.0001", **settings})
+
+    older, newer = run(0), run(1, **{"agent.double_q": "true"})
+    assert label_runs([older, newer]) == [] and older.label == newer.label == "dqn"
+    other = run(2, **{"agent.double_q": "false"})
+    label_runs([older, newer, other])
+    assert newer.label == "dqn agent.double_q=true" and other.label == "dqn agent.double_q=false"

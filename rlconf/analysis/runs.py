@@ -164,14 +164,15 @@ def load_run(run_dir: Path) -> Run | None:
 def label_keys(runs: list[Run]) -> list[str]:
     """The settings that differ between runs of one agent on one env (shortest keys first): they, with the
     agent, tell the configurations apart. A setting that differs only between agents (a preset's network, an
-    agent's own hyperparameters) is the agent's and is not repeated."""
+    agent's own hyperparameters) is the agent's and is not repeated. A key some runs lack (written by an rlconf
+    from before the setting existed) tells apart only the runs that have it."""
     by_agent_env: dict[tuple[str, str], list[dict[str, str]]] = {}
     for run in runs:
         by_agent_env.setdefault((run.agent, run.env), []).append(run.settings)
     keys = set()
     for settings in by_agent_env.values():
         for key in set().union(*settings):
-            if len({one.get(key) for one in settings}) > 1:
+            if len({one[key] for one in settings if key in one}) > 1:
                 keys.add(key)
     return sorted(keys, key=lambda key: (key.count("."), key))
 
