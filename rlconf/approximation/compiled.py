@@ -13,7 +13,7 @@ any network is built:
   becomes one graph launch).
 - ``auto``: compiled on CUDA when the run is long enough that compilation (tens of seconds a network) is a
   small part of it; eager on a CPU, where it measured too little gain for its compilation time on rlconf's
-  networks (benchmarks/results/compile.md).
+  networks (the compile table of benchmarks/results/bench-20261126-140837.md).
 
 A compilation that fails (no C++ compiler, an operation the compiler cannot take) falls back to eager with
 one line on stderr naming the reason; the run goes on.
@@ -27,6 +27,8 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
+
+from rlconf.errors import first_line
 
 # auto compiles a CUDA run of at least this many environment steps: compilation costs ~10-60 s a network,
 # a few percent of a run this long even at GPU speed (thousands of steps a second).
@@ -59,12 +61,13 @@ def decide(choice: str, device: str, steps: int) -> Compilation:
 
 
 _active = Compilation(None, "hardware.compile=false")
+_failed = False  # a compilation failed: every network of the process runs eagerly from then on
 
 
 def configure(choice: str, device: str, steps: int) -> Compilation:
     """Set the compilation of networks built from now on in this process (``rlconf.experiments.run.prepare``)."""
     global _active, _failed
-    _active, _failed = decide(choice, device, steps), None
+    _active, _failed = decide(choice, device, steps), False
     return _active
 
 
@@ -120,15 +123,12 @@ class CompiledForward:
         return _cloned(out) if self.mode == "reduce-overhead" else out
 
 
-_failed: str | None = None
-
-
 def fall_back(error: Exception) -> None:
     """Run every network of this process eagerly from now on, saying once why."""
     global _failed, _active
-    _failed = f"{type(error).__name__}: {first_line(error)}"
-    _active = Compilation(None, f"{_active.reason}; compilation failed ({_failed}): eager")
-    print(f"rlconf: torch.compile failed ({_failed}); the networks run eagerly", file=sys.stderr, flush=True)
+    _failed, why = True, first_line(error)
+    _active = Compilation(None, f"{_active.reason}; compilation failed ({why}): eager")
+    print(f"rlconf: torch.compile failed ({why}); the networks run eagerly", file=sys.stderr, flush=True)
 
 
 def _cloned(out):
@@ -138,7 +138,3 @@ def _cloned(out):
         return tuple(_cloned(o) for o in out)
     return out
 
-
-def first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0][:200] if text else ""

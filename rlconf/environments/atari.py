@@ -181,16 +181,16 @@ class AtariEnvironment(GymVectorEnvironment):
             actions = torch.where(fire, torch.full_like(actions, self.fire_action), actions)
         return super()._env_actions(actions, copies)
 
-    def _state(self, observation, reward, terminated, truncated, info: dict,
+    def _state(self, observation, reward, terminated, done, info: dict,
                copies: slice = slice(None)) -> StateArray:
         lives = np.asarray(info["lives"])
         life_lost = lives < self._lives[copies]
-        self._lives[copies] = np.where(terminated | truncated, 0, lives)  # the next game's first state loses nothing
+        self._lives[copies] = np.where(done, 0, lives)  # the next game's first state loses nothing
         starting = self._ended[copies].copy()
-        self._ended[copies] = terminated | truncated
-        self._fire_next[copies] = starting | (life_lost & ~self._ended[copies])
+        self._ended[copies] = done
+        self._fire_next[copies] = starting | (life_lost & ~done)
         frames = np.asarray(observation).reshape(len(reward), *FRAME_SHAPE)
-        state = super()._state(frames, reward, terminated, truncated, info, copies)
+        state = super()._state(frames, reward, terminated, done, info, copies)
         state["life_lost"] = torch.from_numpy(life_lost).to(state.device)
         return state
 

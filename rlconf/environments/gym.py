@@ -240,18 +240,18 @@ class GymVectorEnvironment(Environment):
             self._restart[copies] = stalled
         done = terminated | truncated
         ended = np.count_nonzero(done)  # numpy's fastest "any" on a few elements
-        first = copies.start or 0
-        self.completed = [Episode(first + int(i), float(returns[i]), int(lengths[i]),
-                                  stalled is not None and bool(stalled[i])) for i in np.flatnonzero(done)] \
-            if ended else []
+        self.completed = []
         if ended:
+            first = copies.start or 0
+            self.completed = [Episode(first + int(i), float(returns[i]), int(lengths[i]),
+                                      stalled is not None and bool(stalled[i])) for i in np.flatnonzero(done)]
             returns[done] = 0
             lengths[done] = 0
         if ended or n_resetting:
             # The simulator resets what it ended on the next step (its action ignored, not counted); a copy cut
             # short here is reset before that step instead, so the step is its next episode's first, counted.
             resetting[:] = done if stalled is None else done & ~stalled
-        return self._state(observation, reward, terminated, truncated, info, copies)
+        return self._state(observation, reward, terminated, done, info, copies)
 
     def _stalled(self, copies: slice, reward: np.ndarray, resetting: np.ndarray, done: np.ndarray) -> np.ndarray:
         """The copies whose episodes go on but have had no reward for ``stall_steps`` steps."""
@@ -261,14 +261,14 @@ class GymVectorEnvironment(Environment):
         self._idle[copies] = idle
         return stalled
 
-    def _state(self, observation, reward, terminated, truncated, info: dict,
+    def _state(self, observation, reward, terminated, done, info: dict,
                copies: slice = slice(None)) -> StateArray:
-        """The StateArray of one reset or step of ``copies``; ``info`` is there for families that report more
-        keys."""
+        """The StateArray of one reset or step of ``copies`` (``done``: terminated or truncated); ``info`` is
+        there for families that report more keys."""
         state = StateArray({
             "observation": torch.from_numpy(np.asarray(observation, dtype=self.observation_space.dtype)),
             "reward": torch.from_numpy(np.asarray(reward, dtype=np.float32)),
-            "done": torch.from_numpy(terminated | truncated),
+            "done": torch.from_numpy(done),
             "mask": torch.from_numpy((~terminated).astype(np.float32)),
         }, (len(reward),))  # built where numpy's arrays are, then moved: labelled cuda, .to() would not move it
         return state.to(self.device)

@@ -19,14 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from rlconf.errors import ConfigError
-from rlconf.experiments.rundir import finished_summary, sweep_run_name, within
+from rlconf.experiments.rundir import PLACEMENT_KEYS, finished_summary, sweep_run_name, within
 from rlconf.experiments.saved import read_config
 
-RESUME_MAY_CHANGE = ("steps", "quiet", "verbose", "logdir", "resume", "plugins", "trial", "eval_every",
-                     "eval_episodes", "test_episodes", "checkpoint_every", "checkpoint", "logger", "hardware.device",
-                     "hardware.torch_threads", "hardware.eval_envs", "hardware.vectorization", "hardware.sampler",
-                     "hardware.runner", "hardware.sync_every", "hardware.nodes", "hardware.gpus_per_run",
-                     "hardware.runs_per_gpu", "hardware.cpus_per_run", "hardware.compile")
+RESUME_MAY_CHANGE = ("steps", "quiet", "verbose", "logdir", "resume", "plugins", "eval_every", "eval_episodes",
+                     "test_episodes", "checkpoint_every", "checkpoint", "logger", "hardware.device",
+                     "hardware.gpus_per_run", *PLACEMENT_KEYS)  # and everything that says where a run executes
 
 
 @dataclass

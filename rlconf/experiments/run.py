@@ -286,9 +286,9 @@ def prepare(cfg: DictConfig, training: bool = True) -> Settings:
     ``rlconf eval``/``watch`` (``training=False``: eager networks, as a few episodes do not pay for compiling
     them) start here."""
     settings = validate(cfg)
-    check_device(settings.hardware.device)
-    torch.set_num_threads(settings.hardware.torch_threads)
     hardware = settings.hardware
+    check_device(hardware.device)
+    torch.set_num_threads(hardware.torch_threads)
     compilation = compiled.configure(hardware.compile if training else "false", hardware.device, settings.run.steps)
     if compilation.mode is not None or hardware.compile == "true":
         print(f"rlconf: {compilation.reason}", file=sys.stderr, flush=True)
