@@ -70,11 +70,11 @@ def test_an_experiment_composes_exactly_the_learning_benchmark_row_it_names(row)
 
 
 def test_the_command_line_wins_over_an_experiment():
-    cfg = compose(["experiment=atari_pong_ppo", "agent=dqn", "steps=1000", "seed=3", "agent.lr=0.001"], [])
-    assert (cfg.agent.name, cfg.steps, cfg.seed, cfg.agent.lr) == ("dqn", 1000, 3, 0.001)
+    cfg = compose(["experiment=atari_pong_dqn", "agent=ppo", "steps=1000", "seed=3", "agent.lr=0.001"], [])
+    assert (cfg.agent.name, cfg.steps, cfg.seed, cfg.agent.lr) == ("ppo", 1000, 3, 0.001)
     assert cfg.env.name == "atari/pong" and cfg.env.kwargs.repeat_action_probability == 0  # the rest still pinned
-    preset = OmegaConf.load(config_dir() / "preset" / "atari" / "dqn.yaml")
-    assert cfg.agent.replay_start_size == preset.agent.replay_start_size  # the preset of the agent now chosen
+    preset = OmegaConf.load(config_dir() / "preset" / "atari" / "ppo.yaml")
+    assert cfg.agent.batch_size == preset.agent.batch_size  # the preset of the agent now chosen
 
 
 @pytest.mark.parametrize(("overrides", "words"), [

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from conftest import cli_env, one_error_line, run_cli_in, run_dirs
 
+from rlconf.analysis import find_run_dirs
 from rlconf.analysis.curves import rolling_mean
 from rlconf.analysis.figure import DPI, MATPLOTLIB_MISSING, figure_size
 from rlconf.analysis.stats import (
@@ -415,3 +416,15 @@ def test_a_setting_an_older_run_lacks_does_not_split_its_seeds():
     other = run(2, **{"agent.double_q": "false"})
     label_runs([older, newer, other])
     assert newer.label == "dqn agent.double_q=true" and other.label == "dqn agent.double_q=false"
+
+
+def test_runs_linked_into_a_folder_are_found_once_and_a_link_back_up_does_not_loop(sweep, tmp_path):
+    """A folder of symbolic links is how runs kept in several places are compared."""
+    picked = tmp_path / "picked"
+    picked.mkdir()
+    for run in run_dirs(sweep):
+        (picked / run.name).symlink_to(run, target_is_directory=True)
+    (picked / "again").symlink_to(picked, target_is_directory=True)  # a cycle
+    (picked / "twice").symlink_to(run_dirs(sweep)[0], target_is_directory=True)  # the same run by another name
+    found = find_run_dirs(picked)
+    assert sorted(path.resolve() for path in found) == sorted(run.resolve() for run in run_dirs(sweep))

@@ -77,9 +77,16 @@ class Run:
 
 def find_run_dirs(root: Path) -> list[Path]:
     """Every run directory at or below ``root``, sorted; hidden folders (``.launcher``) are not searched,
-    nor the inside of a run directory."""
+    nor the inside of a run directory. Symbolic links to folders are followed (a folder of links is how runs
+    from several places are compared), each real folder once, so a link back up cannot loop."""
     found = []
-    for folder, subfolders, files in os.walk(root):
+    seen: set[str] = set()
+    for folder, subfolders, files in os.walk(root, followlinks=True):
+        real = os.path.realpath(folder)
+        if real in seen:
+            subfolders.clear()
+            continue
+        seen.add(real)
         if all(name in files for name in RUN_FILES):
             found.append(Path(folder))
             subfolders.clear()
