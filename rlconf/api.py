@@ -31,6 +31,11 @@ def compose(*overrides: str, config_dirs: Sequence[str] = ()) -> DictConfig:
     from rlconf.config import validate
     from rlconf.errors import ConfigError
 
+    wrong = next((o for o in overrides if not isinstance(o, str)), None)
+    if wrong is not None:  # rlconf.compose(["agent=dqn", ...]): each override is its own argument
+        raise ConfigError(f"rlconf.compose: each override is a string argument, as typed after rlconf run "
+                          f"(rlconf.compose('agent=dqn', 'env=classic/cartpole')); got {type(wrong).__name__} "
+                          f"{wrong!r}; a list is passed as rlconf.compose(*overrides)")
     try:  # the command line's checks first: their one line names the key and what is allowed
         overrides = tuple(run_overrides(list(overrides), list(config_dirs), multirun=False))
     except UsageError as error:
@@ -57,9 +62,9 @@ def load(run_dir: str | Path, checkpoint: str = "last", device: str | None = Non
          plugins: Sequence[str] = ()) -> Policy:
     """The test agent of a trained run (``checkpoint``: ``last``, ``best`` or a kept step), acting on single
     observations. A PlaybackError (one line) when the directory holds no run or no such checkpoint."""
-    from rlconf.experiments.playback import load_run
+    from rlconf.experiments.playback import API_NAMES, load_run
 
-    return Policy(load_run(run_dir, device, list(plugins), str(checkpoint)))
+    return Policy(load_run(run_dir, device, list(plugins), str(checkpoint), API_NAMES))
 
 
 class Policy:

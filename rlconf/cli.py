@@ -11,8 +11,12 @@ import os
 import shlex
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rlconf.paths import config_dir
+
+if TYPE_CHECKING:  # the config module is imported where a command needs it
+    from rlconf.config import Settings
 
 RUN_USAGE = "usage: rlconf run [-m] [--cfg {job,hydra,all}] [--config-dir DIR] [--hydra-help] key=value ..."
 USAGE = f"""{RUN_USAGE}
@@ -87,7 +91,9 @@ class UsageError(Exception):
 
 
 def fail(message: str) -> None:
-    print(f"rlconf: error: {message}", file=sys.stderr)
+    from rlconf.errors import error_line
+
+    print(error_line(message), file=sys.stderr)  # a token pasted into a value is not repeated
     raise SystemExit(2)
 
 
@@ -219,10 +225,59 @@ def cmd_run(args: list[str]) -> int:
                              "--help")
     if multirun and cfg_mode:  # Hydra refuses the pair with a traceback
         raise UsageError(f"--cfg {cfg_mode} prints one run's config: leave out -m and give each swept key one value")
-    overrides = run_overrides(overrides, config_dirs, multirun)
+    typed = overrides
+    overrides, settings = checked_run(typed, config_dirs, multirun)
     if cfg_mode:  # a YAML comment, so what --cfg prints still parses
         print(f"# preset: {applied_preset(overrides, config_dirs)}", flush=True)
+    elif multirun:  # everything checked: only now is anything made on disk
+        overrides, made = with_sweep_dir(overrides, typed, settings.run.logdir)
+        try:
+            return launch(overrides, config_dirs, multirun, cfg_mode)
+        finally:
+            _drop_if_empty(made)
     return launch(overrides, config_dirs, multirun, cfg_mode)
+
+
+def _drop_if_empty(folder: Path | None) -> None:
+    """A sweep directory made for a sweep that stopped before it began (nothing half-made is left)."""
+    try:
+        if folder is not None and not any(folder.iterdir()):
+            folder.rmdir()
+    except OSError:  # gone, or written meanwhile: left as it is
+        pass
+
+
+def with_sweep_dir(overrides: list[str], typed: list[str], logdir: str) -> tuple[list[str], Path | None]:
+    """A new sweep's directory, made here (``rundir.make_sweep_dir``: atomic, unique) and given to Hydra as
+    ``hydra.sweep.dir``, rather than Hydra's ``sweep_${now:...}``, which two sweeps started in the same second
+    would share; returned with the overrides. A resumed sweep (``-m resume=SWEEP``) keeps its own directory
+    and the names of its runs (``resume.keep_run_names``); None is returned for it."""
+    from rlconf.errors import ConfigError
+    from rlconf.experiments.resume import keep_run_names
+    from rlconf.experiments.rundir import make_sweep_dir, write_failure
+
+    resume = _last_value(typed, "resume")
+    try:
+        if resume and resume != "null":
+            keep_run_names(Path(resume), _saved_overrides(resume, True), typed)
+            return overrides, None
+        made = make_sweep_dir(logdir).resolve()
+    except ConfigError as error:
+        raise UsageError(str(error)) from None
+    except OSError as error:
+        raise UsageError(write_failure(error)) from None
+    return [*overrides, f"hydra.sweep.dir={hydra_quoted(str(made))}"], made
+
+
+def hydra_quoted(value: str) -> str:
+    """``value`` as one Hydra override value, whatever it holds (a comma would make a path a sweep)."""
+    import re
+
+    if re.fullmatch(r"[\w./+@:-]+", value):
+        return value
+    # Hydra's quoted values escape a quote, and the backslashes just before a quote or the closing one.
+    value = re.sub(r"(\\*)'", lambda m: m.group(1) * 2 + "\\'", value)
+    return "'" + re.sub(r"(\\+)$", lambda m: m.group(1) * 2, value) + "'"
 
 
 def applied_preset(overrides: list[str], config_dirs: list[str]) -> str:
@@ -318,9 +373,16 @@ def check_typed(overrides: list[str]) -> None:
             raise UsageError(f"{override}: {REPLACED_HYDRA[key]}")
         odd = next((c for c in override if not c.isascii() or not c.isprintable()), None)
         if odd is not None and not _quoted_value(override):
-            key_part, _, value = override.partition("=")
-            raise UsageError(f"{override}: {odd!r} is not allowed unquoted in an override; quote the value: "
-                             f"{key_part}='{value}'")
+            key_part, _, value = _escaped(override).partition("=")
+            raise UsageError(f"{_escaped(override)}: {odd!r} is not allowed unquoted in an override; quote the "
+                             f"value: {key_part}='{value}'")
+
+
+def _escaped(text: str) -> str:
+    """``text`` with its control characters escaped (a newline as ``\\n``): an error stays one line."""
+    from rlconf.config import CONTROL_CHARACTERS
+
+    return CONTROL_CHARACTERS.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 def _quoted_value(override: str) -> bool:
@@ -335,6 +397,11 @@ def _key(override: str) -> str:
 def run_overrides(overrides: list[str], config_dirs: list[str], multirun: bool) -> list[str]:
     """What ``rlconf run`` (and ``rlconf.compose``) compose from the overrides typed: checked, ``init=RUN`` as
     ``init.run=RUN``, a ``rerun=``'s or ``resume=``'s saved overrides first, every value composed and validated."""
+    return checked_run(overrides, config_dirs, multirun)[0]
+
+
+def checked_run(overrides: list[str], config_dirs: list[str], multirun: bool) -> tuple[list[str], Settings]:
+    """``run_overrides``, and the settings checked (of a sweep: its first job's)."""
     check_typed(overrides)
     overrides = [f"init.run={o.split('=', 1)[1]}" if _key(o) == "init" else o for o in overrides]
     overrides = with_resume(with_rerun(overrides, multirun), multirun)
@@ -349,7 +416,8 @@ def with_resume(overrides: list[str], multirun: bool) -> list[str]:
     DIR's files are data (rlconf.experiments.saved): no Hydra setting but a sweep's launcher and sweeper
     parameters, no interpolation, no ``_target_``, and its plugins only when they are given here too."""
     from rlconf.errors import ConfigError
-    from rlconf.experiments.resume import check_same_choice
+    from rlconf.experiments.resume import check_same_choice, resume_changes
+    from rlconf.experiments.saved import check_sweep_summaries
 
     resume = [o for o in overrides if _key(o) == "resume"]
     value = resume[-1].split("=", 1)[1] if resume else ""
@@ -360,13 +428,17 @@ def with_resume(overrides: list[str], multirun: bool) -> list[str]:
         if not multirun:  # before composing: the saved agent's keys would otherwise be named as unknown
             for group in ("agent", "env"):
                 check_same_choice(value, group, _last_value(saved, group), _last_value(overrides, group))
+        else:  # every run continues in place: nothing given may change what the runs compute
+            resume_changes(value, saved, overrides)
+            check_sweep_summaries(Path(value))  # the launcher reads them where an error is no longer one line
         _check_saved_plugins(saved, overrides, f"resume={value}")
     except ConfigError as error:
         raise UsageError(str(error)) from None
     given = {_key(o) for o in overrides}
     merged = [o for o in saved if _key(o) not in given | {"resume", "hydra.sweep.dir"}] + overrides
     if multirun:  # the jobs resume by their directories in the sweep directory, not by a resume key
-        merged = [o for o in merged if _key(o) != "resume"] + [f"hydra.sweep.dir={Path(value).resolve()}"]
+        merged = [o for o in merged if _key(o) != "resume"] + [
+            f"hydra.sweep.dir={hydra_quoted(str(Path(value).resolve()))}"]
     return merged
 
 
@@ -462,9 +534,10 @@ def _take_config_dirs(args: list[str]) -> list[str]:
     return dirs
 
 
-def precheck(overrides: list[str], config_dirs: list[str], multirun: bool) -> list[str]:
+def precheck(overrides: list[str], config_dirs: list[str], multirun: bool) -> tuple[list[str], Settings]:
     """Compose and validate every value a sweep will use, so bad input fails before anything runs. Returns the
-    overrides to launch with: as given, but for whole numbers written as floats (``whole_numbers``)."""
+    overrides to launch with: as given, but for whole numbers written as floats (``whole_numbers``), and the
+    settings of the first job."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     from rlconf.tuning import is_optuna_sweeper
@@ -538,7 +611,7 @@ def precheck(overrides: list[str], config_dirs: list[str], multirun: bool) -> li
     for key, (prefix, values) in sweeps.items():
         for value in values[1:]:
             check_composition([*fixed, *{**base, key: f"{prefix}{key}={value}"}.values()], config_dirs)
-    return whole_numbers(parsed, settings)
+    return whole_numbers(parsed, settings), settings
 
 
 def whole_numbers(parsed: list, settings) -> list[str]:
@@ -661,9 +734,10 @@ def check_composition(overrides: list[str], config_dirs: list[str]):
     and the checked settings."""
     from omegaconf import OmegaConf, open_dict
 
-    from rlconf.config import compose, validate
+    from rlconf.config import check_process_counts, compose, validate
     from rlconf.errors import ConfigError
     from rlconf.experiments.resume import check_resumable
+    from rlconf.launch.settings import SLURM_TARGET
 
     try:
         cfg = compose(overrides, config_dirs, hydra_config=True)
@@ -674,6 +748,8 @@ def check_composition(overrides: list[str], config_dirs: list[str]):
         del job["hydra"]
     try:
         settings = validate(job)
+        if str(cfg.hydra.launcher.get("_target_", "")) != SLURM_TARGET:  # a run of this machine
+            check_process_counts(settings.hardware)
         if settings.run.resume and "hydra.sweep.dir" not in {_key(o) for o in overrides}:
             from rlconf.experiments.resume import check_resume_dir
 
@@ -759,7 +835,7 @@ def launch(overrides: list[str], config_dirs: list[str], multirun: bool, cfg_mod
         from rlconf.experiments.progress import announce
 
         announce(cfg)  # a first line before torch is imported: seconds, not a blank screen
-        from rlconf.errors import ConfigError
+        from rlconf.errors import ConfigError, error_line
         from rlconf.experiments.experiment import RunFailed
         from rlconf.experiments.run import run
 
@@ -770,7 +846,7 @@ def launch(overrides: list[str], config_dirs: list[str], multirun: bool, cfg_mod
         except ConfigError as error:
             fail(str(error))
         except RunFailed as error:  # a divergence, a full disk (status.json, error.txt): the last checkpoint kept
-            print(f"rlconf: error: {error}", file=sys.stderr)
+            print(error_line(str(error)), file=sys.stderr)
             raise SystemExit(error.exit_status) from None
         return summary  # to a sweeper: Optuna's objective is its test_return_mean, or its state pruned
 
@@ -850,8 +926,8 @@ def cmd_eval(args: list[str]) -> int:
     episodes, seed, device, plugins, which = (_take_option(args, name) for name in (
         "--episodes", "--seed", "--device", "--plugins", "--checkpoint"))
     run_dir = _run_dir_argument(args, EVAL_USAGE)
-    episodes, seed = _count(episodes, "--episodes"), _count(seed, "--seed", minimum=0)
-    from rlconf.errors import ConfigError
+    episodes, seed = _episodes(episodes), _seed(seed)
+    from rlconf.errors import ConfigError, error_line
     from rlconf.experiments.playback import PlaybackError, eval_line, evaluate_run, write_eval
     from rlconf.experiments.rundir import write_failure
 
@@ -863,7 +939,7 @@ def cmd_eval(args: list[str]) -> int:
     try:
         write_eval(result)
     except OSError as error:
-        print(f"rlconf: error: {write_failure(error)}; the result above was not kept", file=sys.stderr)
+        print(error_line(f"{write_failure(error)}; the result above was not kept"), file=sys.stderr)
         return 1
     return 0
 
@@ -876,7 +952,7 @@ def cmd_watch(args: list[str]) -> int:
     episodes, video, fps, seed, device, plugins, which = (_take_option(args, name) for name in (
         "--episodes", "--video", "--fps", "--seed", "--device", "--plugins", "--checkpoint"))
     run_dir = _run_dir_argument(args, WATCH_USAGE)
-    episodes, seed = _count(episodes, "--episodes") or 1, _count(seed, "--seed", minimum=0)
+    episodes, seed = _episodes(episodes) or 1, _seed(seed)
     from rlconf.errors import ConfigError
     from rlconf.experiments.playback import PlaybackError, watch_line, watch_run
 
@@ -957,10 +1033,12 @@ def _run_dir_argument(args: list[str], usage: str) -> str:
 
 def _modules(value: str | None) -> list[str]:
     """``--plugins a,b``: module names, each a dotted Python identifier."""
+    from rlconf.registry import plugin_problem
+
     modules = [m.strip() for m in (value or "").split(",") if m.strip()]
     for module in modules:
-        if not all(part.isidentifier() for part in module.split(".")):
-            raise UsageError(f"--plugins {value}: {module!r} is not a module name (e.g. my_agents or pkg.agents)")
+        if plugin_problem(module) is not None:  # the rule of plugins=[...] (rlconf.config.RunSettings)
+            raise UsageError(f"--plugins {value}: {plugin_problem(module)}")
     return modules
 
 
@@ -974,13 +1052,36 @@ def _fps(value: str | None) -> float | None:
     return fps
 
 
-def _count(value: str | None, name: str, minimum: int = 1) -> int | None:
+def _count(value: str | None, name: str, minimum: int = 1, maximum: int | None = None) -> int | None:
     """An option's integer value (None when not given): a bad one is the user's input, one line."""
     if value is None:
         return None
-    if not value.isdigit() or int(value) < minimum:
+    if not value.isascii() or not value.isdigit() or int(value) < minimum:
         raise UsageError(f"{name} {value}: must be an integer >= {minimum}")
+    if maximum is not None and int(value) > maximum:
+        raise UsageError(f"{name} {value}: must be an integer from {minimum} to {maximum:,}")
     return int(value)
+
+
+def _seed(value: str | None) -> int | None:
+    """``--seed S``: the range of the ``seed=`` key (rlconf.config.MAX_SEED), which numpy and the simulators take."""
+    from rlconf.config import MAX_SEED
+
+    return _count(value, "--seed", minimum=0, maximum=MAX_SEED)
+
+
+def _episodes(value: str | None) -> int | None:
+    """``--episodes N``: at least 1, and no more than this machine can keep the results of (rlconf.cost)."""
+    from rlconf.cost import episodes_cost, refuse_unless_fits
+    from rlconf.errors import ConfigError
+
+    episodes = _count(value, "--episodes")
+    try:
+        if episodes is not None:
+            refuse_unless_fits(episodes_cost("--episodes", episodes))
+    except ConfigError as error:
+        raise UsageError(str(error)) from None
+    return episodes
 
 
 def main(argv: list[str] | None = None) -> int:

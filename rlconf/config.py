@@ -23,7 +23,8 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from rlconf import registry
-from rlconf.errors import ConfigError, require
+from rlconf.cost import check_costs
+from rlconf.errors import REDACTED, TOKEN, ConfigError, require
 from rlconf.paths import config_dir, launchers_dir
 
 # How environment copies are stepped: auto, in this process (sync), in subprocesses (async), or by the
@@ -51,6 +52,26 @@ MAX_STEPS = 10**12
 # Seeds reach numpy's legacy generator and the simulators, which take 32-bit seeds.
 MAX_SEED = 2**32 - 1
 INT64 = 2**63  # integers the tensors, generators and simulators can hold lie within +-INT64
+
+
+def require_every(key: str, value: Any, least: int) -> None:
+    """The one rule of every ``*_every`` key (``eval_every``, ``logger.scalars_every``, ...): a whole number of
+    steps (or updates) from ``least`` to MAX_STEPS; more is never reached, and is a typo."""
+    require(isinstance(value, int) and not isinstance(value, bool) and least <= value <= MAX_STEPS, key, value,
+            f"must be an integer from {least} to {MAX_STEPS:,}")
+
+
+# Control characters (a newline, a tab, an escape) in a path make a file named ``a\nb`` that no listing shows as
+# typed, and break the lines of every log that names it.
+CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def require_path(key: str, value: Any) -> None:
+    """A path setting (``logdir``, ...) holds no control character."""
+    found = CONTROL_CHARACTERS.search(value) if isinstance(value, str) else None
+    if found is not None:
+        raise ConfigError(f"{key}={value!r}: holds the control character {found.group()!r}; allowed: a path of "
+                          "printable characters")
 
 
 @dataclass
@@ -93,8 +114,19 @@ class RunSettings:
         require(0 < self.steps <= MAX_STEPS, "steps", self.steps,
                 f"must be a positive integer of at most {MAX_STEPS:,} (environment steps)")
         require(0 <= self.seed <= MAX_SEED, "seed", self.seed, f"must be an integer from 0 to {MAX_SEED:,}")
-        for key in ("test_episodes", "eval_every", "eval_episodes", "checkpoint_every"):
+        for key in ("test_episodes", "eval_episodes"):
             require(getattr(self, key) >= 0, key, getattr(self, key), "must be a non-negative integer")
+        for key in ("eval_every", "checkpoint_every"):
+            require_every(key, getattr(self, key), 0)
+        require(self.eval_episodes >= 1 or not self.eval_every, "eval_episodes", self.eval_episodes,
+                f"eval_every={self.eval_every} evaluates every {self.eval_every:,} steps, in at least 1 episode; "
+                "allowed: eval_episodes=1 or more, or eval_every=0 (no periodic evaluations)")
+        for key in ("logdir", "resume", "rerun"):
+            require_path(key, getattr(self, key))
+        require_path("init.run", self.init.run)
+        for module in self.plugins:
+            problem = registry.plugin_problem(module)
+            require(problem is None, "plugins", self.plugins, str(problem))
 
 
 @dataclass
@@ -110,6 +142,32 @@ class EnvSettings:
                 f"allowed: {', '.join(registry.names('environment'))}")
         require(self.max_episode_steps is None or self.max_episode_steps > 0, "env.max_episode_steps",
                 self.max_episode_steps, "must be a positive integer or null")
+        check_env_kwargs(self.kwargs)
+
+
+# Counts among env.kwargs that must be at least 1: PettingZoo's max_cycles=0 ends every game after a turn each,
+# and a frame skip of 0 steps no frame.
+KWARG_COUNTS = ("max_cycles", "frame_skip")
+
+
+def check_env_kwargs(value: Any, key: str = "env.kwargs") -> None:
+    """Every number in env.kwargs, however deep (``means=[0,nan]``), is finite and fits 64 bits: an env's
+    parameters are as much the user's input as an agent's (a nan mean gives nan regret, silently), though what
+    each means is the simulator's business. The counts of KWARG_COUNTS are at least 1."""
+    if isinstance(value, dict):
+        for name, item in value.items():
+            check_env_kwargs(item, f"{key}.{name}")
+            if name in KWARG_COUNTS and isinstance(item, (int, float)) and not isinstance(item, bool):
+                require(item >= 1, f"{key}.{name}", item, "must be at least 1")
+        return
+    items = value if isinstance(value, (list, tuple)) else [value]
+    for item in items:
+        if isinstance(item, (list, tuple, dict)):
+            check_env_kwargs(item, key)
+        elif isinstance(item, float) and not math.isfinite(item):
+            raise ConfigError(f"{key}={value}: must hold finite numbers only")
+        elif isinstance(item, int) and not -INT64 <= item < INT64:
+            raise ConfigError(f"{key}={value}: out of range; integers must lie within +-2^63")
 
 
 @dataclass
@@ -160,7 +218,7 @@ class HardwareSettings:
                 "hardware.sampler=alternating steps the copies in two groups: allowed: 2 or more")
         require(self.learners >= 1, "hardware.learners", self.learners, "must be at least 1")
         require(self.runner in RUNNERS, "hardware.runner", self.runner, f"allowed: {', '.join(RUNNERS)}")
-        require(self.sync_every >= 1, "hardware.sync_every", self.sync_every, "must be at least 1")
+        require_every("hardware.sync_every", self.sync_every, 1)
         require(self.runner == "sync" or self.learners == 1, "hardware.runner", self.runner,
                 "the async runner is one learner's; allowed: hardware.runner=sync with hardware.learners > 1")
         require(self.nodes >= 1, "hardware.nodes", self.nodes, "must be at least 1")
@@ -169,6 +227,49 @@ class HardwareSettings:
                 f"hardware.learners")
         require(self.device == "cpu" or self.device.startswith(("cuda", "mps")), "hardware.device",
                 self.device, "allowed: cpu, cuda, cuda:N, mps")
+
+
+# What each process a run starts costs, to bound how many this machine can hold: a Python process that has
+# imported torch holds about 240 MB (measured: a learner); and processes per core, since more than one per core
+# only time-share, while a few let a small machine try a parallel setting.
+PROCESS_BYTES = 256 * 2**20
+PROCESSES_PER_CPU = 4
+
+
+def machine_processes() -> tuple[int, str]:
+    """How many processes of a run this machine holds (at least 1), and the machine in words, for messages."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # not reported here: cores alone
+        memory = PROCESS_BYTES * PROCESSES_PER_CPU * cpus
+    limit = max(1, min(PROCESSES_PER_CPU * cpus, memory // PROCESS_BYTES))
+    return limit, f"{cpus} core(s) and {memory / 2**30:.0f} GiB, {PROCESS_BYTES // 2**20} MiB a process"
+
+
+def check_process_counts(hardware: HardwareSettings) -> None:
+    """Every count of processes a run starts on this machine, bounded by what the machine holds
+    (``machine_processes``): its learners (``hardware.learners`` / ``hardware.nodes`` on each machine), each
+    learner's sampler workers (``hardware.cpus_per_run``, one per copy at most), its environments in
+    subprocesses (``hardware.n_envs`` with ``hardware.vectorization=async``) and async runner. A ConfigError
+    naming the key, its value and the allowed range, before anything starts. Checked where the run starts, not
+    in validate: a Slurm login node is not the machine its jobs run on (as ``run.check_device``)."""
+    limit, machine = machine_processes()
+    holds = f"this machine holds {limit} processes of a run ({machine})"
+    workers = min(hardware.cpus_per_run, hardware.n_envs) if hardware.sampler != "serial" else 0
+    subprocesses = hardware.n_envs if hardware.sampler == "serial" and hardware.vectorization == "async" else 0
+    require(workers < limit, "hardware.cpus_per_run", hardware.cpus_per_run,
+            f"hardware.sampler={hardware.sampler} starts a worker process per core; {holds}; allowed: 1 to "
+            f"{max(1, limit - 1)}")
+    require(subprocesses < limit, "hardware.n_envs", hardware.n_envs,
+            f"hardware.vectorization=async starts a process per copy; {holds}; allowed: 1 to {max(1, limit - 1)} "
+            "(or hardware.vectorization=auto, which steps them in the run's process)")
+    per_learner = 1 + workers + subprocesses + (hardware.runner == "async")
+    most = max(1, limit // per_learner) * hardware.nodes
+    more = f", and {per_learner - 1} more each (sampler, environments, runner)" if per_learner > 1 else ""
+    require(hardware.learners <= most, "hardware.learners", hardware.learners, f"a process each{more} "
+            f"({hardware.learners // hardware.nodes} learner(s) on each of hardware.nodes={hardware.nodes}); "
+            f"{holds}; allowed: 1 to {most}")
 
 
 # The velocity components of vector observations, by simulator id: what body=mask_velocity hides unless
@@ -232,8 +333,10 @@ def check_logger(node: Any) -> LoggerSettings:
     settings = LoggerSettings(**own)
     for key, least in counts.items():
         value = getattr(settings, key)
-        require(isinstance(value, int) and not isinstance(value, bool) and value >= least, f"logger.{key}", value,
-                f"must be an integer of at least {least}")
+        if key.endswith("_every"):  # the rule of every *_every key
+            require_every(f"logger.{key}", value, least)
+        require(isinstance(value, int) and not isinstance(value, bool) and least <= value < INT64, f"logger.{key}",
+                value, f"must be an integer of at least {least}")
     if settings.video_every and not all(importlib.util.find_spec(name) for name in ("imageio_ffmpeg", "PIL")):
         raise ConfigError(f"logger.video_every={settings.video_every} needs moviepy's ffmpeg and Pillow to write "
                           "videos: pip install 'rlconf[video]'")
@@ -251,22 +354,17 @@ def check_logger(node: Any) -> LoggerSettings:
 
 # Config keys whose values are secrets: never written to the run directory or sent to a logger.
 SECRET_KEY = re.compile(r"(api[_-]?key|token|secret|password|passwd|credential)", re.IGNORECASE)
-# Values shaped like a token, under any key (a key pasted into logger.wandb.notes): the well-known prefixes of
-# service tokens, and long runs of letters and digits that mix both (a wandb key is 40 hex digits). Run names
-# and paths break into short pieces at their '_', '-', '/' and '.', so they are never mistaken for one.
-TOKEN = re.compile(r"\b(?:(?:sk|ghp|gho|ghs|ghu|github_pat|hf|xox[abpr]|glpat|AKIA)[-_]?[A-Za-z0-9_\-]{16,}"
-                   r"|(?=[A-Za-z0-9]*[0-9])(?=[A-Za-z0-9]*[A-Za-z])[A-Za-z0-9]{32,})\b")
 # ``api_key=VALUE`` (and its kin) inside a longer string: the VALUE goes.
 SECRET_ASSIGNMENT = re.compile(r"((?:api[_-]?key|token|secret|password|passwd|credential)\w*\s*[=:]\s*)"
                                r"[^\s,;&'\"\])}]+", re.IGNORECASE)
-REDACTED = "***"
 
 
 def redact(value: Any) -> Any:
     """A copy of a plain config (dicts, lists, ``key=value`` override strings) with the value of every key
     named like a secret replaced by ``***``; also any value equal to a secret from the environment
-    (WANDB_API_KEY and its kin), wherever it was interpolated, anything shaped like a token (``TOKEN``), and
-    the value of an ``api_key=...`` written inside a longer string."""
+    (WANDB_API_KEY and its kin), wherever it was interpolated, any token of a known format (``TOKEN``: ghp_...,
+    sk-..., never a path component that merely looks random, such as a file named by its MD5), and the value of
+    an ``api_key=...`` written inside a longer string."""
     secrets = {v for k, v in os.environ.items() if SECRET_KEY.search(k) and len(v) >= 8}
     return _redact(value, secrets)
 
@@ -556,8 +654,33 @@ def validate(cfg: DictConfig) -> Settings:
     approximation = dataclasses.asdict(check(model_schema, approximation, "approximation."))
     check_memory(agent_name, agent, approximation.get("recurrent", "none"),
                  getattr(agent_class, "recurrent", "never") if target else None)
-    return Settings(run=run, agent_name=agent_name, agent=agent, approximation=approximation, agent_target=target,
-                    **groups)
+    groups["env"] = named_for_its_id(groups["env"])
+    settings = Settings(run=run, agent_name=agent_name, agent=agent, approximation=approximation,
+                        agent_target=target, **groups)
+    check_costs(settings)  # what the settings would cost this machine, before anything is built
+    return settings
+
+
+def named_for_its_id(env: EnvSettings) -> EnvSettings:
+    """``env`` named after the simulator it runs. ``env=classic/cartpole env.id=Acrobot-v1`` trains Acrobot: its
+    run directory, summary.json's ``env`` and the plots that group runs by it must not say cartpole, so where
+    ``env.id`` differs from the id of the shipped config ``env.name`` names, the name becomes
+    ``<family>/<id>`` (``classic/Acrobot-v1``: directory ``dqn_classic-Acrobot-v1_...``). A name given with
+    the id (``env.name=classic/my_acrobot``) names no shipped config and is kept."""
+    if not re.fullmatch(r"[\w-]+(/[\w-]+)*", env.name):
+        return env
+    path = config_dir() / "env" / f"{env.name}.yaml"
+    if not path.is_file():
+        return env
+    import yaml
+
+    try:
+        shipped = ((yaml.safe_load(path.read_text()) or {}).get("env") or {}).get("id")
+    except (OSError, yaml.YAMLError, AttributeError):  # unreadable, or not a mapping: nothing to say
+        return env
+    if shipped is None or shipped == env.id:
+        return env
+    return dataclasses.replace(env, name=f"{env.family}/{env.id}")
 
 
 # -- composing a run's config: the same YAML groups ``rlconf run`` reads ----------------------------------
@@ -576,6 +699,9 @@ def compose(overrides: list[str], config_dirs: list[str], hydra_config: bool = F
     ``hydra_config``: with its ``hydra`` node (what the launcher's checks read)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
+
+    if not isinstance(overrides, (list, tuple)) or not all(isinstance(o, str) for o in overrides):
+        raise ConfigError(f"overrides={overrides!r}: expected strings such as 'agent=dqn', each one override")
 
     with initialize_config_dir(config_dir=str(config_dir()), version_base=None):
         return hydra_compose(config_name="config", overrides=[*overrides, searchpath_override(config_dirs)],

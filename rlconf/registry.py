@@ -431,6 +431,15 @@ def choices(allowed: list[str], what: str = "", see: str = "", room: int = MESSA
     return f"available: {', '.join(shown)} and {len(allowed) - len(shown)} more{where}"
 
 
+def plugin_problem(module: Any) -> str | None:
+    """Why ``module`` cannot name a plugin module (None where it can): a dotted Python identifier, as
+    ``plugins=[...]`` and ``--plugins`` take it; never a path (``../evil``) or an empty name, which
+    ``importlib`` would answer with a traceback or resolve against the working directory."""
+    if isinstance(module, str) and module and all(part.isidentifier() for part in module.split(".")):
+        return None
+    return f"{str(module)!r} is not a module name (e.g. my_agents or pkg.agents)"
+
+
 def load_plugins(modules: list[str] | tuple[str, ...] = ()) -> None:
     """Import the modules named in the config and, once, every ``rlconf.plugins`` entry point."""
     global _loaded_entry_points

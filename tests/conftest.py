@@ -166,3 +166,66 @@ def plain_gradient_steps(*learning_rates: str) -> tuple[str, ...]:
     lr * g / (|g| + eps); with lr = eps = 1e8, |g| is lost in eps and the step is g itself. ``learning_rates``:
     the agent's keys for them (``lr``, ``lr_q``, ...)."""
     return (*(f"agent.{key}=1e8" for key in learning_rates), "agent.adam_eps=1e8")
+
+
+# -- hostile input: nothing outside the run directory touched, no process left behind ------------------------
+def tree_digest(root: Path) -> dict[str, tuple[str, int]]:
+    """Every file and link below ``root`` (links read, never followed) with a hash of its bytes and its mode:
+    a decoy tree is digested before and after a command, and must be unchanged."""
+    import hashlib
+
+    digest = {}
+    for path in sorted(Path(root).rglob("*")):
+        if path.is_symlink():
+            digest[str(path.relative_to(root))] = ("link:" + os.readlink(path), 0)
+        elif path.is_file():
+            digest[str(path.relative_to(root))] = (hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mode)
+    return digest
+
+
+@pytest.fixture
+def decoy(tmp_path: Path) -> Path:
+    """A folder of files a crafted run directory may point at (``decoy / 'episodes.csv'``, ...), each holding
+    2,000 lines; a test links to them and checks ``tree_digest(decoy)`` is what it was."""
+    path = tmp_path / "decoy"
+    path.mkdir()
+    for name in ("episodes.csv", "scalars.csv", "lock", "results.yaml", "journal", "other.txt"):
+        (path / name).write_text("".join(f"decoy line {i}\n" for i in range(2000)))
+    return path
+
+
+def tagged_env(tag: str, pythonpath: list[Path] | None = None) -> dict[str, str]:
+    """``cli_env`` with ``RLCONF_TEST_TAG=tag``: every process the command starts inherits it, so
+    ``tagged_processes(tag)`` finds any it leaves behind, orphans included."""
+    return {**cli_env(pythonpath), "RLCONF_TEST_TAG": tag}
+
+
+def tagged_processes(tag: str) -> list[int]:
+    """The live (not zombie) processes whose environment holds ``RLCONF_TEST_TAG=tag``."""
+    marker = f"RLCONF_TEST_TAG={tag}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if marker not in (entry / "environ").read_bytes().split(b"\0"):
+                continue
+            state = (entry / "stat").read_text().rpartition(")")[2].split()[0]
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+        if state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def wait_until_gone(tag: str, process: subprocess.Popen | None = None) -> None:
+    """Wait for every process tagged ``tag`` to end (an event, checked as it happens). Only after ``process``
+    (the command itself) has exited: its children have then either ended or been left behind, and a
+    process left behind is a failure once the command's own exit has been waited for."""
+    if process is not None:
+        process.wait(timeout=300)
+    for _ in range(200):  # a child that was already ending when its parent exited, reaped within moments
+        if not tagged_processes(tag):
+            return
+        time.sleep(0.05)
+    assert not tagged_processes(tag), f"processes left behind: {tagged_processes(tag)}"

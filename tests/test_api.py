@@ -69,3 +69,22 @@ def test_bad_input_raises_the_line_the_command_prints(tmp_path):
     policy_dir = tmp_path / "none"
     with pytest.raises(PlaybackError):
         rlconf.load(policy_dir, checkpoint="best")
+
+
+def test_compose_given_a_list_says_how_to_pass_it_in_one_line():
+    with pytest.raises(ConfigError, match=r"each override is a string.*rlconf.compose\(\*overrides\)") as caught:
+        rlconf.compose(["agent=dqn", "env=classic/cartpole"])
+    assert "\n" not in str(caught.value)
+    cfg = rlconf.compose(*["agent=dqn", "env=classic/cartpole"])
+    assert cfg.agent.name == "dqn"
+
+
+def test_a_run_of_another_simulator_id_is_named_after_it(tmp_path):
+    """env=classic/cartpole env.id=Acrobot-v1 trains Acrobot: its directory and summary say so, not cartpole
+    (rlconf.config.named_for_its_id); a run keeps its env's name where the id is the env's own."""
+    run_dir, summary = rlconf.train(rlconf.compose("agent=dqn", "env=classic/cartpole", "env.id=Acrobot-v1",
+                                                   "steps=200", "agent.replay_start_size=100", "test_episodes=1",
+                                                   "eval_every=0", "quiet=true", f"logdir={tmp_path}"))
+    assert run_dir.name.startswith("dqn_classic-Acrobot-v1_")
+    assert summary["env"] == "classic/Acrobot-v1" and summary["env_id"] == "Acrobot-v1"
+    assert json.loads((run_dir / "summary.json").read_text())["env"] == "classic/Acrobot-v1"

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
-from conftest import FAST_RUN, one_error_line, only_run_dir, run_cli_in, run_main
+from conftest import FAST_RUN, one_error_line, only_run_dir, run_cli_in, run_main, tagged_env, wait_until_gone
 
 from rlconf.paths import config_dir
 
@@ -257,6 +259,48 @@ CASES = [
     run(*CARTPOLE, "logdir=/proc/rlconf", words=("logdir=/proc/rlconf", "cannot write")),
     run(*CARTPOLE, "logdir=/sys/rlconf", words="logdir=/sys/rlconf"),
     run(*CARTPOLE, "logdir={TMP}/" + "x" * 300, words="longer than 255 bytes"),
+    # -- settings this machine cannot afford, refused before anything is built (rlconf.cost) --------------------
+    run("agent=r2d1", "env=classic/cartpole", "agent.batch_size=100000",
+        words=("agent.batch_size=100000", "samples an update", "allowed: at most about")),
+    run("agent=dyna_q", "env=tabular/taxi", "agent.planning_steps=1000000000",
+        words=("agent.planning_steps=1000000000", "planning 1,000,000,000 updates", "allowed: at most about")),
+    run("agent=dyna_q", "env=tabular/taxi", "agent.planning_steps=10000000",
+        words=("agent.planning_steps=10000000", "every environment step", "answers no signal")),
+    run("agent=ucb", "env=bandit/bernoulli", "env.kwargs.arms=100000000",
+        words=("env.kwargs.arms=100000000", "100,000,000 arms", "allowed: at most about")),
+    run("agent=ucb", "env=bandit/bernoulli", "hardware.n_envs=10000000",
+        words=("hardware.n_envs=10000000", "10,000,000 bandit(s) x 10 arms", "allowed: at most about")),
+    run("agent=dqn", "env=atari/pong", "body.frame_stack=100000",
+        words=("body.frame_stack=100000", "stacking 100,000 frames")),
+    run(*CARTPOLE, "hardware.eval_envs=100000000", words=("hardware.eval_envs=100000000", "memory")),
+    run(*CARTPOLE, "test_episodes=100000000000", words=("test_episodes=100000000000", "memory")),
+    case("eval", "{RUN}", "--episodes", "100000000000", words=("--episodes 100000000000", "memory",
+                                                               "allowed: at most about")),
+    case("watch", "{RUN}", "--episodes", "100000000000", words="--episodes 100000000000"),
+    # -- what once ended in a traceback --------------------------------------------------------------------------
+    case("eval", "{RUN}", "--seed", "99999999999999999999", words=("--seed 99999999999999999999", "4,294,967,295")),
+    case("eval", "{RUN}", "--seed", "4294967296", words="--seed 4294967296"),
+    case("eval", "{RUN}", "--seed", "٣", words="--seed ٣"),
+    run(*CARTPOLE, "eval_episodes=0", "eval_every=100", words=("eval_episodes=0", "eval_every=100",
+                                                                "eval_every=0")),
+    run(*CARTPOLE, "plugins=['']", words=("plugins=['']", "not a module name")),
+    run(*CARTPOLE, "plugins=[../evil]", words=("'../evil' is not a module name",)),
+    case("eval", "{RUN}", "--plugins", "../evil", words="'../evil' is not a module name"),
+    # -- what was accepted and silently wrong ---------------------------------------------------------------------
+    run("agent=ucb", "env=bandit/gaussian", "env.kwargs.means=[0,nan]", words=("env.kwargs.means=[0, nan]",
+                                                                             "finite")),
+    run("agent=ucb", "env=bandit/bernoulli", "env.kwargs.probabilities=[0.5,inf]",
+        words="env.kwargs.probabilities"),
+    run("agent=independent", "env=pettingzoo/pong", "env.kwargs.max_cycles=0",
+        words=("env.kwargs.max_cycles=0", "at least 1")),
+    run(*CARTPOLE, "logger.scalars_every=100000000000000000000", words=("logger.scalars_every=", "1,000,000,000,000")),
+    run(*CARTPOLE, "logger.video_every=10000000000000", words="logger.video_every="),
+    run(*CARTPOLE, "eval_every=10000000000000", words=("eval_every=", "1,000,000,000,000")),
+    run(*CARTPOLE, "checkpoint_every=10000000000000", words="checkpoint_every="),
+    run(*CARTPOLE, "hardware.sync_every=10000000000000", words="hardware.sync_every="),
+    run(*CARTPOLE, "logdir='{TMP}/a\nb'", words=("control character", "'\\n'")),
+    run(*CARTPOLE, "logdir={TMP}/a\nb", words=("'\\n' is not allowed unquoted",)),
+    run(*CARTPOLE, "logdir='{TMP}/a\x1bb'", words="control character"),
     # -- Hydra's own settings -----------------------------------------------------------------------------------
     run(*CARTPOLE, "hydra.run.dir={TMP}/out", words=("hydra.run.dir", "logdir=DIR")),
     run("-m", *CARTPOLE, "hydra.sweep.dir={TMP}/out", words=("hydra.sweep.dir", "logdir=DIR")),
@@ -304,6 +348,17 @@ CASES = [
     run("resume={BROKEN}/no_overrides", words=("overrides.yaml", "no such file")),
     run("resume={BROKEN}/list_config", words="not a run's config"),
     run("resume={BROKEN}/bad_overrides", words="not a list of overrides"),
+    # -- counts that start processes, bounded by this machine's cores and memory (config.check_process_counts) --
+    run(*CARTPOLE, "hardware.learners=1000", words=("hardware.learners=1000", "this machine holds", "allowed: 1 to")),
+    run(*CARTPOLE, "hardware.sampler=parallel", "hardware.n_envs=1000", "hardware.cpus_per_run=1000",
+        words=("hardware.cpus_per_run=1000", "worker process", "allowed: 1 to")),
+    run(*CARTPOLE, "hardware.vectorization=async", "hardware.n_envs=1000",
+        words=("hardware.n_envs=1000", "a process per copy", "allowed: 1 to")),
+    run("-m", *CARTPOLE, "seed=0,1", "hardware.learners=1000", words=("hardware.learners=1000", "allowed: 1 to")),
+    run("-m", *CARTPOLE, "seed=0,1", "hydra.launcher.parallel=1000",
+        words=("hydra.launcher.parallel=1000", "runs at once", "allowed: 1 to")),
+    run("-m", *CARTPOLE, "seed=0,1", "launcher=local_gpus", "hardware=gpu", "hydra.launcher.gpus=[0]",
+        "hydra.launcher.runs_per_gpu=1000", words=("hydra.launcher.runs_per_gpu=1000", "allowed: 1 to")),
 ]
 
 # Every agent's own schema: a key it does not have is named, with the keys it does (or how to see them).
@@ -391,3 +446,17 @@ def test_the_readme_refusals_print_what_it_shows(command, line, tmp_path, capsys
     monkeypatch.chdir(tmp_path)
     assert one_error_line(run_main(command.split(), capsys)) == line
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_thousand_learners_are_refused_before_any_starts_and_none_is_left(tmp_path):
+    """hardware.learners=1000 once spawned learners until the process limit and left ~26 behind: the bound is
+    checked before anything starts, and no process of the command outlives it."""
+    tag = f"learners-{tmp_path.name}"
+    command = subprocess.Popen([sys.executable, "-m", "rlconf", "run", *CARTPOLE, "hardware.learners=1000",
+                                f"logdir={tmp_path / 'runs'}"], cwd=tmp_path, env=tagged_env(tag),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = command.communicate(timeout=300)
+    wait_until_gone(tag, command)
+    line = one_error_line(subprocess.CompletedProcess(command.args, command.returncode, out, err))
+    assert "hardware.learners=1000" in line and "allowed: 1 to" in line
+    assert not (tmp_path / "runs").exists()

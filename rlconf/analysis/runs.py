@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from rlconf.experiments.rundir import is_placement, read_json
+from rlconf.experiments.rundir import is_placement
 
 RUN_FILES = ("config.yaml", "episodes.csv")
 # Keys of config.yaml that say what is recorded or how often, not what is learned: runs that differ only in
@@ -30,6 +30,7 @@ RUN_FILES = ("config.yaml", "episodes.csv")
 RECORD_KEYS = ("seed", "agent.name", "env.name", "family", "logger", "verbose", "plugins", "checkpoint",
                "checkpoint_every", "eval_every", "eval_episodes", "test_episodes", "hardware.device",
                "hardware.gpus_per_run")
+MAX_LINE = 1 << 20  # bytes of one CSV line: a row of rlconf's logs is a few hundred (a bandit's, a column per arm)
 FINAL_FRACTION = 0.1  # without a test, a run's score is the mean return of its last 10% of training episodes
 #                       (a bandit's: the mean reward of its last 10% of pulls.csv's rows)
 
@@ -97,12 +98,16 @@ def find_run_dirs(root: Path) -> list[Path]:
 
 def read_table(path: Path) -> dict[str, np.ndarray]:
     """A CSV file with a header as column -> float array (empty arrays when it has only the header, or
-    is missing). A last row cut short by a run still writing is dropped."""
+    is missing). A last row cut short by a run still writing is dropped. Read a line at a time, each at most
+    MAX_LINE bytes and free of NUL bytes, so a file that is no CSV (a crafted sparse file of a terabyte of
+    NULs) is refused at its first megabyte rather than read into memory."""
     try:
-        with open(path, newline="") as file:
-            rows = list(csv.reader(file))
+        with open(path, newline="", errors="replace") as file:
+            rows = list(csv.reader(_lines(file, path)))
     except OSError:
         return {}
+    except csv.Error as error:
+        raise AnalysisError(f"{path}: not a CSV table ({error})") from None
     if not rows:
         return {}
     header, body = rows[0], [row for row in rows[1:] if len(row) == len(rows[0])]
@@ -111,6 +116,15 @@ def read_table(path: Path) -> dict[str, np.ndarray]:
     except ValueError as error:
         raise AnalysisError(f"{path}: not a table of numbers ({error})") from None
     return {name: values[:, i] for i, name in enumerate(header)}
+
+
+def _lines(file, path: Path):
+    """The lines of ``file``, or an AnalysisError at the first that is longer than MAX_LINE or holds NUL."""
+    while line := file.readline(MAX_LINE + 1):
+        if len(line) > MAX_LINE or "\0" in line:
+            what = "a NUL byte" if "\0" in line else f"a line longer than {MAX_LINE:,} characters"
+            raise AnalysisError(f"{path}: not a CSV table of rlconf's (it holds {what})")
+        yield line
 
 
 def read_identity(run_dir: Path) -> tuple[str, str, int, dict[str, str]]:
@@ -165,7 +179,18 @@ def load_run(run_dir: Path) -> Run | None:
     agent, env, seed, settings = read_identity(run_dir)
     nothing = np.zeros(0)
     return Run(run_dir, agent, env, seed, episodes.get("step", nothing), episodes.get("return", nothing),
-               read_json(run_dir / "summary.json"), pulls, settings)
+               read_summary(run_dir), pulls, settings)
+
+
+def read_summary(run_dir: Path) -> dict[str, Any] | None:
+    """The run's summary.json checked against its schema (``saved.SUMMARY_SCHEMA``), or None when it has none."""
+    from rlconf.errors import ConfigError
+    from rlconf.experiments.saved import SUMMARY_SCHEMA, read_record
+
+    try:
+        return read_record(run_dir / "summary.json", SUMMARY_SCHEMA)
+    except ConfigError as error:
+        raise AnalysisError(str(error)) from None
 
 
 def label_keys(runs: list[Run]) -> list[str]:
@@ -230,6 +255,8 @@ def load_runs(root: Path, left_out: dict[str, list[Path]]) -> tuple[list[Run], i
         try:
             run = load_run(run_dir)
         except AnalysisError as error:  # one unreadable folder does not hide the others
+            if len(dirs) == 1:  # nor is there another to plot: its own line says what is wrong
+                raise
             text = str(error).replace(f"{run_dir}/", "").replace(str(run_dir), "run directory")
             left_out.setdefault(f"unreadable, {text}", []).append(run_dir)
             continue
@@ -239,8 +266,9 @@ def load_runs(root: Path, left_out: dict[str, list[Path]]) -> tuple[list[Run], i
             left_out.setdefault(reason, []).append(run_dir)
         else:
             runs.append(run)
-    if not runs:
-        raise AnalysisError(f"{root}: none of its {len(dirs)} run directories has a finished episode to plot")
+    if not runs:  # each was left out: say why (an unreadable file, or no episode yet)
+        raise AnalysisError(f"{root}: none of its {len(dirs)} run directories has a finished episode to plot"
+                            f"{'' if len(dirs) == 1 else ': ' + str(left_out_line(left_out, len(dirs), root))}")
     return runs, len(dirs)
 
 

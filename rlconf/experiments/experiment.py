@@ -43,14 +43,13 @@ from rlconf.experiments import rng
 from rlconf.experiments.evaluate import evaluate
 from rlconf.experiments.progress import ConsoleProgress
 from rlconf.experiments.rundir import CHECKPOINT, atomic_write, write_failure
+from rlconf.experiments.saved import CHECKPOINT_FORMAT, CHECKPOINT_SCHEMA, check_recorded_sizes, conform
 from rlconf.experiments.stopping import stop_requests
 from rlconf.experiments.team import TeamEnvironment
 from rlconf.experiments.video import TrainingVideos
 from rlconf.logging import Logger
 from rlconf.logging.base import STEPS_PER_SECOND
 
-CHECKPOINT_FORMAT = 3  # 1: agent, steps, episodes (and replay); 2: adds what resuming needs; 3: tensors and
-#                        plain data only (loads with torch.load(weights_only=True))
 TEST_SEED_OFFSET = 1_000_003  # evaluations reset their environments with the run's seed plus this
 STATUS_SECONDS = 10.0  # how often a training run refreshes status.json (rlconf status reads it) and flushes its logs
 
@@ -87,7 +86,9 @@ def checkpoint_path(folder: Path, which: str) -> Path:
 
 def load_checkpoint(path: str | Path, map_location: str | torch.device | None = None) -> dict[str, Any]:
     """A checkpoint written by ``save_checkpoint``, loaded as tensors and plain data only (``weights_only``:
-    no pickled code runs). Anything else, or a file that is not a checkpoint, raises a one-line ValueError."""
+    no pickled code runs), its counters checked against ``saved.CHECKPOINT_SCHEMA`` and its weights finite
+    (rlconf never writes others). Anything else, or a file that is not a checkpoint, raises a one-line
+    ValueError (a ConfigError: the caller names the file)."""
     try:
         with warnings.catch_warnings():  # torch's remarks on other files' pickle protocols
             warnings.simplefilter("ignore")
@@ -101,6 +102,10 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device | None = 
         raise ValueError(f"unreadable checkpoint: {first_line(error)}") from None
     if not isinstance(state, dict) or "agent" not in state:
         raise ValueError("not an rlconf checkpoint")
+    conform(state, CHECKPOINT_SCHEMA, "")
+    poisoned = first_non_finite_weight(state["agent"])
+    if poisoned is not None:
+        raise ValueError(f"agent.{poisoned}: rlconf never writes non-finite weights (altered?): not loaded")
     _move_found_generators(state)
     return state
 
@@ -161,6 +166,11 @@ class _RememberingWriter:
 
     def flush(self) -> None:
         self.file.flush()
+
+
+# What ``restore`` reads from a checkpoint besides the agent: checked first (``check_restorable``).
+RESUMED_KEYS = ("steps", "episodes", "last_return", "train_seconds", "next_eval", "next_checkpoint", "resumes",
+                "rng", "logger")
 
 
 class RunFailed(Exception):
@@ -541,16 +551,20 @@ class Experiment:
         self.best_eval = mean
 
     @staticmethod
-    def check_restorable(agent, state: dict[str, Any]) -> None:
-        """Raise (ValueError, KeyError, RuntimeError) unless ``restore`` could continue from ``state`` with
-        ``agent``: the checks that need no run directory, made before one is touched. Loads the agent's state,
-        which ``restore`` loads again."""
+    def check_restorable(agent, state: dict[str, Any], run_dir: Path | None = None) -> None:
+        """Raise (ValueError, KeyError, RuntimeError, TypeError) unless ``restore`` could continue from
+        ``state`` with ``agent``, made before the run directory is touched: every value ``restore`` reads is
+        there and of its kind, the generators' states are ones they take, and (``run_dir``: the directory it
+        resumes) the logs are as long as the checkpoint records. Loads the agent's state, which ``restore``
+        loads again."""
         if state.get("format", 1) < CHECKPOINT_FORMAT:
             raise ValueError("the checkpoint was written by an older rlconf and cannot be resumed")
-        missing = [key for key in ("steps", "episodes", "train_seconds", "rng", "logger") if key not in state]
-        if missing:
-            raise KeyError(f"not an rlconf checkpoint: it has no {missing[0]!r}")
-        agent.load_state_dict(learner_state(state)["agent"])
+        conform(state, CHECKPOINT_SCHEMA, "", required=RESUMED_KEYS)
+        if run_dir is not None:
+            check_recorded_sizes(state["logger"], run_dir)
+        mine = learner_state(state)
+        rng.check(mine["rng"])
+        agent.load_state_dict(mine["agent"])
 
     def restore(self, state: dict[str, Any] | None) -> None:
         """Continue from a checkpoint written by ``save_checkpoint`` (``None``: start over in a directory that

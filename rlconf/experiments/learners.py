@@ -10,7 +10,8 @@ Three ways a run can have N learners, one code path for all of them once the gro
   node), spread over ``hardware.nodes`` nodes.
 
 The first learner writes the run directory; a learner that fails or is killed makes the others fail at their next
-collective (``distributed.LearnerLost``), so none is left waiting.
+collective (``distributed.LearnerLost``), so none is left waiting; the learners started here are sent SIGTERM
+by the kernel when the first one ends (``launch.job.die_with_parent``).
 """
 
 from __future__ import annotations
@@ -56,8 +57,8 @@ def together(settings: Settings, cfg: DictConfig, parent_dir: str | Path | None,
         config = OmegaConf.to_container(cfg, resolve=True)
         context = mp.get_context("spawn")
         for rank in range(1, wanted):
-            child = context.Process(target=_learner, args=(rank, wanted, port, config, parent_dir, overrides),
-                                    name=f"rlconf-learner-{rank}")
+            child = context.Process(target=_learner, name=f"rlconf-learner-{rank}",
+                                    args=(rank, wanted, port, config, parent_dir, overrides, os.getpid()))
             child.start()
             children.append(child)
     rank, size, meeting = group
@@ -77,8 +78,12 @@ def together(settings: Settings, cfg: DictConfig, parent_dir: str | Path | None,
 
 
 def _learner(rank: int, size: int, port: int, config: dict, parent_dir: str | Path | None,
-             overrides: list[str]) -> None:
-    """A learner started by the first one: the same run, as learner ``rank`` of ``size``."""
+             overrides: list[str], first: int) -> None:
+    """A learner started by the first one (process ``first``): the same run, as learner ``rank`` of ``size``.
+    It ends with the first learner, however that ends (``kill -9`` included): never an orphan."""
+    from rlconf.launch.job import die_with_parent
+
+    die_with_parent(first)
     os.environ.update(RANK=str(rank), WORLD_SIZE=str(size), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     from rlconf.experiments.run import run
 

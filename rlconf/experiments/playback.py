@@ -39,6 +39,10 @@ from rlconf.experiments.video import video_fps
 from rlconf.logging import LoggerGroup
 
 PLUGINS_HINT = "--plugins {}"  # how eval and watch are told which of a run's modules they may import
+# How a refusal names the options of ``load_run``: as eval and watch take them, or as the Python API's
+# ``rlconf.load`` does (``API_NAMES``), so that each caller reads its own spelling back.
+CLI_NAMES = {"checkpoint": "--checkpoint {}", "device": "--device {}", "plugins": PLUGINS_HINT}
+API_NAMES = {"checkpoint": "checkpoint={}", "device": "device={!r}", "plugins": "plugins=[{}]"}
 MOVIEPY_MISSING = "rlconf watch --video needs moviepy: pip install 'rlconf[video]'"
 
 
@@ -88,12 +92,12 @@ class Playback:
 
 
 def load_run(run_dir: str | Path, device: str | None = None, plugins: list[str] | None = None,
-             which: str = "last") -> Playback:
+             which: str = "last", names: dict[str, str] = CLI_NAMES) -> Playback:
     """The run in ``run_dir``: its config checked (a ConfigError for a missing extra, an unknown device), this
     process set up for it (``prepare``: threads, seeds), and its checkpoint loaded as plain data.
     ``device``: compute there rather than on the run's ``hardware.device``. ``plugins``: the modules the user
     named (``--plugins``); the run's own list is never imported unless each is named there. ``which``: the
-    checkpoint (``checkpoint_path``)."""
+    checkpoint (``checkpoint_path``). ``names``: how refusals name these options (``CLI_NAMES``, ``API_NAMES``)."""
     try:
         folder = check_trained_run(run_dir)
     except ValueError as error:
@@ -101,15 +105,16 @@ def load_run(run_dir: str | Path, device: str | None = None, plugins: list[str] 
     try:
         source = checkpoint_path(folder, which)
     except ValueError as error:
-        raise PlaybackError(f"--checkpoint {which}: {error}") from None
-    data = read_config(folder / CONFIG, importable=list(plugins or []), how=PLUGINS_HINT)
-    check_plugins(data.get("plugins"), plugins, str(folder), PLUGINS_HINT)
+        raise PlaybackError(f"{names['checkpoint'].format(which)}: {error}") from None
+    data = read_config(folder / CONFIG, importable=list(plugins or []), how=names["plugins"])
+    check_plugins(data.get("plugins"), plugins, str(folder), names["plugins"])
     cfg = OmegaConf.create({**data, "plugins": list(plugins or [])})
     if device is not None:
         try:
             check_device(device)
         except ConfigError as error:  # named as eval and watch take it
-            raise PlaybackError(str(error).replace(f"hardware.device={device}", f"--device {device}", 1)) from None
+            raise PlaybackError(str(error).replace(f"hardware.device={device}", names["device"].format(device),
+                                                  1)) from None
         OmegaConf.update(cfg, "hardware.device", device, force_add=True)
         if device.startswith("cuda"):  # a run trained on the CPU asked for no GPU of its own
             OmegaConf.update(cfg, "hardware.gpus_per_run", max(1, cfg.hardware.get("gpus_per_run") or 0),

@@ -36,7 +36,7 @@ from rlconf.config import REDACTED, redact
 from rlconf.errors import ConfigError
 from rlconf.experiments.resume import flatten
 from rlconf.experiments.rundir import PLACEMENT_KEYS, within, write_text
-from rlconf.experiments.saved import read_config
+from rlconf.experiments.saved import PROVENANCE_SCHEMA, read_bounded, read_config, read_record
 
 PROVENANCE = "provenance.json"
 # The packages whose versions can change a run's numbers.
@@ -115,7 +115,10 @@ def write(run_dir: Path, device: str, overrides: list[str], resumed: bool, rerun
     ``resumes`` for an attempt that continues it (its patches numbered by the attempt)."""
     entry, patches = record(device, overrides, rerun_of)
     path = run_dir / PROVENANCE
-    previous = _read(path) if resumed else None
+    try:
+        previous = _read(path) if resumed else None
+    except ConfigError:  # not a record rlconf wrote: this attempt's replaces it rather than extend it
+        previous = None
     if previous is not None:
         attempt = len(previous.get("resumes") or []) + 1
         patches = {f"{Path(name).stem}-resume{attempt}.patch": text for name, text in patches.items()}
@@ -130,12 +133,9 @@ def write(run_dir: Path, device: str, overrides: list[str], resumed: bool, rerun
 
 
 def _read(path: Path) -> dict[str, Any] | None:
-    """A recorded provenance.json as plain data, or None where there is none (a run from before it existed)."""
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+    """A recorded provenance.json, checked against ``saved.PROVENANCE_SCHEMA``, or None where there is none (a
+    run from before it existed); one that is not what rlconf writes is a ConfigError in one line."""
+    return read_record(path, PROVENANCE_SCHEMA)
 
 
 def _toplevel(folder: Path) -> Path | None:
@@ -240,14 +240,18 @@ def code_differences(run_dir: Path) -> list[str]:
     return [f"the code differs from the record: {', '.join(differ)}"] if differ else []
 
 
-def _patch_text(run_dir: Path, state: dict[str, Any]) -> str:
+def _patch_text(run_dir: Path, state: dict[str, Any]) -> str | None:
+    """The recorded patch ('' when there is none); None when it cannot be read within saved's budgets, which
+    no patch of today's matches."""
     name = state.get("patch")
     if not isinstance(name, str) or Path(name).name != name:  # a file beside the record, nothing else
         return ""
-    try:
-        return (run_dir / name).read_text()
-    except OSError:
+    if not (run_dir / name).exists():
         return ""
+    try:
+        return read_bounded(run_dir / name)
+    except ConfigError:
+        return None
 
 
 def _short(commit: Any) -> str:

@@ -19,7 +19,16 @@ from pathlib import Path
 from typing import Any
 
 from rlconf.errors import ConfigError
-from rlconf.experiments.rundir import PLACEMENT_KEYS, finished_summary, sweep_run_name, within
+from rlconf.experiments.rundir import (
+    PLACEMENT_KEYS,
+    check_run_files,
+    check_sweep_files,
+    finished_summary,
+    is_placement,
+    sweep_run_name,
+    within,
+    write_json,
+)
 from rlconf.experiments.saved import read_config
 
 RESUME_MAY_CHANGE = ("steps", "quiet", "verbose", "logdir", "resume", "plugins", "eval_every", "eval_episodes",
@@ -41,12 +50,26 @@ class Plan:
 def check_resume_dir(path: str | Path, key: str = "resume") -> Path:
     """``resume=DIR`` (or ``rerun=DIR``) must name a run directory (one with a config.yaml)."""
     hint = "a sweep directory: add -m" if key == "resume" else "a sweep directory: name one of its runs"
-    return _check_dir(path, "run", "config.yaml", "multirun.yaml", hint, key)
+    folder = _check_dir(path, "run", "config.yaml", "multirun.yaml", hint, key)
+    if key == "resume":  # it is written to: none of its files may lead outside it
+        _check_files(check_run_files, folder)
+    return folder
 
 
 def check_resume_sweep_dir(path: str | Path) -> Path:
-    """``-m ... resume=DIR`` must name a sweep directory (one with Hydra's multirun.yaml)."""
-    return _check_dir(path, "sweep", "multirun.yaml", "config.yaml", "a run directory: leave out -m")
+    """``-m ... resume=DIR`` must name a sweep directory (one with Hydra's multirun.yaml), none of whose files
+    leads outside it (``rundir.check_sweep_files``)."""
+    folder = _check_dir(path, "sweep", "multirun.yaml", "config.yaml", "a run directory: leave out -m")
+    _check_files(check_sweep_files, folder)
+    return folder
+
+
+def _check_files(check, folder: Path) -> None:
+    """``check(folder)`` (``rundir.check_run_files``, ``check_sweep_files``), its ValueError a ConfigError."""
+    try:
+        check(folder)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
 
 
 def _check_dir(path: str | Path, kind: str, marker: str, other_marker: str, other_hint: str,
@@ -99,12 +122,14 @@ def plan(steps: int, resume: str | None, parent_dir: str | Path | None, name: tu
     """Where the run described by ``config`` (resolved) lives, and whether it resumes or is done.
     ``name``: (agent, env, seed); ``parent_dir``: the sweep directory of a sweep job."""
     if parent_dir is not None:
-        run_dir = Path(parent_dir) / sweep_run_name(*name, overrides)
+        run_dir = Path(parent_dir) / sweep_job_name(parent_dir, *name, overrides)
     elif resume:
         run_dir = check_resume_dir(resume)
         check_resumable(run_dir, config)
     else:
         return Plan(None)
+    if parent_dir is not None and (run_dir.exists() or run_dir.is_symlink()):  # resume= was checked above
+        _check_files(lambda folder: check_run_files(folder, in_sweep=True), run_dir)
     if not run_dir.exists():
         return Plan(run_dir)
     checkpoint = run_dir / "checkpoint.pt"
@@ -112,3 +137,73 @@ def plan(steps: int, resume: str | None, parent_dir: str | Path | None, name: tu
     if summary is not None:
         return Plan(run_dir, existing=True, checkpoint=checkpoint, summary=summary)
     return Plan(run_dir, existing=True, checkpoint=checkpoint if checkpoint.exists() else None)
+
+
+# -- a sweep resumed with other budgets, logging or hardware ----------------------------------------------
+# A sweep job's directory is named by its overrides (rundir.sweep_run_name). ``-m resume=SWEEP steps=N`` changes
+# the jobs' overrides, but each must continue its run in place: the keys a resume may change keep, for naming,
+# the values the sweep's runs were named with, recorded the first time a resume changes them.
+RUN_NAMES = "run_names.json"  # in a sweep directory: {"named_by": {key: the override its runs were named with}}
+
+
+def _key(override: str) -> str:
+    return override.lstrip("+~").split("=", 1)[0]
+
+
+def resume_changes(sweep_dir: str | Path, saved: list[str], given: list[str]) -> dict[str, str | None]:
+    """The overrides ``given`` beside ``-m resume=SWEEP`` that change one the sweep was launched with
+    (``saved``), as {key: the saved override, or None}: each may only be a key a resume may change and the
+    sweep does not sweep. Any other change is a ConfigError naming the key: it would change what its runs
+    compute, and the runs would start over in new directories."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    was = {_key(line): line for line in saved}
+    changed: dict[str, str | None] = {}
+    for line in given:
+        key = _key(line)
+        old = was.get(key)
+        if key == "resume" or is_placement(key) or old == line:
+            continue
+        if not within(key, RESUME_MAY_CHANGE):
+            had = f"the sweep has {old}" if old is not None else f"the sweep was launched without {key}"
+            raise ConfigError(f"resume={sweep_dir}: {line} would change what the sweep's runs compute ({had}); "
+                              f"a resumed sweep may change only {', '.join(RESUME_MAY_CHANGE[:8])}, ...: start a "
+                              "new sweep for another")
+        if old is not None and OverridesParser.create().parse_overrides([old])[0].is_sweep_override():
+            raise ConfigError(f"resume={sweep_dir}: {line}: the sweep sweeps {old}; a resumed sweep keeps its grid")
+        changed[key] = old
+    return changed
+
+
+def keep_run_names(sweep_dir: Path, saved: list[str], given: list[str]) -> None:
+    """Before ``-m resume=SWEEP`` launches: record in RUN_NAMES the overrides its runs were named with, for
+    each key ``given`` changes for the first time, so that every job finds its own run directory."""
+    named_by = run_names(sweep_dir)
+    first = {k: v for k, v in resume_changes(sweep_dir, saved, given).items() if k not in named_by}
+    if first:
+        write_json(sweep_dir / RUN_NAMES, {"named_by": {**named_by, **first}})
+
+
+def run_names(sweep_dir: str | Path) -> dict[str, str | None]:
+    """The sweep's RUN_NAMES ({} where no resume has changed a key), checked as untrusted data."""
+    from rlconf.experiments.saved import load_json
+
+    path = Path(sweep_dir) / RUN_NAMES
+    if not path.exists() and not path.is_symlink():
+        return {}
+    data = load_json(path)
+    named_by = data.get("named_by") if isinstance(data, dict) else None
+    if not isinstance(named_by, dict) or not all(
+            within(key, RESUME_MAY_CHANGE) and not is_placement(key)
+            and (line is None or (isinstance(line, str) and _key(line) == key)) for key, line in named_by.items()):
+        raise ConfigError(f"{path}: not rlconf's record of how a sweep's runs are named (named_by: a mapping of "
+                          "keys a resume may change to the override the runs were named with, or null)")
+    return named_by
+
+
+def sweep_job_name(sweep_dir: str | Path, agent: str, env: str, seed: int, overrides: list[str]) -> str:
+    """The directory name of a sweep job (``rundir.sweep_run_name``), with the keys a resume has changed named
+    by their values of the sweep's first launch (RUN_NAMES)."""
+    named_by = run_names(sweep_dir)
+    kept = [o for o in overrides if _key(o) not in named_by]
+    return sweep_run_name(agent, env, seed, kept + [line for line in named_by.values() if line is not None])

@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from rlconf.core.generators import plain
+from rlconf.errors import ConfigError
 
 
 def seed_everything(seed: int) -> None:
@@ -29,6 +30,25 @@ def capture() -> dict[str, Any]:
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         state["cuda"] = torch.cuda.get_rng_state_all()
     return state
+
+
+def check(state: Any) -> None:
+    """A ConfigError naming the generator unless ``restore`` takes ``state``: found by restoring each state,
+    then putting the process's own back, so a checkpoint's generators are judged by the very calls that
+    restore them (before a resume touches its run directory)."""
+    if not isinstance(state, dict) or not {"python", "numpy", "torch"} <= state.keys():
+        raise ConfigError("rng: not the states of Python's, numpy's and torch's generators")
+    mine = capture()
+    setters = {"python": random.setstate, "numpy": np.random.set_state, "torch": torch.set_rng_state}
+    try:
+        for name, setter in setters.items():
+            try:
+                setter(state[name])
+            except (ValueError, TypeError, KeyError, RuntimeError, IndexError, OverflowError) as error:
+                text = " ".join(str(error).split())[:100] or type(error).__name__
+                raise ConfigError(f"rng.{name}: not a state {name}'s generator takes ({text})") from None
+    finally:
+        restore(mine)
 
 
 def restore(state: dict[str, Any]) -> None:

@@ -13,6 +13,7 @@ import shlex
 import shutil
 import signal
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -28,7 +29,7 @@ from rlconf import distributed, registry
 from rlconf.agents import BuildContext, Multiagent, MultiagentBuildContext, ParallelAgent, SingleEnvAgent
 from rlconf.approximation import compiled
 from rlconf.bodies import NormalizeObservations, NormalizeRewards, RunningMeanStd, body_options
-from rlconf.config import Settings, redact, validate
+from rlconf.config import Settings, check_process_counts, redact, validate
 from rlconf.core import EnvKind
 from rlconf.environments import Environment
 from rlconf.errors import ConfigError, first_line
@@ -46,11 +47,12 @@ from rlconf.experiments.multiagent import MultiagentExperiment
 from rlconf.experiments.pairing import compatible
 from rlconf.experiments.progress import ConsoleProgress, on_terminal, retract
 from rlconf.experiments.rundir import (
-    RunDirBusy,
+    RunDirRefused,
     check_logdir,
     claim,
     make_run_dir,
     slurm_job_id,
+    take_over,
     write_failure,
     write_json,
     write_status,
@@ -326,6 +328,7 @@ def _run_or_skip(cfg: DictConfig, parent_dir: str | Path | None, overrides: list
             check_logdir(settings.run.logdir)
         except ValueError as error:
             raise ConfigError(str(error)) from None
+    check_process_counts(settings.hardware)
     check_learners(settings)
     check_runner(settings)
     check_sampler(settings)
@@ -344,21 +347,94 @@ def _lead(settings: Settings, where: resume.Plan, resolved: dict, overrides: lis
     with contextlib.ExitStack() as held:
         # One writer a run directory: a second resume of it is refused before anything is built or touched.
         claimed = where.run_dir is not None and where.run_dir.exists()
-        if claimed:
-            _hold(held, where.run_dir)
+        lock = _hold(held, where.run_dir) if claimed else None
         built = build(settings, where)
         run_dir = make_run_directory(settings, where)
-        if not claimed:
-            _hold(held, run_dir)
+        if lock is None:
+            lock = _hold(held, run_dir)
+        take_over(lock, run_dir)  # everything is built: from here on, this run writes its directory
+        setup = held.enter_context(SettingUp(run_dir, settings.run.steps, where))
         write_run_config(settings, run_dir, where, resolved, overrides)
         sweep_dir = parent_dir or (run_dir.parent if (run_dir.parent / "multirun.yaml").exists() else None)
         experiment = choose_experiment(settings, built, run_dir, resolved, where.existing, sweep_dir)
+        experiment.on_status = setup.until_running(experiment.on_status)
         summary = finish(settings, experiment, built.checkpoint, where, started_at)
         if sweep_dir is not None:  # a sweep's run, or one of them resumed on its own
             write_sweep_table(sweep_dir)
         experiment.progress.print(_summary_line(f"{settings.agent_name} {settings.env.name}", summary,
                                                 settings.run.steps))
-        return summary
+        return {**summary, "run_dir": str(run_dir)}  # the caller's own path (rlconf.train), as it gave it
+
+
+class SettingUp(contextlib.AbstractContextManager):
+    """From the moment a run holds its directory until it trains, its status.json says ``starting``, and what
+    ends it there says what happened: a stop signal (SIGTERM, Slurm's SIGUSR1/2, Ctrl-C) ``stopped``, an error
+    ``failed``. Without it a directory whose run was killed while being set up had no status, and ``rlconf
+    status`` showed it queued forever. Nothing has trained yet, so a signal stops at once (a fresh run's
+    directory, which holds nothing of value, is removed); from its first ``running`` on, training answers
+    signals itself (``stopping.stop_requests``) and reports its own faults (``finish``)."""
+
+    SIGNALS = (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2)  # SIGINT raises KeyboardInterrupt already
+
+    class Stopped(BaseException):  # not an Exception: nothing on the way out mistakes it for a fault
+        def __init__(self, signum: int):
+            super().__init__(signum)
+            self.signum = signum
+
+    def __init__(self, run_dir: Path, steps: int, where: resume.Plan):
+        self.run_dir, self.steps, self.where = run_dir, steps, where
+        self.training = False
+        self.previous: dict[int, Any] = {}
+
+    def __enter__(self) -> SettingUp:
+        self._status("starting")
+        if threading.current_thread() is threading.main_thread():
+            self.previous = {s: signal.signal(s, self._stop) for s in self.SIGNALS}
+        return self
+
+    def until_running(self, status: Callable[..., None]) -> Callable[..., None]:
+        """``status`` (the experiment's on_status), ending the setup when the run first says it is running."""
+        def report(state: str, **fields: Any) -> None:
+            if state == "running":
+                self._end()
+            status(state, **fields)
+
+        return report
+
+    def __exit__(self, kind, error, traceback) -> None:
+        training = self.training
+        self._end()
+        if kind is None or training:
+            return
+        if isinstance(error, (SettingUp.Stopped, KeyboardInterrupt)):
+            signum = error.signum if isinstance(error, SettingUp.Stopped) else signal.SIGINT
+            name = signal.Signals(signum).name
+            if self.where.existing:
+                self._status("stopped", signal=name)
+                then = f"continue with: rlconf run resume={shlex.quote(str(self.run_dir))}"
+            else:
+                then = _nothing_kept(self.run_dir, self.where)
+            print(f"rlconf: stopped by {name} before training began; {then}", file=sys.stderr)
+            raise SystemExit(128 + signum) from None
+        elif isinstance(error, ConfigError) and not self.where.existing:  # bad input leaves no run directory
+            _nothing_kept(self.run_dir, self.where)
+        elif isinstance(error, Exception):
+            self._status("failed", error=first_line(error))
+
+    def _end(self) -> None:
+        self.training = True
+        for signum, handler in self.previous.items():
+            signal.signal(signum, handler)
+        self.previous = {}
+
+    def _stop(self, signum: int, frame) -> None:
+        raise SettingUp.Stopped(signum)
+
+    def _status(self, state: str, **fields: Any) -> None:
+        """status.json, where the directory (and the disk) still takes it."""
+        if self.run_dir.is_dir():
+            with contextlib.suppress(OSError):
+                write_status(self.run_dir, state, total_steps=self.steps, **fields)
 
 
 @dataclass
@@ -387,7 +463,7 @@ def build(settings: Settings, where: resume.Plan) -> Built:
     checkpoint = _load_checkpoint(where.checkpoint) if where.checkpoint else None
     if checkpoint is not None:
         try:
-            Experiment.check_restorable(agent, checkpoint)
+            Experiment.check_restorable(agent, checkpoint, where.run_dir)
         except (ValueError, KeyError, RuntimeError, TypeError) as error:
             raise ConfigError(f"cannot resume {where.checkpoint}: {first_line(error)}") from None
     return Built(env, agent, logger, checkpoint, _videos(settings))
@@ -417,8 +493,9 @@ def make_run_directory(settings: Settings, where: resume.Plan) -> Path:
 
 def write_run_config(settings: Settings, run_dir: Path, where: resume.Plan, resolved: dict,
                      overrides: list[str]) -> None:
-    """config.yaml, overrides.yaml and provenance.json beside the run; a resumed run is not finished any more
-    (summary.json)."""
+    """config.yaml, overrides.yaml and provenance.json beside the run. A resumed run keeps the summary.json
+    of its shorter budget until it writes its own: its budget says it has not finished (rundir.finished_summary,
+    ``rlconf status``), and a resume that is killed or fails keeps the earlier test result."""
     retract()
     if not settings.run.quiet and not where.existing and on_terminal():  # a resumed run says so (_restore)
         print(f"rlconf: run directory {run_dir}", file=sys.stderr, flush=True)  # off a terminal: the summary's
@@ -427,7 +504,6 @@ def write_run_config(settings: Settings, run_dir: Path, where: resume.Plan, reso
         if not (run_dir / "overrides.yaml").exists():  # a resumed run keeps those it was launched with
             write_text(run_dir / "overrides.yaml", OmegaConf.to_yaml(redact(overrides)))
         provenance.write(run_dir, settings.hardware.device, overrides, where.existing, settings.run.rerun)
-        (run_dir / "summary.json").unlink(missing_ok=True)  # resumed with a longer budget: not finished any more
     except OSError as error:  # a full disk before the run began: a fresh run leaves nothing behind
         raise RunFailed(f"{write_failure(error)}; {_nothing_kept(run_dir, where)}") from None
 
@@ -564,7 +640,7 @@ def finish(settings: Settings, experiment: Experiment, checkpoint: dict | None, 
             _record_failure(run_dir, str(failure), status)
         raise failure from None
     except Exception as error:
-        (run_dir / "error.txt").write_text(traceback.format_exc())
+        write_text(run_dir / "error.txt", traceback.format_exc())
         status("failed", error=first_line(error))
         raise
     finally:
@@ -576,13 +652,14 @@ def finish(settings: Settings, experiment: Experiment, checkpoint: dict | None, 
     return summary
 
 
-def _hold(held: contextlib.ExitStack, run_dir: Path) -> None:
-    """Claim ``run_dir`` (its one writer) until ``held`` closes."""
+def _hold(held: contextlib.ExitStack, run_dir: Path) -> int:
+    """Claim ``run_dir`` (its one writer) until ``held`` closes; the lock's descriptor."""
     try:
         lock = claim(run_dir)
-    except RunDirBusy as error:
+    except RunDirRefused as error:  # busy, read-only, or crafted
         raise ConfigError(str(error)) from None
     held.callback(os.close, lock)
+    return lock
 
 
 def _nothing_kept(run_dir: Path, where: resume.Plan) -> str:
@@ -680,7 +757,7 @@ def _summary(settings: Settings, experiment: Experiment, returns: list[float], t
         **({"compile_seconds": seconds} if (seconds := compiled.seconds()) is not None else {}),
         "n_envs": settings.hardware.n_envs,
         "resumes": experiment.resumes,
-        "run_dir": str(run_dir),
+        "run_dir": redact(str(run_dir)),  # a token typed into logdir is not kept, as in config.yaml
         "hardware": asdict(settings.hardware),
     }
 

@@ -15,6 +15,7 @@ import contextlib
 import csv
 import fcntl
 import io
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,7 +23,7 @@ import yaml
 
 from rlconf.config import redact
 from rlconf.errors import ConfigError
-from rlconf.experiments.rundir import atomic_write, is_placement, read_json, write_text
+from rlconf.experiments.rundir import SWEEP_LOCK, atomic_write, is_placement, open_inside, read_json, write_text
 from rlconf.experiments.saved import load_yaml
 
 SUMMARY_COLUMNS = ["steps", "episodes", "test_return_mean", "test_return_std", "test_episodes", "wall_seconds",
@@ -73,7 +74,7 @@ def write_sweep_table(sweep_dir: str | Path) -> Path:
     sweep_dir = Path(sweep_dir)
     # Read and written under one lock: two runs finishing together must not each write a table without
     # the other's row.
-    with _locked(sweep_dir / ".sweep.lock"):
+    with _locked(sweep_dir, SWEEP_LOCK):
         return _write_table(sweep_dir)
 
 
@@ -102,11 +103,15 @@ def _cell(value) -> str:
 
 
 @contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """An exclusive lock on ``path`` (fcntl locks also hold across machines on NFS)."""
-    with open(path, "a") as handle:
-        fcntl.lockf(handle, fcntl.LOCK_EX)
+def _locked(folder: Path, name: str) -> Iterator[None]:
+    """An exclusive lock on the file ``name`` of ``folder`` (fcntl locks also hold across machines on NFS),
+    made there, never through a link (``rundir.open_inside``)."""
+    fd = open_inside(folder, name, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX)
         try:
             yield
         finally:
-            fcntl.lockf(handle, fcntl.LOCK_UN)
+            fcntl.lockf(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)

@@ -1,7 +1,7 @@
 """What rlconf's launchers share: skipping finished runs, a job record per run, and the job itself.
 
 Hydra hands a launcher the overrides of every job of a sweep. Before anything is started, each job's run
-directory is worked out exactly as the run will (``rundir.sweep_run_name``): a job whose run has a
+directory is worked out exactly as the run will (``resume.sweep_job_name``): a job whose run has a
 summary.json is not launched again, and every other gets a ``job.json`` in its directory (launcher, job
 number, overrides, later the Slurm job and its log), which ``rlconf status`` reads to show runs still queued.
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import socket
+import stat
 import sys
 import time
 from collections.abc import Sequence
@@ -115,7 +116,8 @@ class RunLauncher(Launcher):
     def _job(self, num: int, overrides: list[str]) -> Job:
         """The job's run directory, named as ``rlconf.experiments.run`` will name it."""
         from rlconf.config import validate
-        from rlconf.experiments.rundir import finished_summary, sweep_run_name
+        from rlconf.experiments.resume import sweep_job_name
+        from rlconf.experiments.rundir import finished_summary
 
         assert self.hydra_context is not None and self.config is not None
         config = self.hydra_context.config_loader.load_sweep_config(self.config, overrides)
@@ -123,8 +125,9 @@ class RunLauncher(Launcher):
         with open_dict(config):
             del config["hydra"]  # the job's own config, as the task gets it
         settings = validate(config)
-        name = sweep_run_name(settings.agent_name, settings.env.name, settings.run.seed, task_overrides)
-        run_dir = Path(str(self.config.hydra.sweep.dir)) / name
+        sweep_dir = Path(str(self.config.hydra.sweep.dir))
+        name = sweep_job_name(sweep_dir, settings.agent_name, settings.env.name, settings.run.seed, task_overrides)
+        run_dir = sweep_dir / name
         return Job(num, overrides, run_dir, finished_summary(run_dir, settings.run.steps),
                    (settings.hardware.learners, settings.hardware.nodes))
 
@@ -181,10 +184,18 @@ class RunFailed(RuntimeError):
     """A run of a sweep did not finish; the message says which, why, and where its log is."""
 
 
+LOG_TAIL_BYTES = 64 * 1024
+
+
 def log_tail(path: Path, lines: int = 1) -> str:
-    """The last non-empty ``lines`` lines of a log file ('' when there is none)."""
+    """The last non-empty ``lines`` lines of a log file ('' when there is none, or it is no regular file): read
+    from its last 64 KiB only, since job.json (which names it) may have been crafted to name a huge one."""
     try:
-        text = path.read_text(errors="replace")
+        with open(path, "rb") as file:
+            if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):  # /dev/zero would never end
+                return ""
+            file.seek(max(0, os.fstat(file.fileno()).st_size - LOG_TAIL_BYTES))
+            text = file.read(LOG_TAIL_BYTES).decode(errors="replace")
     except OSError:
         return ""
     kept = [line for line in text.splitlines() if line.strip()]

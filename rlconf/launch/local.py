@@ -7,7 +7,9 @@ per GPU), each run seeing only its own GPUs and pinned to its own cores.
 Why not submitit's LocalExecutor: it starts every job at once, gives every job the same first GPUs, and on
 Ctrl-C kills its jobs a second after interrupting them, before a checkpoint can be written. Here each job is
 a process in its own session: Ctrl-C reaches only the launcher, which passes one SIGINT to each running job
-(each writes its checkpoint and stops) and waits for them; a second Ctrl-C kills them.
+(each writes its checkpoint and stops) and waits for them; a second Ctrl-C kills them. SIGTERM to the
+launcher is passed on the same way (``_terminate``), and a launcher killed outright (``kill -9``) takes its
+jobs with it: each is sent SIGTERM by the kernel as its parent ends (``job.die_with_parent``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from pathlib import Path
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus
 
+from rlconf.experiments.rundir import open_inside
 from rlconf.experiments.stopping import stop_requests
 from rlconf.launch.base import Job, RunLauncher, failed, log_tail
 from rlconf.launch.slots import Slot, make_slots, visible_gpus
@@ -63,9 +66,12 @@ class LocalRunLauncher(RunLauncher):
         try:
             # Ctrl-C is answered at the top of the loop, never raised inside subprocess's bookkeeping: a
             # KeyboardInterrupt landing in Popen.poll() while it holds its lock would hang the wait that follows.
-            with stop_requests((signal.SIGINT,)) as ctrl_c:
+            with stop_requests((signal.SIGINT, signal.SIGTERM)) as stop:
                 while queue or running:
-                    if ctrl_c.signum is not None:
+                    if stop.signum == signal.SIGTERM:
+                        progress.close()
+                        raise SystemExit(_terminate(running, sweep_dir))
+                    if stop.signum is not None:
                         raise KeyboardInterrupt
                     while queue and free:
                         job, slot = queue.popleft(), free.pop(0)
@@ -99,9 +105,10 @@ class LocalRunLauncher(RunLauncher):
         task = spool / f"{job.num}.pkl"
         task.write_bytes(cloudpickle.dumps((self, (job.overrides, job.num, Singleton.get_state(), slot, None))))
         log = job.run_dir / "log.txt"
-        with open(log, "ab") as out:
+        with os.fdopen(open_inside(job.run_dir, log.name, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "ab") as out:
             # The slot's GPUs are the process's from its start, before anything could touch CUDA.
-            process = subprocess.Popen([sys.executable, "-m", "rlconf.launch.job", str(task)], stdout=out,
+            process = subprocess.Popen([sys.executable, "-m", "rlconf.launch.job", str(task), str(os.getpid())],
+                                       stdout=out,
                                        stderr=subprocess.STDOUT, start_new_session=True,
                                        env={**os.environ, **slot.environment()})
         self.record(job, state="started", pid=process.pid, log=str(log), slot=slot.describe(),
@@ -149,6 +156,20 @@ def _stop(running: dict) -> None:
         for process, *_ in running.values():
             _signal(process, signal.SIGKILL)
         raise
+
+
+def _terminate(running: dict, sweep_dir: Path) -> int:
+    """SIGTERM to the launcher (kill, a scheduler): passed on to every running job, each of which checkpoints
+    and writes its status ``stopped``; the launcher waits for them (a second SIGTERM changes nothing: the
+    checkpoints are not cut short), says so in one line and exits as a process stopped by SIGTERM does."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    for process, *_ in running.values():
+        _signal(process, signal.SIGTERM)
+    for process, *_ in running.values():
+        process.wait()
+    print(f"rlconf: sweep stopped by SIGTERM; {len(running)} running run(s) stopped at a checkpoint; continue it "
+          f"with: rlconf run -m resume={shlex.quote(str(sweep_dir))}", file=sys.stderr)
+    return 128 + signal.SIGTERM
 
 
 def _signal(process: subprocess.Popen, signum: int) -> None:

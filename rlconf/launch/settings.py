@@ -87,6 +87,7 @@ def check(target: str, params: dict[str, Any]) -> None:
         if isinstance(gpus, list):
             _require(len(gpus) >= params["gpus_per_run"], "gpus", gpus,
                      f"fewer GPUs than hardware.gpus_per_run={params['gpus_per_run']}")
+        _check_runs_at_once(params)
     elif target == SLURM_TARGET:
         for key in ("time", "cpus", "array_parallelism", "signal_delay_s", "tasks", "nodes"):
             _require(params[key] >= 1, key, params[key], "must be at least 1")
@@ -94,6 +95,20 @@ def check(target: str, params: dict[str, Any]) -> None:
         _require(params["poll_seconds"] > 0, "poll_seconds", params["poll_seconds"], "must be positive")
         for line in params["sbatch"]:
             _require(str(line).startswith("--"), "sbatch", line, "each item is a long sbatch option, e.g. --exclusive")
+
+
+def _check_runs_at_once(params: dict[str, Any]) -> None:
+    """The runs a local launcher starts at once (``parallel``, or ``runs_per_gpu`` on each GPU), each of
+    ``learners`` processes, bounded by the processes this machine holds (``config.machine_processes``)."""
+    from rlconf.config import machine_processes
+
+    limit, machine = machine_processes()
+    learners = max(1, int(params.get("learners") or 1))
+    most = max(1, limit // learners)
+    holds = f"runs at once, {learners} learner process(es) each; this machine holds {limit} processes ({machine})"
+    _require(params.get("parallel") is None or params["parallel"] <= most, "parallel", params.get("parallel"),
+             f"{holds}; allowed: 1 to {most}, or null")
+    _require(params["runs_per_gpu"] <= most, "runs_per_gpu", params["runs_per_gpu"], f"{holds}; allowed: 1 to {most}")
 
 
 def sbatch_parameters(options: list[str]) -> dict[str, Any]:

@@ -81,7 +81,6 @@ def run_dirs(sweep_dir: Path) -> list[Path]:
 
 
 def collect(sweep_dir: Path) -> list[RunStatus]:
-    from rlconf.experiments.rundir import read_json
     from rlconf.launch.slurm import squeue_states
 
     if not sweep_dir.is_dir():
@@ -89,12 +88,25 @@ def collect(sweep_dir: Path) -> list[RunStatus]:
     dirs, sweeps = walk(sweep_dir)
     if not dirs and not sweeps:
         raise StatusError(f"{sweep_dir}: not a sweep directory (no multirun.yaml) and no run directory below it")
-    records = {d: (read_json(d / "job.json") or {}, read_json(d / "status.json"), read_json(d / "summary.json"))
-               for d in dirs}
+    records = {d: _records(d) for d in dirs}
     slurm_ids = {str(r[1].get("slurm_job_id") if r[1] and r[1].get("slurm_job_id") else r[0].get("slurm_job_id"))
                  for r in records.values()} - {"None"}
     squeue = squeue_states(sorted(slurm_ids)) if slurm_ids else None
     return [_status(d, _name(d, sweep_dir), *records[d], squeue) for d in dirs]
+
+
+def _records(run_dir: Path) -> tuple[dict, dict | None, dict | None]:
+    """The run's job.json ({} when none), status.json and summary.json (None when none), each checked against
+    its schema (``rlconf.experiments.saved``): a file that is not what rlconf writes is a StatusError line."""
+    from rlconf.errors import ConfigError
+    from rlconf.experiments.saved import JOB_SCHEMA, STATUS_SCHEMA, SUMMARY_SCHEMA, read_record
+
+    try:
+        return (read_record(run_dir / "job.json", JOB_SCHEMA) or {},
+                read_record(run_dir / "status.json", STATUS_SCHEMA),
+                read_record(run_dir / "summary.json", SUMMARY_SCHEMA))
+    except ConfigError as error:
+        raise StatusError(str(error)) from None
 
 
 def _name(run_dir: Path, root: Path) -> str:
@@ -116,9 +128,9 @@ def _status(run_dir: Path, name: str, job: dict, status: dict | None, summary: d
         out.episodes, out.last_return = status.get("episodes"), status.get("last_return")
         if status.get("phase") == "test" and status.get("test_episodes"):
             out.testing = (status.get("test_episodes_done", 0), status["test_episodes"])
-    if summary is not None:
+    if summary is not None and _finished(summary, status):
         out.state = "pruned" if summary.get("state") == "pruned" else "done"
-        if out.state == "pruned":
+        if out.state == "pruned" and {"pruned_at_step", "pruned_eval_return"} <= summary.keys():
             out.note = (f"pruned after the evaluation at step {summary['pruned_at_step']:,} (return "
                         f"{summary['pruned_eval_return']:.1f})")
         out.steps, out.episodes = summary.get("steps"), summary.get("episodes")
@@ -153,10 +165,20 @@ def _status(run_dir: Path, name: str, job: dict, status: dict | None, summary: d
     elif _dead(status.get("host"), status.get("pid")):
         out.state, out.note = "failed", "its process is gone (killed?)"
     elif status.get("host") != socket.gethostname() and time.time() - status.get("updated", 0) > STALE_SECONDS:
-        out.state, out.note = "failed", f"no news for {(time.time() - status['updated']) / 60:.0f} minutes"
+        out.state, out.note = "failed", f"no news for {(time.time() - status.get('updated', 0)) / 60:.0f} minutes"
     else:
         out.state = "running"
     return out
+
+
+def _finished(summary: dict, status: dict | None) -> bool:
+    """Whether the run's summary.json is its end: a run resumed with a longer budget keeps the summary of its
+    shorter one (its earlier test result) while it trains on, and has not finished (``rundir.finished_summary``
+    by the budget its status.json names)."""
+    if status is None or status.get("state") in ("done", "pruned") or summary.get("state") == "pruned":
+        return True
+    budget = status.get("total_steps")
+    return budget is None or summary.get("steps", 0) >= budget
 
 
 def _dead(host: str | None, pid: int | None) -> bool:

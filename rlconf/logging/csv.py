@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from rlconf.errors import require
+from rlconf.experiments.rundir import open_inside
 from rlconf.logging.base import Logger, LoggerContext
 
 EPISODE_FIELDS = ["step", "episode", "return", "length", "wall_seconds"]
@@ -22,10 +23,12 @@ PULL_FIELDS = ["step", "pull", "reward", "regret", "optimal_rate"]  # then arm/<
 
 class _Table:
     def __init__(self, path: Path, fields: list[str]):
-        new = not path.exists() or path.stat().st_size == 0
+        # Appended to (and cut back on resume) in place: opened never through a link (rundir.open_inside).
+        fd = open_inside(path.parent, path.name, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        new = os.fstat(fd).st_size == 0
         self.path = path
         self.fields = fields
-        self.file = open(path, "a", newline="")  # noqa: SIM115 - open for the run's lifetime
+        self.file = open(fd, "a", newline="")  # noqa: SIM115 - open for the run's lifetime
         self.writer = csv.writer(self.file)
         if new:
             self.writer.writerow(fields)
@@ -40,8 +43,12 @@ class _Table:
         return os.fstat(self.file.fileno()).st_size
 
     def truncate(self, size: int) -> None:
-        """Cut the file back to ``size`` bytes (0: just the header). Appends continue from there."""
+        """Cut the file back to ``size`` bytes (0: just the header). Appends continue from there. Never
+        lengthened: a checkpoint recording more than the file holds is refused before a resume touches the run
+        directory (``saved.check_recorded_sizes``), and here again rather than grow a sparse file."""
         self.file.flush()
+        if size > os.fstat(self.file.fileno()).st_size:
+            raise ValueError(f"{self.path.name}: the checkpoint records {size:,} bytes, more than the file holds")
         self.file.truncate(size)
         if size == 0:
             self.writer.writerow(self.fields)

@@ -26,7 +26,7 @@ import torch
 
 from rlconf.core import State
 from rlconf.core.generators import generators_state, load_generators_state
-from rlconf.errors import ConfigError
+from rlconf.cost import Cost, refuse_unless_fits
 
 
 class Transitions(NamedTuple):
@@ -316,20 +316,13 @@ def memory_of(device) -> int:
 
 def check_fits(capacity: int, space, dtype: torch.dtype, frame_stack: int, action_space, device) -> None:
     """A replay larger than the memory it would live in is bad input, said before allocating it (torch's
-    allocator would fail with a traceback, or the kernel kill the run hours later)."""
-    need, have = replay_bytes(capacity, space, dtype, frame_stack, action_space), memory_of(device)
-    if need > have:
-        raise ConfigError(f"agent.replay_buffer_size={capacity}: a replay of {capacity:,} transitions of "
-                          f"{tuple(space.shape)} {str(dtype).removeprefix('torch.')} needs {_size(need)}, and "
-                          f"{'this machine' if torch.device(device).type == 'cpu' else device} has {_size(have)}")
-
-
-def _size(n: float) -> str:
-    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{n:,.0f} {unit}" if unit == "bytes" else f"{n:,.1f} {unit}"
-        n /= 1024
-    return f"{n:,.1f} TiB"
+    allocator would fail with a traceback, or the kernel kill the run hours later): the rule of every cost
+    estimate (rlconf.cost), with the replay's exact size, known once the observation space is."""
+    what = f"a replay of {capacity:,} transitions of {tuple(space.shape)} {str(dtype).removeprefix('torch.')}"
+    where = "this machine" if torch.device(device).type == "cpu" else str(device)
+    cost = Cost("agent.replay_buffer_size", capacity, what,
+                bytes=replay_bytes(capacity, space, dtype, frame_stack, action_space))
+    refuse_unless_fits(cost, memory_of(device), where)
 
 
 def replay_buffer(capacity: int, n_envs: int, space, dtype: torch.dtype, *, device, seed: int,

@@ -67,6 +67,41 @@ class SearchSpace:
     def distributions(self) -> dict[str, BaseDistribution]:
         return {key: d.distribution for key, d in self.dimensions.items()}
 
+    def check_values(self, values: dict[str, Any], where: str) -> None:
+        """Values a study holds for a trial to run (read from its journal, which is a file of the sweep
+        directory, so untrusted): each a searched key's, inside its distribution (type, bounds, step); a
+        TuningError naming the first that is not, since a run would otherwise train with it."""
+        for key, value in values.items():
+            dimension = self.dimensions.get(key)
+            if dimension is None:
+                raise TuningError(f"{where}: {key} is not a searched key of this sweep; allowed: "
+                                  f"{', '.join(self.dimensions)}")
+            if not contains(dimension.distribution, value):
+                raise TuningError(f"{where}: {key}={value!r} lies outside this sweep's search space of {key} "
+                                  f"({describe(dimension.distribution)}); start a new sweep, or restore the study")
+
+
+def contains(distribution: BaseDistribution, value: Any) -> bool:
+    """Whether ``value`` is one that ``distribution`` can draw (Optuna trusts a stored value)."""
+    d = distribution
+    if isinstance(d, CategoricalDistribution):
+        return any(type(c) is type(value) and c == value for c in d.choices)
+    number = int if isinstance(d, IntDistribution) else (int, float)
+    if not isinstance(value, number) or isinstance(value, bool) or not math.isfinite(value):
+        return False
+    if not d.low <= value <= d.high:
+        return False
+    return d.step is None or math.isclose((value - d.low) / d.step, round((value - d.low) / d.step), abs_tol=1e-8)
+
+
+def describe(distribution: BaseDistribution) -> str:
+    """A distribution as the sweep gave it: ``choice(32, 64)``, ``interval(1e-05, 0.01), log``, ..."""
+    d = distribution
+    if isinstance(d, CategoricalDistribution):
+        return f"choice({', '.join(map(str, d.choices))})"
+    kind = "an integer" if isinstance(d, IntDistribution) else "a float"
+    return f"{kind} from {d.low} to {d.high}{', log scale' if d.log else ''}{f', step {d.step}' if d.step else ''}"
+
 
 def number_text(value: int | float) -> str:
     return str(value) if isinstance(value, int) else repr(float(value))

@@ -18,6 +18,9 @@ the evaluations as warm-up; successive halving with reduction_factor=4 from the 
 from __future__ import annotations
 
 import inspect
+import json
+import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +29,7 @@ import optuna
 from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend, JournalFileOpenLock
 
+from rlconf.experiments.rundir import open_inside
 from rlconf.tuning.settings import PRUNERS, SAMPLERS, STUDY_FILE, TuningError
 
 PRUNER_CLASSES = {"median": optuna.pruners.MedianPruner, "hyperband": optuna.pruners.HyperbandPruner,
@@ -34,8 +38,51 @@ PRUNER_CLASSES = {"median": optuna.pruners.MedianPruner, "hyperband": optuna.pru
 
 def storage(path: str | Path) -> JournalStorage:
     """The study file at ``path`` (``<sweep dir>/optuna.journal``), made when first written."""
-    path = str(path)
-    return JournalStorage(JournalFileBackend(path, lock_obj=JournalFileOpenLock(path)))
+    return JournalStorage(JournalFile(Path(path)))
+
+
+class JournalFile(JournalFileBackend):
+    """Optuna's journal file, made and appended to as a file of the sweep directory itself, never through a
+    symbolic link (``rundir.open_inside``): a crafted sweep directory whose ``optuna.journal`` links elsewhere
+    cannot make a sweep append there. Reading, locking and the file's format are Optuna's."""
+
+    def __init__(self, path: Path):
+        self._folder, self._name = path.parent, path.name
+        self._append_lock = JournalFileOpenLock(str(path))
+        os.close(open_inside(self._folder, self._name, os.O_WRONLY | os.O_APPEND | os.O_CREAT))  # made here
+        super().__init__(str(path), lock_obj=self._append_lock)
+
+    def read_logs(self, log_number_from: int) -> Iterator[dict[str, Any]]:
+        """Optuna's reading, with a line that is not one of its operations (a JSONDecodeError, a list) as a
+        TuningError naming the file and the line: the journal is a file of the sweep directory."""
+        read = log_number_from  # lines read so far: the next one is line read + 1
+        logs = super().read_logs(log_number_from)
+        while True:
+            try:
+                log = next(logs)
+            except StopIteration:
+                return
+            except ValueError as error:  # json.JSONDecodeError is one
+                raise self._bad_line(read + 1, " ".join(str(error).split())) from None
+            if not isinstance(log, dict) or not isinstance(log.get("op_code"), int):
+                raise self._bad_line(read + 1, "not an operation of Optuna's journal")
+            read += 1
+            yield log
+
+    def _bad_line(self, number: int, why: str) -> TuningError:
+        return TuningError(f"{self._folder / self._name}: line {number} is not a line of an Optuna journal ({why}); "
+                           "a study's journal is written by its sweep only: restore it, or start a new sweep")
+
+    def append_logs(self, logs: list[dict[str, Any]]) -> None:
+        text = "".join(json.dumps(log, separators=(",", ":")) + "\n" for log in logs)
+        self._append_lock.acquire()
+        try:
+            with os.fdopen(open_inside(self._folder, self._name, os.O_WRONLY | os.O_APPEND), "ab") as file:
+                file.write(text.encode())
+                file.flush()
+                os.fsync(file.fileno())  # as Optuna's own backend: the operation is on disk before the lock goes
+        finally:
+            self._append_lock.release()
 
 
 def study_path(sweep_dir: str | Path) -> Path:

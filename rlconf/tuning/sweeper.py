@@ -94,9 +94,7 @@ class StudySweeper(Sweeper):
                                                                 task_function=task_function)
 
     def sweep(self, arguments: list[str]) -> None:
-        import optuna
-
-        from rlconf.tuning.study import exists, make_sampler, quiet, storage, study_path
+        from rlconf.tuning.study import quiet, study_path
 
         assert self.config is not None and self.launcher is not None
         quiet()
@@ -115,15 +113,15 @@ class StudySweeper(Sweeper):
                   "(sweep.csv); start a new sweep", file=sys.stderr)
             raise SystemExit(2)
         sweep_dir.mkdir(parents=True, exist_ok=True)
+        path = study_path(sweep_dir)
+        try:  # before anything of the sweep directory is written: a study refused leaves it as it was
+            store, study, new = _open_study(path, s)
+            check_trials(study, space, path)
+        except TuningError as error:
+            print(f"rlconf: error: {error}", file=sys.stderr)
+            raise SystemExit(2) from None
         # As Hydra's basic sweeper does: the sweep's config and command line, which resume=SWEEP_DIR reads.
         OmegaConf.save(config, sweep_dir / "multirun.yaml")
-        path = study_path(sweep_dir)
-        store = storage(path)
-        new = not exists(store, s["study_name"])
-        before = 0 if new else len(store.get_all_trials(store.get_study_id_from_name(s["study_name"])))
-        study = optuna.create_study(storage=store, study_name=s["study_name"], direction=s["direction"],
-                                    sampler=make_sampler(s["sampler"]["name"], s["sampler"]["seed"], before),
-                                    load_if_exists=True)
         if new:
             for values in s["enqueue"]:
                 study.enqueue_trial(values)
@@ -136,6 +134,45 @@ class StudySweeper(Sweeper):
     @property
     def quiet(self) -> bool:
         return bool(self.config is not None and self.config.get("quiet"))
+
+
+def _open_study(path: Path, s: dict[str, Any]):
+    """The study in ``path`` (made when new): its storage, the study, and whether it is new. A journal whose
+    operations Optuna cannot replay (a line that parses but says nothing Optuna wrote) is a TuningError."""
+    import optuna
+
+    from rlconf.errors import first_line
+    from rlconf.tuning.study import exists, make_sampler, storage
+
+    try:
+        store = storage(path)
+        new = not exists(store, s["study_name"])
+        before = 0 if new else len(store.get_all_trials(store.get_study_id_from_name(s["study_name"])))
+        sampler = make_sampler(s["sampler"]["name"], s["sampler"]["seed"], before)
+        # A study that exists is loaded, not created again: Optuna's create_study(load_if_exists=True) would
+        # append an operation to the journal before it has been checked (check_trials).
+        study = optuna.create_study(storage=store, study_name=s["study_name"], direction=s["direction"],
+                                    sampler=sampler) if new else optuna.load_study(
+            study_name=s["study_name"], storage=store, sampler=sampler)
+    except TuningError:
+        raise
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as error:
+        raise TuningError(f"{path}: not a journal of an Optuna study ({first_line(error)}); a study's journal is "
+                          "written by its sweep only: restore it, or start a new sweep") from None
+    return store, study, new
+
+
+def check_trials(study, space, path: Path) -> None:
+    """Every trial the sweep would run from its journal (one an interruption left running, asked again with
+    its values; one enqueued and waiting, with its fixed values) holds values of the sweep's own search space:
+    the journal is a file of the sweep directory, and a crafted trial would otherwise train with any value."""
+    from optuna.trial import TrialState
+
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING, TrialState.WAITING)):
+        fixed = trial.system_attrs.get("fixed_params") or {}
+        if not isinstance(fixed, dict):
+            raise TuningError(f"{path}: trial {trial.number}: its fixed values are not a mapping")
+        space.check_values({**fixed, **trial.params}, f"{path}: trial {trial.number}")
 
 
 class Launch:
@@ -257,6 +294,8 @@ class Launch:
     def _finish(self) -> None:
         """optimization_results.yaml (the best trial, every trial's state), the closing line, and exit status 1
         when a trial of this launch failed."""
+        from rlconf.experiments.rundir import write_text
+
         sweep_dir = self.path.parent
         best = self._best_trial()
         results = {"name": "optuna", "study": self.study.study_name, "storage": str(self.path),
@@ -265,7 +304,8 @@ class Launch:
         if best is not None:
             results |= {"best_trial": best.number, "best_value": best.value, "best_params": best.params,
                         "best_run": best.user_attrs.get("run")}
-        OmegaConf.save(OmegaConf.create(results), sweep_dir / RESULTS_FILE)
+        # Replaced whole, never written through a link a crafted sweep directory holds in its place.
+        write_text(sweep_dir / RESULTS_FILE, OmegaConf.to_yaml(OmegaConf.create(results)))
         self.say(f"rlconf: study {self.path}: {self._counts()}{self._best()}; results: {sweep_dir / RESULTS_FILE}")
         if self.failed:
             print(f"rlconf: {self.failed} of {self.launched} trials failed; see: rlconf status {sweep_dir}",
