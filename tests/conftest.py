@@ -28,6 +28,13 @@ torch.set_num_threads(1)
 FAST_RUN = ["test_episodes=2", "eval_every=0", "quiet=true"]
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slow learning tests first (in their order), then the rest: pytest-xdist hands tests out in this
+    order, so the minutes-long tests start at once and the many short ones fill the workers' gaps, rather than
+    a learning test handed out last keeping one worker busy while the other idles."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 def cli_env(pythonpath: list[Path] | None = None) -> dict[str, str]:
     """The environment of a CLI subprocess: warnings off (they are not what these tests judge), and no
     user setting that would change how errors are reported."""
