@@ -700,9 +700,6 @@ def compose(overrides: list[str], config_dirs: list[str], hydra_config: bool = F
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
-    if not isinstance(overrides, (list, tuple)) or not all(isinstance(o, str) for o in overrides):
-        raise ConfigError(f"overrides={overrides!r}: expected strings such as 'agent=dqn', each one override")
-
     with initialize_config_dir(config_dir=str(config_dir()), version_base=None):
         return hydra_compose(config_name="config", overrides=[*overrides, searchpath_override(config_dirs)],
                              return_hydra_config=hydra_config)

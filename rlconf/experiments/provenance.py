@@ -35,7 +35,7 @@ import rlconf
 from rlconf.config import REDACTED, redact
 from rlconf.errors import ConfigError
 from rlconf.experiments.resume import flatten
-from rlconf.experiments.rundir import PLACEMENT_KEYS, within, write_text
+from rlconf.experiments.rundir import PLACEMENT_KEYS, override_key, within, write_text
 from rlconf.experiments.saved import PROVENANCE_SCHEMA, read_bounded, read_config, read_record
 
 PROVENANCE = "provenance.json"
@@ -166,7 +166,7 @@ def _git(folder: Path, *args: str) -> str | None:
 # -- rerun=DIR -----------------------------------------------------------------------------------------------
 def check_rerun_overrides(value: str, given: list[str]) -> None:
     """The keys given beside ``rerun=DIR``: only those of RERUN_MAY_GIVE (and never resume=)."""
-    keys = [o.lstrip("+~").split("=", 1)[0] for o in given]
+    keys = [override_key(o) for o in given]
     if "resume" in keys:
         raise ConfigError(f"rerun={value} starts a new run from a record; resume= continues one: give one of them")
     allowed = ", ".join(k for k in RERUN_MAY_GIVE if k not in ("rerun", "resume", "hydra", "launcher"))

@@ -25,6 +25,7 @@ from rlconf.experiments.rundir import (
     check_sweep_files,
     finished_summary,
     is_placement,
+    override_key,
     sweep_run_name,
     within,
     write_json,
@@ -146,10 +147,6 @@ def plan(steps: int, resume: str | None, parent_dir: str | Path | None, name: tu
 RUN_NAMES = "run_names.json"  # in a sweep directory: {"named_by": {key: the override its runs were named with}}
 
 
-def _key(override: str) -> str:
-    return override.lstrip("+~").split("=", 1)[0]
-
-
 def resume_changes(sweep_dir: str | Path, saved: list[str], given: list[str]) -> dict[str, str | None]:
     """The overrides ``given`` beside ``-m resume=SWEEP`` that change one the sweep was launched with
     (``saved``), as {key: the saved override, or None}: each may only be a key a resume may change and the
@@ -157,10 +154,10 @@ def resume_changes(sweep_dir: str | Path, saved: list[str], given: list[str]) ->
     compute, and the runs would start over in new directories."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    was = {_key(line): line for line in saved}
+    was = {override_key(line): line for line in saved}
     changed: dict[str, str | None] = {}
     for line in given:
-        key = _key(line)
+        key = override_key(line)
         old = was.get(key)
         if key == "resume" or is_placement(key) or old == line:
             continue
@@ -193,17 +190,22 @@ def run_names(sweep_dir: str | Path) -> dict[str, str | None]:
         return {}
     data = load_json(path)
     named_by = data.get("named_by") if isinstance(data, dict) else None
-    if not isinstance(named_by, dict) or not all(
-            within(key, RESUME_MAY_CHANGE) and not is_placement(key)
-            and (line is None or (isinstance(line, str) and _key(line) == key)) for key, line in named_by.items()):
+    if not isinstance(named_by, dict) or not all(_names_a_run(key, line) for key, line in named_by.items()):
         raise ConfigError(f"{path}: not rlconf's record of how a sweep's runs are named (named_by: a mapping of "
                           "keys a resume may change to the override the runs were named with, or null)")
     return named_by
+
+
+def _names_a_run(key: Any, line: Any) -> bool:
+    """Whether RUN_NAMES may hold ``key: line``: a key a resume may change (not a placement one), with the
+    override of that key the runs were named with, or None (they were named without one)."""
+    return (isinstance(key, str) and within(key, RESUME_MAY_CHANGE) and not is_placement(key)
+            and (line is None or (isinstance(line, str) and override_key(line) == key)))
 
 
 def sweep_job_name(sweep_dir: str | Path, agent: str, env: str, seed: int, overrides: list[str]) -> str:
     """The directory name of a sweep job (``rundir.sweep_run_name``), with the keys a resume has changed named
     by their values of the sweep's first launch (RUN_NAMES)."""
     named_by = run_names(sweep_dir)
-    kept = [o for o in overrides if _key(o) not in named_by]
+    kept = [o for o in overrides if override_key(o) not in named_by]
     return sweep_run_name(agent, env, seed, kept + [line for line in named_by.values() if line is not None])

@@ -315,9 +315,14 @@ def write_json(path: str | Path, data: dict[str, Any]) -> None:
 
 def sweep_run_name(agent: str, env: str, seed: int, overrides: list[str]) -> str:
     """The directory name of a sweep job: readable, and unique to the job's overrides (in any order)."""
-    key = "\n".join(sorted(o for o in overrides if not is_placement(o.lstrip("+~").split("=", 1)[0])))
+    key = "\n".join(sorted(o for o in overrides if not is_placement(override_key(o))))
     digest = hashlib.sha1(key.encode()).hexdigest()[:8]
     return f"{agent}_{env.replace('/', '-')}_s{seed}_{digest}"
+
+
+def override_key(override: str) -> str:
+    """The key an override sets: ``agent.lr`` of ``agent.lr=0.1``, ``+logger.x={}`` and ``~seed``."""
+    return override.lstrip("+~").split("=", 1)[0]
 
 
 def is_placement(key: str) -> bool:
