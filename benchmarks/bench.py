@@ -31,7 +31,7 @@ import limit
 from presets import SCALING, WORKLOADS, Scaling, Workload, describe, load_settings, recurrent, sb3_kwargs
 from report import machine_info, render
 
-from rlconf.config import Settings
+from rlconf.settings import Settings
 
 HERE = Path(__file__).resolve().parent
 TRIAL = HERE / "trial.py"

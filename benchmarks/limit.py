@@ -23,8 +23,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from rlconf.config import Settings
 from rlconf.policies.soft_deterministic import LOG_STD_MAX, LOG_STD_MIN, squashed_log_prob
+from rlconf.settings import Settings
 
 ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh}
 

@@ -16,7 +16,8 @@ import gymnasium
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
-from rlconf.config import Settings, compose, validate
+from rlconf.config import compose, validate
+from rlconf.settings import Settings
 
 ACTIVATIONS: dict[str, type[nn.Module]] = {"relu": nn.ReLU, "tanh": nn.Tanh, "elu": nn.ELU, "gelu": nn.GELU,
                                            "silu": nn.SiLU}

@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from rlconf.experiments.provenance import installed_versions
+from rlconf.experiments.rundir.provenance import installed_versions
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("rlconf", "torch", "stable_baselines3", "gymnasium", "numpy")

@@ -122,7 +122,7 @@ def env_rate(env, n_envs: int, space, seconds: float) -> dict[str, Any]:
 
 def env_rlconf(name: str, n_envs: int, seconds: float) -> dict[str, Any]:
     """The workload's env as ``rlconf run`` builds it, its body's preprocessing excluded (the agent's side)."""
-    from rlconf.experiments.run import make_env
+    from rlconf.experiments.build.environment import make_env
 
     env = make_env(load_settings(WORKLOADS[name]), n_envs)
     env.reset(seed=0)
@@ -149,7 +149,8 @@ def env_sb3(name: str, n_envs: int, seconds: float) -> dict[str, Any]:
 
 def collect_rlconf(name: str, seconds: float) -> dict[str, Any]:
     """rlconf's test agent acting in the platform's env, built exactly as ``rlconf run`` builds them."""
-    from rlconf.experiments.run import build_agent, make_env
+    from rlconf.experiments.build.agent import build_agent
+    from rlconf.experiments.build.environment import make_env
     from rlconf.logging import LoggerGroup
 
     settings = load_settings(WORKLOADS[name])
@@ -191,7 +192,8 @@ def memory(name: str) -> dict[str, Any]:
     SB3's ReplayBuffer at the same observation space, with and without its optimize_memory_usage."""
     from stable_baselines3.common.buffers import ReplayBuffer as SB3ReplayBuffer
 
-    from rlconf.experiments.run import build_agent, make_env
+    from rlconf.experiments.build.agent import build_agent
+    from rlconf.experiments.build.environment import make_env
     from rlconf.logging import LoggerGroup
 
     settings = load_settings(WORKLOADS[name])

@@ -62,7 +62,7 @@ def load(run_dir: str | Path, checkpoint: str = "last", device: str | None = Non
          plugins: Sequence[str] = ()) -> Policy:
     """The test agent of a trained run (``checkpoint``: ``last``, ``best`` or a kept step), acting on single
     observations. A PlaybackError (one line) when the directory holds no run or no such checkpoint."""
-    from rlconf.experiments.playback import API_NAMES, load_run
+    from rlconf.experiments.playback.play import API_NAMES, load_run
 
     return Policy(load_run(run_dir, device, list(plugins), str(checkpoint), API_NAMES))
 

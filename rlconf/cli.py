@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from rlconf.paths import config_dir
 
 if TYPE_CHECKING:  # the config module is imported where a command needs it
-    from rlconf.config import Settings
+    from rlconf.settings import Settings
 
 RUN_USAGE = "usage: rlconf run [-m] [--cfg {job,hydra,all}] [--config-dir DIR] [--hydra-help] key=value ..."
 USAGE = f"""{RUN_USAGE}
@@ -253,8 +253,8 @@ def with_sweep_dir(overrides: list[str], typed: list[str], logdir: str) -> tuple
     would share; returned with the overrides. A resumed sweep (``-m resume=SWEEP``) keeps its own directory
     and the names of its runs (``resume.keep_run_names``); None is returned for it."""
     from rlconf.errors import ConfigError
-    from rlconf.experiments.resume import keep_run_names
-    from rlconf.experiments.rundir import make_sweep_dir, write_failure
+    from rlconf.experiments.rundir.directory import make_sweep_dir, write_failure
+    from rlconf.experiments.rundir.resume import keep_run_names
 
     resume = _last_value(typed, "resume")
     try:
@@ -380,7 +380,7 @@ def check_typed(overrides: list[str]) -> None:
 
 def _escaped(text: str) -> str:
     """``text`` with its control characters escaped (a newline as ``\\n``): an error stays one line."""
-    from rlconf.config import CONTROL_CHARACTERS
+    from rlconf.schema import CONTROL_CHARACTERS
 
     return CONTROL_CHARACTERS.sub(lambda m: repr(m.group())[1:-1], text)
 
@@ -413,11 +413,11 @@ def with_resume(overrides: list[str], multirun: bool) -> list[str]:
     any of the same key). A sweep directory (with -m) becomes the sweep's directory (``hydra.sweep.dir``),
     where each run resumes or, finished, is skipped.
 
-    DIR's files are data (rlconf.experiments.saved): no Hydra setting but a sweep's launcher and sweeper
+    DIR's files are data (rlconf.experiments.rundir.saved): no Hydra setting but a sweep's launcher and sweeper
     parameters, no interpolation, no ``_target_``, and its plugins only when they are given here too."""
     from rlconf.errors import ConfigError
-    from rlconf.experiments.resume import check_same_choice, resume_changes
-    from rlconf.experiments.saved import check_sweep_summaries
+    from rlconf.experiments.rundir.resume import check_same_choice, resume_changes
+    from rlconf.experiments.rundir.saved import check_sweep_summaries
 
     resume = [o for o in overrides if _key(o) == "resume"]
     value = resume[-1].split("=", 1)[1] if resume else ""
@@ -447,7 +447,7 @@ def with_rerun(overrides: list[str], multirun: bool) -> list[str]:
     given beside ``rerun``, which may only say where and how visibly the new run executes. After composing, the
     run puts DIR's recorded values back wherever today's presets differ (provenance.as_recorded)."""
     from rlconf.errors import ConfigError
-    from rlconf.experiments.provenance import check_rerun_overrides
+    from rlconf.experiments.rundir.provenance import check_rerun_overrides
 
     value = _last_value(overrides, "rerun")
     if not value or value == "null":
@@ -467,7 +467,7 @@ def with_rerun(overrides: list[str], multirun: bool) -> list[str]:
 
 def _check_saved_plugins(saved: list[str], overrides: list[str], what: str) -> None:
     """The plugins a run directory was launched with must be named again: its files never import code."""
-    from rlconf.experiments.saved import check_plugins
+    from rlconf.experiments.rundir.saved import check_plugins
 
     saved_plugins = _last_value(saved, "plugins")
     if saved_plugins is not None:
@@ -478,11 +478,11 @@ def _check_saved_plugins(saved: list[str], overrides: list[str], what: str) -> N
 
 def _saved_overrides(value: str, multirun: bool, key: str = "resume") -> list[str]:
     """The overrides a run (or, with -m, a sweep) directory was launched with, checked as untrusted data."""
-    from rlconf.experiments.resume import check_resume_dir, check_resume_sweep_dir
-    from rlconf.experiments.saved import SWEEP_HYDRA_KEYS, check_overrides, load_yaml, read_overrides
+    from rlconf.experiments.rundir.resume import check_resume_dir, check_resume_sweep_dir
+    from rlconf.experiments.rundir.saved import SWEEP_HYDRA_KEYS, check_overrides, load_yaml, read_overrides
 
     if not multirun:  # a run of a sweep resumed alone: without the sweep's named grid, launcher and trial
-        from rlconf.experiments.rundir import within
+        from rlconf.experiments.rundir.directory import within
 
         lines = read_overrides(check_resume_dir(value, key) / "overrides.yaml")
         return [o for o in lines if not within(_key(o), ("sweep", "launcher", "trial"))]
@@ -620,7 +620,8 @@ def whole_numbers(parsed: list, settings) -> list[str]:
     launchers (``${hardware.gpus_per_run}``) and the sweepers see what the check made of it."""
     from hydra.core.override_parser.types import ChoiceSweep
 
-    from rlconf.config import typed_value, whole
+    from rlconf.schema import whole
+    from rlconf.settings import typed_value
 
     lines = []
     for override in parsed:
@@ -734,10 +735,11 @@ def check_composition(overrides: list[str], config_dirs: list[str]):
     and the checked settings."""
     from omegaconf import OmegaConf, open_dict
 
-    from rlconf.config import check_process_counts, compose, validate
+    from rlconf.config import compose, validate
     from rlconf.errors import ConfigError
-    from rlconf.experiments.resume import check_resumable
+    from rlconf.experiments.rundir.resume import check_resumable
     from rlconf.launch.settings import SLURM_TARGET
+    from rlconf.settings import check_process_counts
 
     try:
         cfg = compose(overrides, config_dirs, hydra_config=True)
@@ -751,7 +753,7 @@ def check_composition(overrides: list[str], config_dirs: list[str]):
         if str(cfg.hydra.launcher.get("_target_", "")) != SLURM_TARGET:  # a run of this machine
             check_process_counts(settings.hardware)
         if settings.run.resume and "hydra.sweep.dir" not in {_key(o) for o in overrides}:
-            from rlconf.experiments.resume import check_resume_dir
+            from rlconf.experiments.rundir.resume import check_resume_dir
 
             check_resumable(check_resume_dir(settings.run.resume), OmegaConf.to_container(job, resolve=True))
     except ConfigError as error:
@@ -775,8 +777,9 @@ def _unknown_key_message(key: str, overrides: list[str], config_dirs: list[str])
     """Name the keys that do exist where ``key`` was asked for (composed without the bad override)."""
     from omegaconf import DictConfig, OmegaConf
 
-    from rlconf.config import compose, config_keys
+    from rlconf.config import compose
     from rlconf.registry import unknown_message
+    from rlconf.schema import config_keys
 
     parent = key.rpartition(".")[0]
     others = [o for o in overrides if o.lstrip("+~").split("=")[0] != key]
@@ -832,11 +835,11 @@ def launch(overrides: list[str], config_dirs: list[str], multirun: bool, cfg_mod
         from hydra.core.hydra_config import HydraConfig
         from hydra.types import RunMode
 
-        from rlconf.experiments.progress import announce
+        from rlconf.experiments.console.progress import announce
 
         announce(cfg)  # a first line before torch is imported: seconds, not a blank screen
         from rlconf.errors import ConfigError, error_line
-        from rlconf.experiments.experiment import RunFailed
+        from rlconf.experiments.loop.experiment import RunFailed
         from rlconf.experiments.run import run
 
         hydra_cfg = HydraConfig.get()
@@ -928,8 +931,8 @@ def cmd_eval(args: list[str]) -> int:
     run_dir = _run_dir_argument(args, EVAL_USAGE)
     episodes, seed = _episodes(episodes), _seed(seed)
     from rlconf.errors import ConfigError, error_line
-    from rlconf.experiments.playback import PlaybackError, eval_line, evaluate_run, write_eval
-    from rlconf.experiments.rundir import write_failure
+    from rlconf.experiments.playback.play import PlaybackError, eval_line, evaluate_run, write_eval
+    from rlconf.experiments.rundir.directory import write_failure
 
     try:
         result = evaluate_run(run_dir, episodes, seed, device, _modules(plugins), which or "last")
@@ -954,7 +957,7 @@ def cmd_watch(args: list[str]) -> int:
     run_dir = _run_dir_argument(args, WATCH_USAGE)
     episodes, seed = _episodes(episodes) or 1, _seed(seed)
     from rlconf.errors import ConfigError
-    from rlconf.experiments.playback import PlaybackError, watch_line, watch_run
+    from rlconf.experiments.playback.play import PlaybackError, watch_line, watch_run
 
     try:
         result = watch_run(run_dir, episodes, video, _fps(fps), seed, device, _modules(plugins), which or "last")
@@ -991,9 +994,9 @@ def cmd_export(args: list[str]) -> int:
     if fmt is None:
         raise UsageError(f"--format is required (torchscript or onnx); {EXPORT_USAGE}")
     from rlconf.errors import ConfigError
-    from rlconf.experiments.export import export_run
-    from rlconf.experiments.playback import PlaybackError
-    from rlconf.experiments.rundir import write_failure
+    from rlconf.experiments.playback.export import export_run
+    from rlconf.experiments.playback.play import PlaybackError
+    from rlconf.experiments.rundir.directory import write_failure
 
     try:
         exported = export_run(run_dir, fmt, out, which or "last", _modules(plugins))
@@ -1022,7 +1025,7 @@ def _run_dir_argument(args: list[str], usage: str) -> str:
             raise UsageError(f"unknown option {arg!r}; {usage}")
     if len(args) != 1:
         raise UsageError(usage)
-    from rlconf.experiments.rundir import check_trained_run
+    from rlconf.experiments.rundir.directory import check_trained_run
 
     try:
         check_trained_run(args[0])  # before torch is imported: a mistyped path is answered at once
@@ -1037,7 +1040,7 @@ def _modules(value: str | None) -> list[str]:
 
     modules = [m.strip() for m in (value or "").split(",") if m.strip()]
     for module in modules:
-        if plugin_problem(module) is not None:  # the rule of plugins=[...] (rlconf.config.RunSettings)
+        if plugin_problem(module) is not None:  # the rule of plugins=[...] (rlconf.settings.RunSettings)
             raise UsageError(f"--plugins {value}: {plugin_problem(module)}")
     return modules
 
@@ -1064,8 +1067,8 @@ def _count(value: str | None, name: str, minimum: int = 1, maximum: int | None =
 
 
 def _seed(value: str | None) -> int | None:
-    """``--seed S``: the range of the ``seed=`` key (rlconf.config.MAX_SEED), which numpy and the simulators take."""
-    from rlconf.config import MAX_SEED
+    """``--seed S``: the range of the ``seed=`` key (rlconf.schema.MAX_SEED), which numpy and the simulators take."""
+    from rlconf.schema import MAX_SEED
 
     return _count(value, "--seed", minimum=0, maximum=MAX_SEED)
 

@@ -134,7 +134,7 @@ def episodes_cost(key: str, episodes: int) -> Cost:
 
 
 def check_costs(settings: Any) -> None:
-    """Refuse, in one line, the first setting of ``settings`` (rlconf.config.Settings) whose estimated cost
+    """Refuse, in one line, the first setting of ``settings`` (rlconf.settings.Settings) whose estimated cost
     does not fit this machine's available memory or MAX_STEP_SECONDS; the other settings' memory is counted
     beside it, so that settings that fit each alone but not together are refused too."""
     costs = estimate(settings)

@@ -12,7 +12,7 @@ from typing import Any
 # Secrets recognised by their format wherever they appear (a token pasted into a value, a path, a message):
 # the prefixes services give their tokens, never a mere run of random-looking characters, which a file named
 # by its MD5 or a run's hash also is. A secret without such a prefix (a wandb key: 40 hex digits) is known by
-# the key it is given under (rlconf.config.SECRET_KEY).
+# the key it is given under (rlconf.settings.SECRET_KEY).
 TOKEN = re.compile(
     r"(?<![A-Za-z0-9])(?:gh[pousr]_[A-Za-z0-9]{16,}"  # GitHub
     r"|github_pat_[A-Za-z0-9_]{22,}"  # GitHub, fine-grained

@@ -132,7 +132,9 @@ def build(*overrides: str) -> tuple:
     """What ``rlconf run OVERRIDES`` builds before it trains: the checked settings, the training environments
     and the agent inside its body, with the process seeded as a run seeds it (``OVERRIDES`` name the env)."""
     from rlconf.config import compose
-    from rlconf.experiments.run import build_agent, make_env, prepare
+    from rlconf.experiments.build.agent import build_agent
+    from rlconf.experiments.build.environment import make_env
+    from rlconf.experiments.build.setup import prepare
     from rlconf.logging import LoggerGroup
 
     settings = prepare(compose(list(overrides), []))

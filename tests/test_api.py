@@ -10,7 +10,7 @@ import pytest
 
 import rlconf
 from rlconf.errors import ConfigError
-from rlconf.experiments.playback import PlaybackError
+from rlconf.experiments.playback.play import PlaybackError
 
 
 def raw_episode(policy, env_id: str, seed: int) -> float:

@@ -208,7 +208,8 @@ def test_tests_cut_a_game_without_reward_short(vectorization):
 def test_a_test_env_only_where_the_family_declares_test_bounds():
     """make_env(test=True) asks Atari for its bounded test games; families without them are built as usual."""
     from rlconf.config import compose
-    from rlconf.experiments.run import make_env, prepare
+    from rlconf.experiments.build.environment import make_env
+    from rlconf.experiments.build.setup import prepare
 
     for overrides, bounded in ((["agent=dqn", "env=atari/breakout"], True),
                                (["agent=dqn", "env=classic/cartpole"], False)):

@@ -10,9 +10,11 @@ from omegaconf import OmegaConf
 
 from rlconf.agents.dqn import DQN, DQNConfig
 from rlconf.agents.ppo import PPOConfig
-from rlconf.config import EnvSettings, HardwareSettings, RunSettings, Settings, check, compose, validate
+from rlconf.config import compose, validate
 from rlconf.errors import ConfigError
 from rlconf.paths import config_dir
+from rlconf.schema import check
+from rlconf.settings import EnvSettings, HardwareSettings, RunSettings, Settings
 
 
 def composed(*overrides: str, agent: str = "dqn"):
@@ -130,8 +132,8 @@ def test_check_builds_the_dataclass_and_rejects_unknown_keys():
 def test_every_key_alias_suggests_a_key_that_exists():
     """registry.KEY_ALIASES answers an unknown key by meaning: every key it may suggest exists, a dotted one in
     the composed config, a plain one in some agent, group or at the top level."""
-    from rlconf.config import config_keys
     from rlconf.registry import KEY_ALIASES
+    from rlconf.schema import config_keys
 
     keys = set().union(*(config_keys(composed(agent=path.stem)) for path in (config_dir() / "agent").glob("*.yaml")),
                        config_keys(compose(["agent=dqn", "env=atari/pong"], [])))

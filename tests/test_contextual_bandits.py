@@ -17,10 +17,10 @@ from omegaconf import OmegaConf
 from rlconf import registry
 from rlconf.agents import BuildContext
 from rlconf.agents.linear_bandit import LinUCB, RidgeStatistics, thompson_scores
-from rlconf.config import check
+from rlconf.core import rng as rng_states
 from rlconf.environments.bandit import ContextualBandit
-from rlconf.experiments import rng as rng_states
 from rlconf.nn.builders import MLPSettings
+from rlconf.schema import check
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "agent"
 LINEAR = ("linear_posterior", "linucb")

@@ -33,7 +33,7 @@ from rlconf.bodies import NormalizeObservations, NormalizeRewards, RunningMeanSt
 from rlconf.config import compose, validate
 from rlconf.core import StateArray
 from rlconf.errors import ConfigError
-from rlconf.experiments.run import make_env
+from rlconf.experiments.build.environment import make_env
 from rlconf.memory import ReplayBuffer, Transitions, replay_buffer
 from rlconf.policies import ActionBounds, DeterministicPolicy, SoftDeterministicPolicy, TanhActionBound
 from rlconf.policies.soft_deterministic import squashed_log_prob

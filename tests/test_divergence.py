@@ -13,7 +13,7 @@ import torch
 from conftest import assert_run_refused, only_run_dir
 
 from rlconf.approximation import Approximation, NonFinite, reinforce_together
-from rlconf.experiments.experiment import first_non_finite, first_non_finite_weight, load_checkpoint
+from rlconf.experiments.rundir.checkpoint import first_non_finite, first_non_finite_weight, load_checkpoint
 
 
 @pytest.mark.parametrize("override, word", [

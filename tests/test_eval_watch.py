@@ -252,8 +252,8 @@ CHECKPOINTED = [
 
 
 def experiment(settings, env, agent, run_dir: Path, steps: int):
-    from rlconf.experiments.experiment import Experiment
-    from rlconf.experiments.progress import ConsoleProgress
+    from rlconf.experiments.console.progress import ConsoleProgress
+    from rlconf.experiments.loop.experiment import Experiment
     from rlconf.logging import LoggerGroup
 
     return Experiment(agent, env, lambda: None, LoggerGroup([]), run_dir, steps=steps, seed=0, eval_every=0,
@@ -263,7 +263,7 @@ def experiment(settings, env, agent, run_dir: Path, steps: int):
 
 @pytest.mark.parametrize("overrides", CHECKPOINTED, ids=lambda o: " ".join(o))
 def test_every_checkpoint_loads_with_weights_only(overrides, tmp_path):
-    from rlconf.experiments.experiment import load_checkpoint
+    from rlconf.experiments.rundir.checkpoint import load_checkpoint
 
     settings, env, agent = build(*overrides, "steps=2000")
     trained = experiment(settings, env, agent, tmp_path, steps=300)

@@ -17,8 +17,8 @@ import torch
 from conftest import one_error_line, only_run_dir
 
 import rlconf
-from rlconf.experiments.export import export_run
-from rlconf.experiments.playback import PlaybackError, load_run
+from rlconf.experiments.playback.export import export_run
+from rlconf.experiments.playback.play import PlaybackError, load_run
 
 STEPS = 1000
 

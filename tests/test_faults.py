@@ -323,7 +323,7 @@ def test_resume_of_a_read_only_run_is_one_line(tmpfs, workdir, tmp_path):
 
 
 def test_a_killed_resume_keeps_the_earlier_summary_and_is_not_shown_finished_while_it_trains(workdir, tmp_path):
-    from rlconf.experiments.rundir import finished_summary
+    from rlconf.experiments.rundir.directory import finished_summary
 
     run_dir = finished_run(tmp_path / "runs", workdir)
     earlier = (run_dir / "summary.json").read_bytes()

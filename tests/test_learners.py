@@ -26,7 +26,7 @@ from test_resume import (
 from test_samplers import spawned_children, the_line_after_killing, wait_until_gone
 
 from rlconf import distributed
-from rlconf.experiments.team import team_weights
+from rlconf.experiments.loop.team import team_weights
 from rlconf.memory import Rollout, Transitions
 
 UPDATES = 3

@@ -13,7 +13,8 @@ import pytest
 from conftest import FAST_RUN, assert_run_refused, cli_env, one_error_line, only_run_dir
 from omegaconf import OmegaConf
 
-from rlconf.config import REDACTED, redact
+from rlconf.errors import REDACTED
+from rlconf.settings import redact
 
 CARTPOLE = ["agent=dqn", "env=classic/cartpole"]
 WANDB_OFFLINE = ["logger=[csv,wandb]", "logger.wandb.mode=offline"]

@@ -18,9 +18,9 @@ from conftest import assert_run_refused
 from rlconf import registry
 from rlconf.agents import BuildContext
 from rlconf.agents.multi_armed import beta_cdf, beta_quantile
+from rlconf.core import rng
 from rlconf.environments.bandit import BernoulliArms, GaussianArms, MultiArmedBandit
 from rlconf.errors import ConfigError
-from rlconf.experiments import rng
 
 AGENTS = ("epsilon_greedy", "ucb", "bayesian_ucb", "thompson", "gradient_bandit")
 

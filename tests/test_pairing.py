@@ -11,7 +11,7 @@ from rlconf.agents import Plays
 from rlconf.core import EnvKind
 from rlconf.environments import Environment, GymVectorEnvironment
 from rlconf.environments.bandit import MultiArmedBandit
-from rlconf.experiments.pairing import compatible
+from rlconf.experiments.build.pairing import compatible
 
 
 @pytest.fixture(scope="module")

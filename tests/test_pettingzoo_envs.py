@@ -298,7 +298,7 @@ def test_a_missing_package_is_named():
 
 
 def test_every_family_is_registered_and_named_to_its_extra():
-    from rlconf.experiments.run import EXTRAS
+    from rlconf.experiments.build.environment import EXTRAS
 
     families = ["pettingzoo_classic", "pettingzoo_atari", "pettingzoo_mpe", "pettingzoo_butterfly"]
     for family in families:

@@ -141,9 +141,11 @@ def test_the_final_test_reports_to_status_json_as_it_goes(tmp_path):
     """status.json says a run is testing (phase, episodes done of N) from the test's first step, so rlconf
     status and a sweep's progress tell a long test from a dead run."""
     from rlconf.config import compose
-    from rlconf.experiments.experiment import Experiment
-    from rlconf.experiments.progress import ConsoleProgress
-    from rlconf.experiments.run import build_agent, eval_env_count, make_env, prepare
+    from rlconf.experiments.build.agent import build_agent
+    from rlconf.experiments.build.environment import eval_env_count, make_env
+    from rlconf.experiments.build.setup import prepare
+    from rlconf.experiments.console.progress import ConsoleProgress
+    from rlconf.experiments.loop.experiment import Experiment
     from rlconf.logging import LoggerGroup
 
     settings = prepare(compose([*CARTPOLE, "steps=100", "test_episodes=6", "hardware.eval_envs=4"], []))
@@ -167,7 +169,8 @@ def test_the_final_test_reports_to_status_json_as_it_goes(tmp_path):
                                                                 (1, 16, 1), (0, 16, 1), (32, 16, 16)])
 def test_tests_use_as_few_copies_as_play_their_episodes_in_as_few_rounds(episodes, eval_envs, copies):
     from rlconf.config import compose
-    from rlconf.experiments.run import eval_env_count, prepare
+    from rlconf.experiments.build.environment import eval_env_count
+    from rlconf.experiments.build.setup import prepare
 
     settings = prepare(compose([*CARTPOLE, f"hardware.eval_envs={eval_envs}"], []))
     assert eval_env_count(settings, episodes) == copies

@@ -16,7 +16,7 @@ import pytest
 import torch
 from conftest import FAST_RUN, cli_env, one_error_line, only_run_dir, wait_while_running
 
-from rlconf.experiments.rundir import finished_summary
+from rlconf.experiments.rundir.directory import finished_summary
 
 CARTPOLE = ["agent=dqn", "env=classic/cartpole"]
 
@@ -242,7 +242,7 @@ def test_csv_logger_cuts_back_to_its_state(tmp_path):
 
 
 def test_components_save_their_own_generators_and_the_globals_are_captured_apart():
-    from rlconf.experiments import rng
+    from rlconf.core import rng
     from rlconf.memory import PrioritizedReplayBuffer, ReplayBuffer
 
     def replays():

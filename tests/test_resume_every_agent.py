@@ -21,8 +21,7 @@ import torch
 from conftest import build, drive
 
 from rlconf import registry
-from rlconf.core import MultiagentState
-from rlconf.experiments import rng
+from rlconf.core import MultiagentState, rng
 
 CARTPOLE, PENDULUM = "env=classic/cartpole", "env=classic/pendulum"
 SMALL_REPLAY = "agent.replay_start_size=50"  # updates (and the replay's draws) start within the first half
@@ -168,7 +167,7 @@ OLD_PATHS = {
 
 @pytest.mark.parametrize("name", sorted(OLD_PATHS))
 def test_a_checkpoint_from_before_keeps_its_generators(name, tmp_path):
-    from rlconf.experiments.experiment import load_checkpoint
+    from rlconf.experiments.rundir.checkpoint import load_checkpoint
 
     overrides = [f"agent={name}", *RUNS[name], "hardware.device=cpu"]
     _, env, agent = build(*overrides, "seed=0")
@@ -189,7 +188,7 @@ def test_a_checkpoint_from_before_keeps_its_generators(name, tmp_path):
 
 
 def test_a_multiagent_checkpoint_from_before_keeps_each_players_generators(tmp_path):
-    from rlconf.experiments.experiment import load_checkpoint
+    from rlconf.experiments.rundir.checkpoint import load_checkpoint
 
     overrides = ["agent=independent", *RUNS["independent"], "hardware.device=cpu"]
     _, env, agent = build(*overrides, "seed=0")

@@ -40,7 +40,7 @@ def test_no_file_of_a_run_or_a_sweep_holds_a_secret_typed_on_the_command_line(tm
 
 
 # -- what redaction recognises: a key named like a secret, or a token of a known format; never a random-looking
-# path component (rlconf.config.redact, rlconf.errors.TOKEN) ------------------------------------------------
+# path component (rlconf.settings.redact, rlconf.errors.TOKEN) ------------------------------------------------
 MD5_NAME = "24f503adf78046dc63a62192853418d1"
 WANDB_KEY = "0123456789abcdef0123456789abcdef01234567"  # 40 hex digits, as wandb's keys are
 
@@ -49,14 +49,14 @@ WANDB_KEY = "0123456789abcdef0123456789abcdef01234567"  # 40 hex digits, as wand
                                    "xoxb-1234567890-abcdefghij", "AKIAIOSFODNN7EXAMPLE", "glpat-abcdefghij0123456789",
                                    "hf_abcdefghijklmnopqrstuvwxyzABCDEFGH"])
 def test_a_token_of_a_known_format_is_redacted_wherever_it_appears(token):
-    from rlconf.config import redact
+    from rlconf.settings import redact
 
     assert redact({"notes": f"see {token} here", "path": f"/data/{token}/x.csv"}) == {
         "notes": "see *** here", "path": "/data/***/x.csv"}
 
 
 def test_a_path_that_merely_looks_random_is_kept_and_a_key_named_like_a_secret_is_not():
-    from rlconf.config import redact
+    from rlconf.settings import redact
 
     config = {"env": {"kwargs": {"path": f"/data/{MD5_NAME}.csv"}}, "logdir": f"runs/{MD5_NAME}/{WANDB_KEY}",
               "logger": {"wandb": {"api_key": WANDB_KEY, "notes": "skateboard_competition_results_2024"}}}

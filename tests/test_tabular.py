@@ -22,7 +22,7 @@ from rlconf.agents import BuildContext
 from rlconf.agents.tabular import DynaQ, OutcomeModel, QLearning, SarsaLambda, TabularTestAgent
 from rlconf.core import StateArray
 from rlconf.environments.gym import GymVectorEnvironment
-from rlconf.experiments.experiment import load_checkpoint
+from rlconf.experiments.rundir.checkpoint import load_checkpoint
 
 AGENTS = ["q_learning", "sarsa_lambda", "dyna_q"]
 ENVS = ["cliff_walking", "frozen_lake", "frozen_lake_8x8", "taxi"]

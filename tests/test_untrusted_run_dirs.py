@@ -343,7 +343,7 @@ def test_status_shows_only_the_tail_of_a_huge_log_a_job_names(crafted, workdir):
 
 def test_the_python_api_names_its_own_checkpoint_argument(crafted):
     import rlconf
-    from rlconf.experiments.playback import PlaybackError
+    from rlconf.experiments.playback.play import PlaybackError
 
     with pytest.raises(PlaybackError) as refused_load:
         rlconf.load(crafted, checkpoint=999999)

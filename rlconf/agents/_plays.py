@@ -1,6 +1,6 @@
 """What an agent can play, declared by its class (``plays``): the kinds of environment and of action space.
 
-The builder reads the declaration before it builds anything (``rlconf.experiments.pairing``), so a pairing
+The builder reads the declaration before it builds anything (``rlconf.experiments.build.pairing``), so a pairing
 that cannot work is one line naming what the agent needs, never an error from deep inside its networks.
 """
 

@@ -21,9 +21,9 @@ from typing import Any
 import yaml
 
 from rlconf import registry
-from rlconf.config import check
 from rlconf.errors import ConfigError, require
 from rlconf.paths import config_dir
+from rlconf.schema import check
 
 LOSSES = ("mse", "huber")  # DQN's TD losses (dqn.LOSS_FUNCTIONS)
 REPLAYS = ("uniform", "prioritized")

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from rlconf.experiments.rundir import is_placement
+from rlconf.experiments.rundir.directory import is_placement
 
 RUN_FILES = ("config.yaml", "episodes.csv")
 # Keys of config.yaml that say what is recorded or how often, not what is learned: runs that differ only in
@@ -130,7 +130,7 @@ def _lines(file, path: Path):
 def read_identity(run_dir: Path) -> tuple[str, str, int, dict[str, str]]:
     """(agent, env, seed, settings) from the run's resolved config.yaml."""
     from rlconf.errors import ConfigError
-    from rlconf.experiments.saved import read_config
+    from rlconf.experiments.rundir.saved import read_config
 
     try:
         config = read_config(run_dir / "config.yaml")  # data only: nothing resolved or imported
@@ -185,7 +185,7 @@ def load_run(run_dir: Path) -> Run | None:
 def read_summary(run_dir: Path) -> dict[str, Any] | None:
     """The run's summary.json checked against its schema (``saved.SUMMARY_SCHEMA``), or None when it has none."""
     from rlconf.errors import ConfigError
-    from rlconf.experiments.saved import SUMMARY_SCHEMA, read_record
+    from rlconf.experiments.rundir.saved import SUMMARY_SCHEMA, read_record
 
     try:
         return read_record(run_dir / "summary.json", SUMMARY_SCHEMA)

@@ -65,7 +65,7 @@ _failed = False  # a compilation failed: every network of the process runs eager
 
 
 def configure(choice: str, device: str, steps: int) -> Compilation:
-    """Set the compilation of networks built from now on in this process (``rlconf.experiments.run.prepare``)."""
+    """Set the compilation of networks built from now on in this process (``experiments.build.setup.prepare``)."""
     global _active, _failed
     _active, _failed = decide(choice, device, steps), False
     return _active

@@ -19,7 +19,7 @@ from rlconf.core import StateArray
 
 class MaskVelocity(Body):
     """Drops the observation components ``masked`` names (``body.masked``; by default the environment's
-    velocities, ``rlconf.config.VELOCITY_COMPONENTS``): vector observations ``(n, k)`` become
+    velocities, ``rlconf.settings.VELOCITY_COMPONENTS``): vector observations ``(n, k)`` become
     ``(n, k - len(masked))``, in the same order."""
 
     def __init__(self, agent, masked: list[int] | tuple[int, ...] = ()):

@@ -49,11 +49,11 @@ import numpy as np
 import torch
 
 from rlconf import registry
-from rlconf.config import VECTORIZATION_MODES
 from rlconf.core import StateArray
 from rlconf.environments.gym import GymVectorEnvironment, SerialVectorEnv
 from rlconf.environments.parallel import sampled_vector_env
 from rlconf.errors import ConfigError, require
+from rlconf.settings import VECTORIZATION_MODES
 
 FRAME_SHAPE = (1, 84, 84)  # one grayscale frame, channels first
 

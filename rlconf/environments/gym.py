@@ -22,10 +22,10 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from rlconf.config import VECTORIZATION_MODES
 from rlconf.core import EnvKind, StateArray
 from rlconf.environments.base import Environment
 from rlconf.environments.parallel import SharedMemoryVectorEnv, sampled_vector_env
+from rlconf.settings import VECTORIZATION_MODES
 
 
 @dataclass

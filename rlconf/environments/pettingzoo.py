@@ -34,10 +34,10 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from rlconf.config import VECTORIZATION_MODES
 from rlconf.core import EnvKind, MultiagentState
 from rlconf.environments.base import Environment
 from rlconf.errors import ConfigError, require
+from rlconf.settings import VECTORIZATION_MODES
 
 FRAME_SHAPE = (1, 84, 84)  # one grey frame, channels first, as the single-agent Atari adapter hands over
 FRAME_SPACE = gym.spaces.Box(0, 255, FRAME_SHAPE, np.uint8)

@@ -17,7 +17,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,27 +26,31 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from rlconf import distributed, registry
-from rlconf.agents import BuildContext, Multiagent, MultiagentBuildContext, ParallelAgent, SingleEnvAgent
+from rlconf.agents import Multiagent, ParallelAgent
 from rlconf.approximation import compiled
-from rlconf.bodies import NormalizeObservations, NormalizeRewards, RunningMeanStd, body_options
-from rlconf.config import Settings, check_process_counts, redact, validate
 from rlconf.core import EnvKind
 from rlconf.environments import Environment
 from rlconf.errors import ConfigError, first_line
-from rlconf.experiments import learners, preemption, provenance, resume, rng, warmstart
-from rlconf.experiments.bandit import BanditExperiment, regret_line
-from rlconf.experiments.experiment import (
+from rlconf.experiments.build.agent import build_agent, check_learners, check_runner, check_sampler
+from rlconf.experiments.build.environment import check_videos, eval_env_count, make_env
+from rlconf.experiments.build.setup import prepare
+from rlconf.experiments.console.progress import ConsoleProgress, on_terminal, retract
+from rlconf.experiments.loop import learners, preemption
+from rlconf.experiments.loop.bandit import BanditExperiment, regret_line
+from rlconf.experiments.loop.experiment import (
     TEST_SEED_OFFSET,
     Experiment,
     Interrupted,
     Pruned,
     RunFailed,
-    load_checkpoint,
 )
-from rlconf.experiments.multiagent import MultiagentExperiment
-from rlconf.experiments.pairing import compatible
-from rlconf.experiments.progress import ConsoleProgress, on_terminal, retract
-from rlconf.experiments.rundir import (
+from rlconf.experiments.loop.multiagent import MultiagentExperiment
+from rlconf.experiments.loop.runner import Acting, ActingEnvironment, AsyncExperiment
+from rlconf.experiments.loop.team import STEPS_PER_EXCHANGE, TeamEnvironment, team_weights
+from rlconf.experiments.loop.video import TrainingVideos
+from rlconf.experiments.rundir import provenance, resume, warmstart
+from rlconf.experiments.rundir.checkpoint import load_checkpoint
+from rlconf.experiments.rundir.directory import (
     RunDirRefused,
     check_logdir,
     claim,
@@ -58,244 +62,9 @@ from rlconf.experiments.rundir import (
     write_status,
     write_text,
 )
-from rlconf.experiments.runner import Acting, ActingEnvironment, AsyncExperiment
-from rlconf.experiments.sweep import redact_multirun, write_sweep_table
-from rlconf.experiments.team import STEPS_PER_EXCHANGE, TeamEnvironment, team_weights
-from rlconf.experiments.video import TrainingVideos
-from rlconf.logging import LoggerContext, LoggerGroup, ScopedLogger
-
-# Optional extras: the package an env family needs, and the extra that installs it.
-EXTRAS = {"atari": "atari", "mujoco": "mujoco", "pettingzoo": "pettingzoo", "pettingzoo_classic": "pettingzoo",
-          "pettingzoo_atari": "pettingzoo", "pettingzoo_mpe": "pettingzoo", "pettingzoo_butterfly": "pettingzoo"}
-
-
-def make_env(settings: Settings, n_envs: int, render_mode: str | None = None, wrappers: tuple = (),
-             test: bool = False) -> Environment:
-    """The run's environment with ``n_envs`` copies. ``render_mode`` (``human``, ``rgb_array``) and
-    ``wrappers`` (gymnasium wrappers of each copy, e.g. RecordVideo) are for watching: ``rlconf watch``.
-    ``test``: the copies play tests, which families that declare ``test_bounds`` (Atari) bound: see
-    ``AtariEnvironment``."""
-    env_class = registry.get("environment", settings.env.family)
-    extra = {"render_mode": render_mode, "wrappers": tuple(wrappers)} if render_mode else {}
-    if test and env_class.test_bounds:
-        extra["test"] = True
-    hardware = settings.hardware
-    if not test and not render_mode and hardware.sampler != "serial":  # training copies in worker processes
-        if env_class.kind is not EnvKind.SINGLE_AGENT:
-            raise ConfigError(f"hardware.sampler={hardware.sampler}: {env_class.kind.value} environments "
-                              f"(env={settings.env.name}) step in the run's process; allowed: serial")
-        extra |= {"sampler": hardware.sampler, "workers": hardware.cpus_per_run}
-    if env_class.kind is EnvKind.BANDIT:  # the arms' parameters are drawn from the run's seed
-        extra["seed"] = settings.run.seed
-    try:
-        return env_class(settings.env.id, n_envs, kwargs=settings.env.kwargs,
-                         vectorization=settings.hardware.vectorization,
-                         max_episode_steps=settings.env.max_episode_steps, device=settings.hardware.device,
-                         name=settings.env.name, **extra)
-    except ModuleNotFoundError as error:
-        extra = EXTRAS.get(settings.env.family, settings.env.family)
-        raise ConfigError(f"env={settings.env.name} needs the missing package {error.name!r}: "
-                          f"pip install 'rlconf[{extra}]'") from None
-    except TypeError as error:  # an env kwarg the environment does not take
-        raise ConfigError(f"env.kwargs={settings.env.kwargs}: {error}") from None
-    except Exception as error:  # gymnasium's errors for unknown ids
-        if type(error).__module__.startswith("gymnasium"):
-            raise ConfigError(f"env.id={settings.env.id}: {error}") from None
-        raise
-
-
-def eval_env_count(settings: Settings, episodes: int) -> int:
-    """Copies of the environment that tests (and ``rlconf eval``) play ``episodes`` episodes in (a multi-agent
-    environment plays one game at a time): at most ``hardware.eval_envs``, and no more than it takes to play
-    them in as few rounds (30 episodes in 16 copies take two rounds, which 15 copies play without the 2 idle
-    copies of the last round: copies that have played their share step on, unseen, until all have)."""
-    kind = env_kind(settings)
-    if kind is EnvKind.MULTI_AGENT:
-        return 1
-    if kind is EnvKind.BANDIT:  # the same bandits as in training, each with its own arms and the agent's estimates
-        return settings.hardware.n_envs
-    episodes = max(episodes, 1)
-    rounds = -(-episodes // settings.hardware.eval_envs)
-    return -(-episodes // rounds)
-
-
-def env_kind(settings: Settings) -> EnvKind:
-    """The kind of the run's environment, as its family's class declares it (known before it is built)."""
-    return registry.get("environment", settings.env.family).kind
-
-
-def check_device(device: str) -> None:
-    """Checked when building, not in validate(): a Slurm login node may have no GPU for the job it submits."""
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ConfigError(f"hardware.device={device}: no CUDA device is visible here; allowed: cpu")
-    index = device.partition(":")[2]
-    if device.startswith("cuda") and index.isdigit() and int(index) >= torch.cuda.device_count():
-        raise ConfigError(f"hardware.device={device}: {torch.cuda.device_count()} CUDA device(s) are visible here; "
-                          f"allowed: cpu, cuda:0 .. cuda:{torch.cuda.device_count() - 1}")
-    if device.startswith("mps") and not torch.backends.mps.is_available():
-        raise ConfigError(f"hardware.device={device}: MPS is not available here; allowed: cpu")
-
-
-def build_agent(settings: Settings, env, logger) -> ParallelAgent | Multiagent:
-    """The agent, built for what it will see through its body, wrapped in that body (and, outside it, in
-    reward and observation normalisation: ``body.normalize_rewards``, ``body.normalize_observations``). In a
-    multi-agent environment, the multi-agent agent, whose players' agents are each built and wrapped so. An
-    agent that cannot play ``env`` (``pairing.compatible``) is one line, before anything is built."""
-    refusal = compatible(settings.agent_class, env, settings.agent_name)
-    if refusal is not None:
-        raise ConfigError(refusal)
-    if env.kind is EnvKind.MULTI_AGENT:
-        return build_multiagent(settings, env, logger)
-    learners = settings.hardware.learners
-    context = BuildContext(
-        observation_space=env.observation_space, action_space=env.action_space, n_envs=settings.hardware.n_envs,
-        device=torch.device(settings.hardware.device), total_steps=max(1, settings.run.steps // learners),
-        approximation=settings.approximation, logger=logger, seed=learner_seed(settings.run.seed),
-        reward_range=env.reward_range, learners=learners)
-    return embodied_agent(settings, settings.agent_class, settings.agent, context, settings.agent_name)
-
-
-def require_capability(settings: Settings, capability: str, choice: str, why: str, instead: str) -> None:
-    """Refuse ``choice`` in one line unless the run's agent declares ``capability`` (``data_parallel``,
-    ``runs_async``, ``alternates``): why it cannot, and what can instead (the agents that declare it)."""
-    if getattr(settings.agent_class, capability, False):
-        return
-    able = sorted(name for name in registry.names("agent") if getattr(registry.get("agent", name), capability, False))
-    raise ConfigError(f"{choice}: agent={settings.agent_name} {why}; allowed: {instead}, or agent={', '.join(able)}")
-
-
-def check_learners(settings: Settings) -> None:
-    """Refuse, in one line and before any learner starts, several learners (``hardware.learners``) for what
-    they cannot train together: every learner must make its optimiser steps at the same moments."""
-    learners = settings.hardware.learners
-    if learners == 1:
-        return
-    if env_kind(settings) is not EnvKind.SINGLE_AGENT:
-        raise ConfigError(f"hardware.learners={learners}: {env_kind(settings).value} environments "
-                          f"(env={settings.env.name}) are played by one process; allowed: hardware.learners=1")
-    require_capability(settings, "data_parallel", f"hardware.learners={learners}",
-                       "decides when to update from what its data holds, so learners would not step together",
-                       "hardware.learners=1")
-    recurrent = settings.approximation.get("recurrent", "none") != "none"
-    if recurrent and not getattr(settings.agent_class, "data_parallel_recurrent", True):
-        raise ConfigError(f"hardware.learners={learners}: agent={settings.agent_name} with a recurrent core skips "
-                          "minibatches that hold no transition, so learners would not step together; allowed: "
-                          "hardware.learners=1, or approximation.recurrent=none")
-
-
-def check_runner(settings: Settings) -> None:
-    """Refuse, in one line, the async runner (``hardware.runner=async``) for what it cannot split into an acting
-    and a learning process."""
-    if settings.hardware.runner == "sync":
-        return
-    require_capability(settings, "runs_async", "hardware.runner=async", "acts and learns in one process",
-                       "hardware.runner=sync")
-    if getattr(settings.agent, "replay", "uniform") != "uniform":
-        raise ConfigError(f"hardware.runner=async: agent.replay={settings.agent.replay}: its priorities change with "
-                          "every update, in the learning process; allowed: agent.replay=uniform")
-    if settings.body.normalize_observations:
-        raise ConfigError("hardware.runner=async: body.normalize_observations=true: the statistics are learned where "
-                          "observations are seen, in the acting process, and evaluations run in the learning one; "
-                          "allowed: body.normalize_observations=false")
-
-
-def check_sampler(settings: Settings) -> None:
-    """Refuse, in one line, the alternating sampler for an agent that acts on all its environments at once."""
-    if settings.hardware.sampler != "alternating":
-        return
-    require_capability(settings, "alternates", "hardware.sampler=alternating", "acts on all its environments at once",
-                       "hardware.sampler=serial or parallel")
-    if settings.approximation.get("recurrent", "none") != "none":
-        raise ConfigError("hardware.sampler=alternating: a recurrent core carries every environment's state "
-                          "through one step of all of them; allowed: hardware.sampler=parallel, or "
-                          "approximation.recurrent=none")
-    if settings.hardware.learners > 1:
-        raise ConfigError(f"hardware.sampler=alternating: hardware.learners={settings.hardware.learners} count their "
-                          "steps one step of all their environments at a time; allowed: hardware.sampler=parallel")
-
-
-def learner_seed(seed: int) -> int:
-    """The seed of this learner's agent (its exploration, replay draws): the run's for the first learner (and a
-    run of one), one drawn from it and the rank for the others."""
-    rank = distributed.rank()
-    return seed if rank == 0 else int(np.random.SeedSequence([seed, rank]).generate_state(1)[0])
-
-
-def embodied_agent(settings: Settings, agent_class, config, context: BuildContext, name: str) -> ParallelAgent:
-    """An agent of ``agent_class`` with ``config``, built for the observations of ``context`` as the run's body
-    transforms them, inside its own body instance. ``name``: the agent, as error messages call it."""
-    body_class = registry.get("body", settings.body.name)
-    options = body_options(body_class, settings.body)
-    env_space = space = context.observation_space
-    if settings.body.normalize_observations:
-        space = _transformed(NormalizeObservations, space, {}, "body.normalize_observations=true")
-    context = replace(context, observation_space=_transformed(body_class, space, options, f"body={settings.body.name}"))
-    agent = agent_class.from_config(config, context)
-    if not isinstance(agent, ParallelAgent):  # an Agent written for one State
-        if context.n_envs != 1:
-            raise ConfigError(f"hardware.n_envs={context.n_envs}: agent {name} acts on one state at a time; "
-                              "allowed: 1")
-        agent = SingleEnvAgent(agent)
-    body = body_class(agent, **options)
-    if settings.body.normalize_rewards:
-        discount = getattr(config, "discount_factor", 0.99)  # the return whose scale matters is the agent's
-        body = NormalizeRewards(body, RunningMeanStd((), settings.hardware.device), discount)
-    if settings.body.normalize_observations:
-        body = NormalizeObservations(body, RunningMeanStd(env_space.shape, settings.hardware.device))
-    return body
-
-
-def build_multiagent(settings: Settings, env, logger) -> Multiagent:
-    """The multi-agent agent (``agent=independent``): each player's agent is built like a single-agent run's
-    (``embodied_agent``), for that player's spaces, on one game (n_envs 1), with a budget of the player's share
-    of the turns, a seed of its own, and a logger that names it (``loss/q/player_1``)."""
-    players = list(env.agents)
-
-    def build(player: str, agent_class, config, shared: dict | None) -> ParallelAgent:
-        index = players.index(player)
-        context = BuildContext(
-            observation_space=env.observation_spaces[player], action_space=env.action_spaces[player], n_envs=1,
-            device=torch.device(settings.hardware.device), total_steps=max(1, settings.run.steps // len(players)),
-            approximation=settings.approximation, logger=ScopedLogger(logger, player),
-            seed=int(np.random.SeedSequence([settings.run.seed, index]).generate_state(1)[0]), shared=shared)
-        return embodied_agent(settings, agent_class, config, context, f"{agent_class.__name__} of {player}")
-
-    context = MultiagentBuildContext(players, dict(env.observation_spaces), dict(env.action_spaces), build)
-    return settings.agent_class.from_config(settings.agent, context)
-
-
-def _transformed(body_class, space, options: dict, choice: str):
-    """The space ``body_class`` makes of ``space``; observations it cannot handle (a time feature for
-    frames, normalisation of uint8) are the user's choice of body, so a ConfigError naming it."""
-    try:
-        return body_class.transform_space(space, **options)
-    except TypeError as error:
-        raise ConfigError(f"{choice}: {error}") from None
-
-
-def check_videos(settings: Settings) -> None:
-    """Refuse, in one line, videos (``logger.video_every``) of what has no single greedy episode to film."""
-    kind = env_kind(settings)
-    if settings.logger.video_every and kind is not EnvKind.SINGLE_AGENT:
-        raise ConfigError(f"logger.video_every={settings.logger.video_every}: env={settings.env.name} is a "
-                          f"{kind.value} environment; videos are of single-agent episodes; allowed: "
-                          "logger.video_every=0")
-
-
-def prepare(cfg: DictConfig, training: bool = True) -> Settings:
-    """The checked settings of a composed config (or a run's saved config.yaml), and this process set up
-    for them: device checked, torch's threads, compilation of the networks, global seeds. ``run`` and
-    ``rlconf eval``/``watch`` (``training=False``: eager networks, as a few episodes do not pay for compiling
-    them) start here."""
-    settings = validate(cfg)
-    hardware = settings.hardware
-    check_device(hardware.device)
-    torch.set_num_threads(hardware.torch_threads)
-    compilation = compiled.configure(hardware.compile if training else "false", hardware.device, settings.run.steps)
-    if compilation.mode is not None or hardware.compile == "true":
-        print(f"rlconf: {compilation.reason}", file=sys.stderr, flush=True)
-    rng.seed_everything(settings.run.seed)
-    return settings
+from rlconf.experiments.rundir.sweep import redact_multirun, write_sweep_table
+from rlconf.logging import LoggerContext, LoggerGroup
+from rlconf.settings import Settings, check_process_counts, redact
 
 
 def run(cfg: DictConfig, parent_dir: str | Path | None = None, overrides: list[str] | None = None) -> dict:

@@ -116,8 +116,8 @@ class RunLauncher(Launcher):
     def _job(self, num: int, overrides: list[str]) -> Job:
         """The job's run directory, named as ``rlconf.experiments.run`` will name it."""
         from rlconf.config import validate
-        from rlconf.experiments.resume import sweep_job_name
-        from rlconf.experiments.rundir import finished_summary
+        from rlconf.experiments.rundir.directory import finished_summary
+        from rlconf.experiments.rundir.resume import sweep_job_name
 
         assert self.hydra_context is not None and self.config is not None
         config = self.hydra_context.config_loader.load_sweep_config(self.config, overrides)
@@ -133,7 +133,7 @@ class RunLauncher(Launcher):
 
     def record(self, job: Job, **fields: Any) -> None:
         """Add ``fields`` to the job's ``job.json`` (creating the run directory)."""
-        from rlconf.experiments.rundir import read_json, write_json
+        from rlconf.experiments.rundir.directory import read_json, write_json
 
         job.run_dir.mkdir(parents=True, exist_ok=True)
         path = job.run_dir / "job.json"

@@ -27,8 +27,8 @@ from pathlib import Path
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus
 
-from rlconf.experiments.rundir import open_inside
-from rlconf.experiments.stopping import stop_requests
+from rlconf.experiments.loop.stopping import stop_requests
+from rlconf.experiments.rundir.directory import open_inside
 from rlconf.launch.base import Job, RunLauncher, failed, log_tail
 from rlconf.launch.slots import Slot, make_slots, visible_gpus
 

@@ -100,7 +100,7 @@ def check(target: str, params: dict[str, Any]) -> None:
 def _check_runs_at_once(params: dict[str, Any]) -> None:
     """The runs a local launcher starts at once (``parallel``, or ``runs_per_gpu`` on each GPU), each of
     ``learners`` processes, bounded by the processes this machine holds (``config.machine_processes``)."""
-    from rlconf.config import machine_processes
+    from rlconf.settings import machine_processes
 
     limit, machine = machine_processes()
     learners = max(1, int(params.get("learners") or 1))

@@ -2,7 +2,7 @@
 
 Each array task runs one job (``RunLauncher.__call__``) from submitit's pickle. The job script asks Slurm
 for a warning signal ``signal_delay_s`` before the time limit: the run then stops at a step boundary,
-writes a complete checkpoint and requeues its own job (rlconf.experiments.preemption); the requeued task
+writes a complete checkpoint and requeues its own job (rlconf.experiments.loop.preemption); the requeued task
 runs the same pickle again and resumes in the same run directory. Preemption and the time limit itself
 (SIGTERM, with Slurm's reason) do the same.
 

@@ -97,9 +97,9 @@ def collect(sweep_dir: Path) -> list[RunStatus]:
 
 def _records(run_dir: Path) -> tuple[dict, dict | None, dict | None]:
     """The run's job.json ({} when none), status.json and summary.json (None when none), each checked against
-    its schema (``rlconf.experiments.saved``): a file that is not what rlconf writes is a StatusError line."""
+    its schema (``rlconf.experiments.rundir.saved``): a file that is not what rlconf writes is a StatusError line."""
     from rlconf.errors import ConfigError
-    from rlconf.experiments.saved import JOB_SCHEMA, STATUS_SCHEMA, SUMMARY_SCHEMA, read_record
+    from rlconf.experiments.rundir.saved import JOB_SCHEMA, STATUS_SCHEMA, SUMMARY_SCHEMA, read_record
 
     try:
         return (read_record(run_dir / "job.json", JOB_SCHEMA) or {},

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from rlconf.errors import require
-from rlconf.experiments.rundir import open_inside
+from rlconf.experiments.rundir.directory import open_inside
 from rlconf.logging.base import Logger, LoggerContext
 
 EPISODE_FIELDS = ["step", "episode", "return", "length", "wall_seconds"]

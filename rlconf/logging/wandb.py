@@ -3,7 +3,7 @@
 The wandb run id is kept in the run directory (``wandb.json``), so a resumed or requeued run continues the
 same wandb run. wandb never stops training: without an API key or a network, an online run falls back to
 offline (one line says so, and how to upload it later); a failure while logging turns wandb off for the rest
-of the run, with one line. The config it receives has its secrets redacted (``rlconf.config.redact``).
+of the run, with one line. The config it receives has its secrets redacted (``rlconf.settings.redact``).
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from rlconf.config import redact
 from rlconf.errors import first_line, require
-from rlconf.experiments.rundir import read_json, write_json
+from rlconf.experiments.rundir.directory import read_json, write_json
 from rlconf.logging.base import EVAL_VIDEO, Logger, LoggerContext
+from rlconf.settings import redact
 
 MODES = ("online", "offline", "disabled")
 STEP = "env/step"  # every row's x axis; frames are logged beside it, so wandb can plot against either

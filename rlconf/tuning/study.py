@@ -29,7 +29,7 @@ import optuna
 from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend, JournalFileOpenLock
 
-from rlconf.experiments.rundir import open_inside
+from rlconf.experiments.rundir.directory import open_inside
 from rlconf.tuning.settings import PRUNERS, SAMPLERS, STUDY_FILE, TuningError
 
 PRUNER_CLASSES = {"median": optuna.pruners.MedianPruner, "hyperband": optuna.pruners.HyperbandPruner,

@@ -294,7 +294,7 @@ class Launch:
     def _finish(self) -> None:
         """optimization_results.yaml (the best trial, every trial's state), the closing line, and exit status 1
         when a trial of this launch failed."""
-        from rlconf.experiments.rundir import write_text
+        from rlconf.experiments.rundir.directory import write_text
 
         sweep_dir = self.path.parent
         best = self._best_trial()

@@ -35,7 +35,7 @@ from omegaconf import OmegaConf
 from rlconf.agents import AgentWrapper
 from rlconf.environments.gym import Episode
 from rlconf.errors import first_line
-from rlconf.experiments.experiment import Experiment, ProcessLost
+from rlconf.experiments.loop.experiment import Experiment, ProcessLost
 from rlconf.memory.shared import SharedReplay
 
 # The control block both processes share: [acts, steps, learner's acts, command, acting phase]
@@ -281,7 +281,7 @@ class AsyncExperiment(Experiment):
     acting: Acting
 
     def train(self) -> None:
-        from rlconf.experiments.stopping import stop_requests
+        from rlconf.experiments.loop.stopping import stop_requests
 
         env, acting = self.env, self.acting
         start = self._start_training()
@@ -342,7 +342,9 @@ def _act(config: dict, replay: dict, weights: SharedWeights, control: torch.Tens
 
 def _acting_loop(config: dict, replay: dict, weights: SharedWeights, control: torch.Tensor, messages,
                  state: dict | None, reset_seed: int, steps: int, budget: int, acted, room) -> None:
-    from rlconf.experiments.run import build_agent, make_env, prepare
+    from rlconf.experiments.build.agent import build_agent
+    from rlconf.experiments.build.environment import make_env
+    from rlconf.experiments.build.setup import prepare
     from rlconf.logging import LoggerGroup
 
     settings = prepare(OmegaConf.create(config))

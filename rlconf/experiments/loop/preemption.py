@@ -22,7 +22,7 @@ import signal
 import subprocess
 import sys
 
-from rlconf.experiments.rundir import slurm_job_id
+from rlconf.experiments.rundir.directory import slurm_job_id
 
 
 def should_requeue(signum: int, progressed: bool) -> bool:

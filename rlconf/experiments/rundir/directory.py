@@ -32,7 +32,7 @@ PLACEMENT_KEYS = ("hydra", "launcher", "quiet", "logdir", "resume", "trial", "ha
 
 
 CONFIG = "config.yaml"  # the run's fully resolved config
-CHECKPOINT = "checkpoint.pt"  # what it has learned (rlconf.experiments.experiment.save_checkpoint)
+CHECKPOINT = "checkpoint.pt"  # what it has learned (rlconf.experiments.loop.experiment.save_checkpoint)
 
 
 def check_trained_run(path: str | Path) -> Path:
@@ -356,7 +356,7 @@ def read_json(path: str | Path) -> dict[str, Any] | None:
     """A JSON mapping written by ``write_json``, or None when it is missing or, written by hand, unreadable,
     not a mapping, or beyond the budgets of ``saved.load_json`` (size, depth). A reader that uses the values
     checks them against the file's schema instead: ``saved.read_record``."""
-    from rlconf.experiments.saved import load_json  # saved imports yaml: not at the import of this module
+    from rlconf.experiments.rundir.saved import load_json  # saved imports yaml: not at the import of this module
 
     try:
         data = load_json(Path(path))
@@ -370,7 +370,7 @@ def finished_summary(run_dir: str | Path, steps: int) -> dict[str, Any] | None:
     (an end of its own, whatever the budget), else None: a run resumed with a longer budget has not finished,
     though it holds the summary of its shorter one. A summary.json that is not what rlconf writes is a
     ConfigError in one line (``saved.SUMMARY_SCHEMA``)."""
-    from rlconf.experiments.saved import SUMMARY_SCHEMA, read_record
+    from rlconf.experiments.rundir.saved import SUMMARY_SCHEMA, read_record
 
     summary = read_record(Path(run_dir) / "summary.json", SUMMARY_SCHEMA)
     if summary is None:

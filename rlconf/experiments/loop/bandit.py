@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from rlconf.experiments.experiment import Experiment
+from rlconf.experiments.loop.experiment import Experiment
 
 FINAL_PULLS = 1000  # summary.json's final_* rates: over each bandit's last this many pulls
 

@@ -32,11 +32,11 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 import rlconf
-from rlconf.config import REDACTED, redact
-from rlconf.errors import ConfigError
-from rlconf.experiments.resume import flatten
-from rlconf.experiments.rundir import PLACEMENT_KEYS, override_key, within, write_text
-from rlconf.experiments.saved import PROVENANCE_SCHEMA, read_bounded, read_config, read_record
+from rlconf.errors import REDACTED, ConfigError
+from rlconf.experiments.rundir.directory import PLACEMENT_KEYS, override_key, within, write_text
+from rlconf.experiments.rundir.resume import flatten
+from rlconf.experiments.rundir.saved import PROVENANCE_SCHEMA, read_bounded, read_config, read_record
+from rlconf.settings import redact
 
 PROVENANCE = "provenance.json"
 # The packages whose versions can change a run's numbers.

@@ -24,8 +24,8 @@ import numpy as np
 import torch
 
 from rlconf.errors import ConfigError, first_line
-from rlconf.experiments.evaluate import seeded
-from rlconf.experiments.rundir import TEMPORARY
+from rlconf.experiments.loop.evaluate import seeded
+from rlconf.experiments.rundir.directory import TEMPORARY
 
 VIDEOS = "videos"  # the run directory's folder of videos
 

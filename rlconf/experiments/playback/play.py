@@ -25,18 +25,21 @@ from typing import Any
 import numpy as np
 from omegaconf import OmegaConf
 
-from rlconf.config import Settings
 from rlconf.core import EnvKind
 from rlconf.environments.gym import has_display
 from rlconf.errors import ConfigError, first_line
-from rlconf.experiments.evaluate import evaluate
-from rlconf.experiments.experiment import TEST_SEED_OFFSET, checkpoint_path, load_checkpoint
-from rlconf.experiments.multiagent import play_test
-from rlconf.experiments.run import build_agent, check_device, env_kind, eval_env_count, make_env, prepare
-from rlconf.experiments.rundir import CONFIG, check_trained_run, write_json
-from rlconf.experiments.saved import check_plugins, read_config
-from rlconf.experiments.video import video_fps
+from rlconf.experiments.build.agent import build_agent
+from rlconf.experiments.build.environment import env_kind, eval_env_count, make_env
+from rlconf.experiments.build.setup import check_device, prepare
+from rlconf.experiments.loop.evaluate import evaluate
+from rlconf.experiments.loop.experiment import TEST_SEED_OFFSET
+from rlconf.experiments.loop.multiagent import play_test
+from rlconf.experiments.loop.video import video_fps
+from rlconf.experiments.rundir.checkpoint import checkpoint_path, load_checkpoint
+from rlconf.experiments.rundir.directory import CONFIG, check_trained_run, write_json
+from rlconf.experiments.rundir.saved import check_plugins, read_config
 from rlconf.logging import LoggerGroup
+from rlconf.settings import Settings
 
 PLUGINS_HINT = "--plugins {}"  # how eval and watch are told which of a run's modules they may import
 # How a refusal names the options of ``load_run``: as eval and watch take them, or as the Python API's

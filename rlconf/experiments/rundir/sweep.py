@@ -21,10 +21,17 @@ from pathlib import Path
 
 import yaml
 
-from rlconf.config import redact
 from rlconf.errors import ConfigError
-from rlconf.experiments.rundir import SWEEP_LOCK, atomic_write, is_placement, open_inside, read_json, write_text
-from rlconf.experiments.saved import load_yaml
+from rlconf.experiments.rundir.directory import (
+    SWEEP_LOCK,
+    atomic_write,
+    is_placement,
+    open_inside,
+    read_json,
+    write_text,
+)
+from rlconf.experiments.rundir.saved import load_yaml
+from rlconf.settings import redact
 
 SUMMARY_COLUMNS = ["steps", "episodes", "test_return_mean", "test_return_std", "test_episodes", "wall_seconds",
                    "steps_per_second", "resumes"]
@@ -58,7 +65,7 @@ def overrides_of(run_dir: Path) -> dict[str, str]:
 
 def redact_multirun(sweep_dir: str | Path) -> None:
     """Hydra writes the sweep's command line, secrets and all, into ``multirun.yaml`` before the first job
-    starts; each job rewrites it redacted (``rlconf.config.redact``) when it finds a secret there."""
+    starts; each job rewrites it redacted (``rlconf.settings.redact``) when it finds a secret there."""
     path = Path(sweep_dir) / "multirun.yaml"
     try:
         data = load_yaml(path)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rlconf.errors import ConfigError
-from rlconf.experiments.rundir import (
+from rlconf.experiments.rundir.directory import (
     PLACEMENT_KEYS,
     check_run_files,
     check_sweep_files,
@@ -30,7 +30,7 @@ from rlconf.experiments.rundir import (
     within,
     write_json,
 )
-from rlconf.experiments.saved import read_config
+from rlconf.experiments.rundir.saved import read_config
 
 RESUME_MAY_CHANGE = ("steps", "quiet", "verbose", "logdir", "resume", "plugins", "eval_every", "eval_episodes",
                      "test_episodes", "checkpoint_every", "checkpoint", "logger", "hardware.device",
@@ -183,7 +183,7 @@ def keep_run_names(sweep_dir: Path, saved: list[str], given: list[str]) -> None:
 
 def run_names(sweep_dir: str | Path) -> dict[str, str | None]:
     """The sweep's RUN_NAMES ({} where no resume has changed a key), checked as untrusted data."""
-    from rlconf.experiments.saved import load_json
+    from rlconf.experiments.rundir.saved import load_json
 
     path = Path(sweep_dir) / RUN_NAMES
     if not path.exists() and not path.is_symlink():

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import torch
 
-from rlconf.experiments import rng
+from rlconf.core import rng
 
 
 def evaluate(test_agent, env, episodes: int, seed: int | None = None,

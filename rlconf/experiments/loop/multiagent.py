@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 
 from rlconf.agents import Multiagent
-from rlconf.experiments.evaluate import evaluate
-from rlconf.experiments.experiment import TEST_SEED_OFFSET, Experiment
+from rlconf.experiments.loop.evaluate import evaluate
+from rlconf.experiments.loop.experiment import TEST_SEED_OFFSET, Experiment
 
 WIN_OR_DRAW = "eval/win_or_draw"
 

@@ -18,8 +18,8 @@ from typing import Any
 import torch
 
 from rlconf.errors import ConfigError, first_line
-from rlconf.experiments.experiment import checkpoint_path, load_checkpoint
-from rlconf.experiments.rundir import check_trained_run
+from rlconf.experiments.rundir.checkpoint import checkpoint_path, load_checkpoint
+from rlconf.experiments.rundir.directory import check_trained_run
 
 WHICH = ("best", "last")
 

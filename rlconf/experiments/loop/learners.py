@@ -26,8 +26,8 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from rlconf import distributed
-from rlconf.config import Settings
 from rlconf.errors import ConfigError, first_line
+from rlconf.settings import Settings
 
 # How long the first learner waits for the others to leave once it is done (they leave right after the last
 # checkpoint), before it ends them.
