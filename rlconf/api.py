@@ -23,38 +23,34 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # importing rlconf stays cheap: numpy, omegaconf and torch load when used
     from omegaconf import DictConfig
 
+    from rlconf.experiments.loop.callbacks import Callback
+
 
 def compose(*overrides: str, config_dirs: Sequence[str] = ()) -> DictConfig:
     """The config ``rlconf run OVERRIDES`` would train, checked (a ConfigError names a bad key or value)."""
-    from rlconf.cli import UsageError, run_overrides
-    from rlconf.config import compose as compose_config
-    from rlconf.config import validate
     from rlconf.errors import ConfigError
+    from rlconf.pipeline import compose_run
 
     wrong = next((o for o in overrides if not isinstance(o, str)), None)
     if wrong is not None:  # rlconf.compose(["agent=dqn", ...]): each override is its own argument
         raise ConfigError(f"rlconf.compose: each override is a string argument, as typed after rlconf run "
                           f"(rlconf.compose('agent=dqn', 'env=classic/cartpole')); got {type(wrong).__name__} "
                           f"{wrong!r}; a list is passed as rlconf.compose(*overrides)")
-    try:  # the command line's checks first: their one line names the key and what is allowed
-        overrides = tuple(run_overrides(list(overrides), list(config_dirs), multirun=False))
-    except UsageError as error:
-        raise ConfigError(str(error)) from None
-    cfg = compose_config(list(overrides), list(config_dirs))
-    validate(cfg)
-    _COMPOSED[id(cfg)] = (cfg, list(overrides))  # train writes them to overrides.yaml: resume= composes them again
-    return cfg
+    return compose_run(list(overrides), list(config_dirs))
 
 
-def train(config: DictConfig | Sequence[str]) -> tuple[Path, dict[str, Any]]:
+def train(config: DictConfig | Sequence[str], callbacks: Sequence[Callback] = ()) -> tuple[Path, dict[str, Any]]:
     """Train the run ``config`` describes (a composed config, or the overrides to compose); returns its run
-    directory and its summary (summary.json)."""
+    directory and its summary (summary.json). ``callbacks``: ``rlconf.Callback`` objects told of the run's
+    events (run start, each batch, episode ends, evaluations, checkpoints, run end), after the config's."""
     from omegaconf import DictConfig
 
     from rlconf.experiments.run import run
+    from rlconf.pipeline import recorded_overrides
 
     cfg = compose(*config) if not isinstance(config, DictConfig) else config
-    summary = run(cfg, overrides=_overrides_of(cfg))
+    # The overrides compose() made it from go to overrides.yaml: resume= composes them again.
+    summary = run(cfg, overrides=recorded_overrides(cfg), callbacks=callbacks)
     return Path(summary["run_dir"]), summary
 
 
@@ -110,11 +106,3 @@ class Policy:
             return np.clip(action, self.action_space.low, self.action_space.high).astype(self.action_space.dtype)
         return action.item() if np.ndim(action) == 0 else action
 
-
-def _overrides_of(cfg: DictConfig) -> list[str]:
-    """The overrides ``compose`` made ``cfg`` from (none for a config made otherwise)."""
-    composed, overrides = _COMPOSED.get(id(cfg), (None, []))
-    return overrides if composed is cfg else []
-
-
-_COMPOSED: dict[int, tuple[DictConfig, list[str]]] = {}

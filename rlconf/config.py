@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -19,7 +18,7 @@ from omegaconf.errors import OmegaConfBaseException
 from rlconf import registry
 from rlconf.cost import check_costs
 from rlconf.errors import ConfigError, require
-from rlconf.paths import config_dir, launchers_dir
+from rlconf.paths import config_dir, searchpath
 from rlconf.schema import check, config_keys
 from rlconf.settings import (
     GROUP_SCHEMAS,
@@ -36,10 +35,11 @@ from rlconf.settings import (
 def check_pairing(env: EnvSettings, body: BodySettings, model_schema: type, model: str) -> None:
     """The env's observations fit the network chosen for them, and its games have the lives the body counts
     (said before anything is built, instead of a shape error or a KeyError mid-run). What each component
-    declares is read from the registry, importing none of the built-in ones."""
-    if getattr(model_schema, "images_only", False) and not registry.declared("environment", env.family,
-                                                                            "image_observations", False):
-        allowed = [n for n in registry.names("model") if not getattr(registry.model_schema(n), "images_only", False)]
+    declares is read from the registry (the env family's spec, the model's and body's entries), importing none
+    of the built-in ones."""
+    images = registry.env_spec(env.family).image_observations
+    if registry.declared("model", model, "images_only", False) and not images:
+        allowed = [n for n in registry.names("model") if not registry.declared("model", n, "images_only", False)]
         raise ConfigError(f"approximation.model={model}: a network for image observations (frames); env={env.name} "
                           f"has vector observations; allowed: {', '.join(allowed)}")
     options = registry.declared("body", body.name, "options")
@@ -47,24 +47,20 @@ def check_pairing(env: EnvSettings, body: BodySettings, model_schema: type, mode
         from rlconf.bodies import body_options
 
         options = body_options(registry.get("body", body.name), {"episodic_lives": True})
-    if body.episodic_lives and "episodic_lives" in options and not registry.declared(
-            "environment", env.family, "lives", False):
+    if body.episodic_lives and "episodic_lives" in options and not registry.env_spec(env.family).lives:
         raise ConfigError(f"body={body.name}: its episodic lives need a game with lives (Atari); env={env.name} has "
                           "none: add body.episodic_lives=false, or choose body=none")
 
 
-def check_memory(agent_name: str, agent: Any, recurrent: str, declared: str | None = None) -> None:
-    """An agent takes a recurrent core (``approximation.recurrent``) only if it declares it can (``recurrent``:
-    never, optional, required, or ignored by one that builds no network); a multi-agent run's players are its
-    agents (agent.base, agent.players). ``declared``: what an agent named by ``_target_`` declares (None: ask
-    the registry)."""
-    players = [agent.base, *agent.players.values()] if hasattr(agent, "base") else [agent_name]
+def check_memory(agent_name: str, agent: Any, recurrent: str, spec: Any) -> None:
+    """An agent takes a recurrent core (``approximation.recurrent``) only if its spec declares it can
+    (``recurrent``: never, optional, required, or ignored by one that builds no network); a multi-agent run's
+    players are its agents (agent.base, agent.players). ``spec``: the run's agent's ``AgentSpec``."""
+    players = [agent.base, *agent.players.values()] if spec.plays.multiagent else [agent_name]
     for name in players:
-        support = declared if declared is not None and name == agent_name else registry.declared(
-            "agent", name, "recurrent", "never")
+        support = (spec if name == agent_name else registry.agent_spec(name)).recurrent
         if recurrent != "none" and support == "never":
-            able = [n for n in registry.names("agent")
-                    if registry.declared("agent", n, "recurrent", "never") in ("optional", "required")]
+            able = [n for n in registry.names("agent") if registry.agent_spec(n).recurrent in ("optional", "required")]
             raise ConfigError(f"approximation.recurrent={recurrent}: agent={name} has no memory; allowed with "
                               f"{', '.join(able)} (or approximation.recurrent=none)")
         if recurrent == "none" and support == "required":
@@ -76,7 +72,7 @@ def with_masked_components(body: BodySettings, env: EnvSettings) -> BodySettings
     naming what to write when the env is not in VELOCITY_COMPONENTS."""
     if body.name != "mask_velocity":
         return body
-    if registry.declared("environment", env.family, "image_observations", False):
+    if registry.env_spec(env.family).image_observations:
         raise ConfigError(f"body=mask_velocity: hides components of vector observations; env={env.name} has frames "
                           "(memory on Atari: body=atari body.frame_stack=1)")
     if body.masked is not None:
@@ -127,27 +123,9 @@ def validate(cfg: DictConfig) -> Settings:
     agent_node = OmegaConf.to_container(cfg.agent, resolve=True)
     agent_name = agent_node.pop("name", None)
     target = agent_node.pop("_target_", None)
-    not_an_agent = ("not an agent class (one with a Config dataclass and from_config; see rlconf list "
-                    "components)")
-    if target:
-        try:
-            agent_class = registry.import_path(target)
-        except (ImportError, AttributeError, ValueError) as error:  # ValueError: an empty module name
-            raise ConfigError(f"agent._target_={target}: cannot import it: {error}") from None
-        if not (isinstance(agent_class, type) and hasattr(agent_class, "from_config")):
-            raise ConfigError(f"agent._target_={target}: {not_an_agent}")
-        config_class = getattr(agent_class, "Config", None)
-        agent_name = agent_name or agent_class.__name__.lower()
-    else:
-        require(agent_name is not None, "agent", None, "the agent config needs a 'name' (or a '_target_')")
-        try:  # a built-in agent's Config is read without importing the agent (and torch)
-            config_class = registry.agent_config(agent_name)
-        except registry.UnknownComponent as error:
-            raise ConfigError(f"agent.name: {error}") from None
-    if not dataclasses.is_dataclass(config_class):
-        where = f"agent._target_={target}" if target else f"agent={agent_name}"
-        raise ConfigError(f"{where}: {not_an_agent}")
-    agent = check(config_class, agent_node, "agent.", see, known)
+    spec = agent_spec(agent_name, target)
+    agent_name = agent_name or target.replace(":", ".").rpartition(".")[2].lower()
+    agent = check(spec.config, agent_node, "agent.", see, known)
 
     approximation = OmegaConf.to_container(cfg.get("approximation") or {}, resolve=True)
     model = approximation.get("model", "mlp")
@@ -158,13 +136,31 @@ def validate(cfg: DictConfig) -> Settings:
     check_pairing(groups["env"], groups["body"], model_schema, model)
     groups["body"] = with_masked_components(groups["body"], groups["env"])
     approximation = dataclasses.asdict(check(model_schema, approximation, "approximation."))
-    check_memory(agent_name, agent, approximation.get("recurrent", "none"),
-                 getattr(agent_class, "recurrent", "never") if target else None)
+    check_memory(agent_name, agent, approximation.get("recurrent", "none"), spec)
     groups["env"] = named_for_its_id(groups["env"])
     settings = Settings(run=run, agent_name=agent_name, agent=agent, approximation=approximation,
                         agent_target=target, **groups)
     check_costs(settings)  # what the settings would cost this machine, before anything is built
     return settings
+
+
+def agent_spec(name: str | None, target: str | None) -> Any:
+    """The spec of the agent a config names: by ``name`` (``agent=dqn``), or by its class (``agent._target_``),
+    whose module registers it as it is imported, as every plugin module does. A name or class the registry does
+    not know is one line."""
+    require(name is not None or bool(target), "agent", None, "the agent config needs a 'name' (or a '_target_')")
+    if not target:
+        try:
+            return registry.agent_spec(name)
+        except registry.UnknownComponent as error:
+            raise ConfigError(f"agent.name: {error}") from None
+    try:
+        return registry.agent_spec(name, target)
+    except (ImportError, ValueError) as error:  # ValueError: an empty module name
+        raise ConfigError(f"agent._target_={target}: cannot import it: {error}") from None
+    except registry.UnknownComponent:
+        raise ConfigError(f"agent._target_={target}: not an agent class (no AgentSpec names it: register one, "
+                          "rlconf.register(AgentSpec(...)); see rlconf list components)") from None
 
 
 def named_for_its_id(env: EnvSettings) -> EnvSettings:
@@ -190,11 +186,6 @@ def named_for_its_id(env: EnvSettings) -> EnvSettings:
 
 
 # -- composing a run's config: the same YAML groups ``rlconf run`` reads ----------------------------------
-def searchpath(extra: list[str]) -> list[Path]:
-    """Config folders besides the primary one: the shipped launchers, then the user's own."""
-    return [launchers_dir(), *(Path(d).resolve() for d in extra)]
-
-
 def searchpath_override(extra: list[str]) -> str:
     """The Hydra override that puts ``searchpath(extra)`` on the search path of a composition."""
     return f"hydra.searchpath=[{','.join('file://' + str(d) for d in searchpath(extra))}]"

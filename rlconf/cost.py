@@ -16,6 +16,7 @@ measured orders of magnitude, not bounds.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -155,7 +156,7 @@ def _is_bandit(family: str) -> bool:
 
 
 def _images(settings: Any) -> bool:
-    return bool(registry.declared("environment", settings.env.family, "image_observations", False))
+    return registry.env_spec(settings.env.family).image_observations
 
 
 def _observation_floats(settings: Any) -> int:
@@ -187,7 +188,7 @@ def _environment_costs(settings: Any) -> list[Cost]:
     if _images(settings) and settings.body.name == "atari":
         stack = settings.body.frame_stack
         copies = hardware.n_envs + hardware.eval_envs
-        batch = max(_whole(getattr(settings.agent, "batch_size", 1), 1), 1)
+        batch = max(_whole(_hyperparameters(settings).get("batch_size", 1), 1), 1)
         # Every copy's stacked frames, a batch of them as floats (observations and next observations), and the
         # first convolution's weights (with their gradients, Adam's moments and a target copy).
         frames = copies * stack * FRAME_BYTES + 2 * batch * stack * FRAME_BYTES * 4 + 5 * 32 * stack * 64 * 4
@@ -197,21 +198,26 @@ def _environment_costs(settings: Any) -> list[Cost]:
     return costs
 
 
+def _hyperparameters(settings: Any) -> dict[str, Any]:
+    """The agent's checked settings by key: only those its schema has (a bandit's has no batch_size)."""
+    return dataclasses.asdict(settings.agent)
+
+
 def _agent_costs(settings: Any) -> list[Cost]:
-    agent, hardware = settings.agent, settings.hardware
+    agent, hardware = _hyperparameters(settings), settings.hardware
     costs = []
-    planning = _whole(getattr(agent, "planning_steps", 0), 0)
+    planning = _whole(agent.get("planning_steps", 0), 0)
     if planning:
         updates = planning * hardware.n_envs
         costs.append(Cost("agent.planning_steps", planning, f"planning {updates:,} updates a step",
                           bytes=planning * PLANNING_BYTES, seconds=updates * PLANNING_SECONDS))
-    batch = _whole(getattr(agent, "batch_size", 0), 0)
+    batch = _whole(agent.get("batch_size", 0), 0)
     if batch:
-        span = _whole(getattr(agent, "sequence_length", 1), 1) + _whole(getattr(agent, "burn_in", 0), 0)
+        span = _whole(agent.get("sequence_length", 1), 1) + _whole(agent.get("burn_in", 0), 0)
         costs.append(Cost("agent.batch_size", batch, _batch_words(batch, span),
                           bytes=batch * span * _sample_bytes(settings), samples=batch * span))
-    rollout = _whole(getattr(agent, "n_steps", 0), 0)
-    if rollout and not hasattr(agent, "replay_buffer_size"):  # an on-policy rollout, not n-step returns
+    rollout = _whole(agent.get("n_steps", 0), 0)
+    if rollout and "replay_buffer_size" not in agent:  # an on-policy rollout, not n-step returns
         costs.append(Cost("agent.n_steps", rollout, f"a rollout of {rollout:,} steps of {hardware.n_envs:,} copies",
                           bytes=rollout * hardware.n_envs * (_observation_floats(settings) * 4 + 64)))
     return costs

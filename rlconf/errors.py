@@ -1,12 +1,18 @@
-"""Bad input as one line for the user: the error every component raises, and the helpers that phrase it.
+"""The errors a user reads, as one hierarchy, and the helpers that phrase them.
 
-A leaf module (it imports nothing from rlconf), so agents, environments and loggers report bad input
-without depending on the config module.
+Every error meant for the user derives from ``RlconfError``: its message is one line and it carries the exit
+status of the command that meets it (``reported`` turns it into ``rlconf: error: ...`` and that status, the one
+place that does). Bad input is a ``ConfigError`` (exit status 2) or one of its kin below; a run that stopped on
+a fault is ``RunFailed`` (1). A leaf module (it imports nothing from rlconf), so agents, environments and
+loggers report bad input without depending on the config module.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
+import sys
+from collections.abc import Iterator
 from typing import Any
 
 # Secrets recognised by their format wherever they appear (a token pasted into a value, a path, a message):
@@ -25,8 +31,82 @@ TOKEN = re.compile(
 REDACTED = "***"
 
 
-class ConfigError(ValueError):
+class RlconfError(Exception):
+    """An error for the user: ``message`` is its one line, ``exit_status`` the command's (a class's default, or
+    given to one instance)."""
+
+    exit_status: int = 1
+
+    def __init__(self, message: str, exit_status: int | None = None):
+        super().__init__(message)
+        if exit_status is not None:
+            self.exit_status = exit_status
+
+    @property
+    def message(self) -> str:
+        return str(self)
+
+
+class ConfigError(RlconfError, ValueError):
     """Bad input: the message is one line meant for the user."""
+
+    exit_status = 2
+
+
+class UsageError(ConfigError):
+    """A command used wrongly (an unknown option, a missing argument, an option's bad value)."""
+
+
+class TuningError(RlconfError, ValueError):
+    """A bad sweeper setting or search space: one line naming the key, the value and what is allowed."""
+
+    exit_status = 2
+
+
+class LauncherError(RlconfError, ValueError):
+    """Bad launcher settings: one line naming the key, the value and what is allowed."""
+
+    exit_status = 2
+
+
+class StatusError(RlconfError, ValueError):
+    """Not a directory rlconf status can read: one line."""
+
+    exit_status = 2
+
+
+class AnalysisError(RlconfError, ValueError):
+    """Input ``rlconf plot`` cannot use (no such folder, no runs, an unknown name): one line."""
+
+    exit_status = 2
+
+
+class PlaybackError(RlconfError):
+    """Bad input (a directory that holds no run, a damaged checkpoint, no display): one line, exit status 2."""
+
+    exit_status = 2
+
+
+class RunDirRefused(RlconfError):
+    """A run directory this process cannot become the writer of: one line, exit status 2."""
+
+    exit_status = 2
+
+
+class RunFailed(RlconfError):
+    """A run stopped on a fault (a divergence, a full disk) keeping its last good checkpoint, or a run of a sweep
+    that did not finish. Its message is the one line the user reads: what went wrong, at which step, which
+    checkpoint is intact or where the log is. ``exit_status``: the process's (1 unless given)."""
+
+
+@contextlib.contextmanager
+def reported() -> Iterator[None]:
+    """Where a command meets an ``RlconfError``: its one line on stderr and its exit status (SystemExit)."""
+    try:
+        yield
+    except RlconfError as error:
+        print(error_line(error.message), file=sys.stderr)  # a token pasted into a value is not repeated
+        raise SystemExit(error.exit_status) from None
 
 
 def first_line(error: BaseException) -> str:

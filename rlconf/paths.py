@@ -20,3 +20,8 @@ def config_dir() -> Path:
 def launchers_dir() -> Path:
     """The launcher group: where runs execute, kept apart from what runs."""
     return _shipped("launchers")
+
+
+def searchpath(extra: list[str]) -> list[Path]:
+    """Config folders besides the primary one: the shipped launchers, then the user's own (``--config-dir``)."""
+    return [launchers_dir(), *(Path(d).resolve() for d in extra)]

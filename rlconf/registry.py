@@ -1,134 +1,45 @@
 """The registry: the one table from names to components.
 
 Configs name components (``agent.name: dqn``, ``env.family: classic``, ``approximation.model: mlp``); the
-registry turns a name into the class that builds it. Built-in entries are import paths, so reading the
-table (``rlconf list``) imports no torch. A user's own components join with the ``register`` decorator, from
-a module named in the ``plugins`` config key or from a package that declares an ``rlconf.plugins`` entry point.
+registry turns a name into what it is. Agents and environment families are known by their spec
+(``rlconf.agents.specs.AgentSpec``, ``rlconf.environments.specs.EnvSpec``): what they are, their class as an
+import path, and what they declare they can do, so checking a config (and ``rlconf list``) imports no torch.
+Built-in specs and a user's follow one rule: a module registers them with ``register(spec)``; the built-in
+ones are the modules of ``_SPEC_MODULES``, a user's are named in the ``plugins`` config key or declared by a
+package's ``rlconf.plugins`` entry point. The other kinds (models, bodies, loggers, ...) are import paths here,
+and a user's join with the ``register(kind, name)`` decorator.
 """
 
 from __future__ import annotations
 
 import difflib
 import importlib
-import operator
 from collections import Counter
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from importlib.metadata import entry_points
 from typing import Any
 
 KINDS = ("agent", "environment", "model", "body", "logger", "buffer", "approximation", "policy")
+SPEC_KINDS = ("agent", "environment")  # the kinds known by their spec, registered with register(spec)
 
+# The modules that register the built-in specs, imported when the registry is first asked about that kind.
+_SPEC_MODULES: dict[str, tuple[str, ...]] = {
+    "agent": tuple(f"rlconf.agents.specs.{module}" for module in (
+        "dqn", "c51", "r2d1", "vqn", "vpg", "vac", "a2c", "ppo", "ddpg", "td3", "sac", "random_agent",
+        "independent", "multi_armed", "linear_bandit", "neural_bandit", "tabular")),
+    "environment": ("rlconf.environments.specs",),
+}
 # kind -> name -> (import path "module:attribute", one-line description, what it declares). What it declares
-# is what checking a config needs to know of a component without importing it (which imports torch), as the
-# component itself declares it (tests/test_config.py compares them): an agent's Config (a class of
-# rlconf.agents.hyperparameters), whether the agent is itself multi-agent and whether it takes a recurrent
-# core (never, optional, required; ignored: it builds no network), a model's settings schema (a class of
-# rlconf.nn.schemas), whether an environment family's observations are frames and its games have lives, the
-# options a body's constructor takes.
+# is what checking a config needs to know of a component without importing it (which imports torch): a
+# model's settings schema (a class of rlconf.nn.schemas) and whether it is a network for image observations,
+# the options a body's constructor takes.
 _BUILTIN: dict[str, dict[str, tuple[str, str, dict[str, Any]]]] = {
-    "agent": {
-        "dqn": ("rlconf.agents.dqn:DQN", "Deep Q-Network: replay, target network, epsilon-greedy",
-                {"config": "DQNConfig"}),
-        "ddqn": ("rlconf.agents.dqn:DDQN", "Double DQN: online net picks, target net values; prioritized replay",
-                 {"config": "DDQNConfig"}),
-        "c51": ("rlconf.agents.c51:C51", "distributional DQN: 51-atom categorical returns, projected targets",
-                {"config": "C51Config"}),
-        "rainbow": ("rlconf.agents.c51:Rainbow", "C51 + prioritized + 3-step replay + dueling noisy networks",
-                    {"config": "RainbowConfig"}),
-        "r2d1": ("rlconf.agents.r2d1:R2D1", "R2D2 on one learner: LSTM Q, sequence replay, burn-in, value rescaling",
-                 {"config": "R2D1Config", "recurrent": "required"}),
-        "vqn": ("rlconf.agents.vqn:VQN", "vanilla Q-learning over parallel envs: no replay, no target",
-                {"config": "VQNConfig"}),
-        "vsarsa": ("rlconf.agents.vqn:VSarsa", "SARSA over parallel envs: on-policy TD(0), no replay",
-                   {"config": "VQNConfig"}),
-        "vpg": ("rlconf.agents.vpg:VPG", "REINFORCE with a value baseline: complete episodes, parallel envs",
-                {"config": "VPGConfig"}),
-        "vac": ("rlconf.agents.vac:VAC", "vanilla actor-critic: one-step TD advantages every step, parallel envs",
-                {"config": "VACConfig"}),
-        "a2c": ("rlconf.agents.a2c:A2C", "Advantage Actor-Critic: n-step returns, entropy bonus, parallel envs",
-                {"config": "A2CConfig", "recurrent": "optional"}),
-        "ppo": ("rlconf.agents.ppo:PPO", "Proximal Policy Optimisation: clipped surrogate, GAE, parallel envs",
-                {"config": "PPOConfig", "recurrent": "optional"}),
-        "ddpg": ("rlconf.agents.ddpg:DDPG", "Deep Deterministic Policy Gradient: continuous actions, Gaussian noise",
-                 {"config": "DDPGConfig"}),
-        "td3": ("rlconf.agents.td3:TD3", "DDPG + twin critics, target policy smoothing, delayed policy updates",
-                {"config": "TD3Config"}),
-        "sac": ("rlconf.agents.sac:SAC", "Soft Actor-Critic: squashed Gaussian, twin critics, tuned temperature",
-                {"config": "SACConfig"}),
-        "random": ("rlconf.agents.random_agent:RandomAgent",
-                   "uniformly random (legal) actions: a baseline, and the opponent of multi-agent tests",
-                   {"config": "RandomConfig", "recurrent": "ignored"}),
-        "independent": ("rlconf.agents.independent:IndependentMultiagent",
-                        "multi-agent (PettingZoo): one agent per player (agent.base), or shared for self-play",
-                        {"config": "IndependentConfig", "plays.multiagent": True}),
-        "epsilon_greedy": ("rlconf.agents.multi_armed:EpsilonGreedy",
-                           "multi-armed bandit: the best mean so far, a random arm with probability epsilon",
-                           {"config": "EpsilonGreedyConfig"}),
-        "ucb": ("rlconf.agents.multi_armed:UCB", "multi-armed bandit: UCB1, the mean plus an optimism bonus",
-                {"config": "UCBConfig"}),
-        "bayesian_ucb": ("rlconf.agents.multi_armed:BayesianUCB",
-                         "multi-armed bandit: an upper quantile of each arm's posterior (Beta or Gaussian)",
-                         {"config": "BayesianUCBConfig"}),
-        "thompson": ("rlconf.agents.multi_armed:Thompson",
-                     "multi-armed bandit: Thompson sampling from Beta-Bernoulli or Gaussian posteriors",
-                     {"config": "PosteriorConfig"}),
-        "gradient_bandit": ("rlconf.agents.multi_armed:GradientBandit",
-                            "multi-armed bandit: softmax over learned preferences, reward baseline",
-                            {"config": "GradientBanditConfig"}),
-        "linear_posterior": ("rlconf.agents.linear_bandit:LinearPosterior",
-                             "contextual bandit: Bayesian linear regression per arm, Thompson sampling",
-                             {"config": "LinearPosteriorConfig"}),
-        "linucb": ("rlconf.agents.linear_bandit:LinUCB",
-                   "contextual bandit: ridge regression per arm, upper confidence bound", {"config": "LinUCBConfig"}),
-        "neural_greedy": ("rlconf.agents.neural_bandit:NeuralGreedy",
-                          "contextual bandit: a network predicts each arm's reward, epsilon-greedy",
-                          {"config": "NeuralGreedyConfig"}),
-        "neural_linear": ("rlconf.agents.neural_bandit:NeuralLinear",
-                          "contextual bandit: Bayesian linear regression on a network's last features",
-                          {"config": "NeuralLinearConfig"}),
-        "bootstrap_neural": ("rlconf.agents.neural_bandit:BootstrapNeural",
-                             "contextual bandit: an ensemble of networks on bootstrapped data, one drawn per pull",
-                             {"config": "BootstrapNeuralConfig"}),
-        "noise_sampling": ("rlconf.agents.neural_bandit:NoiseSampling",
-                           "contextual bandit: greedy under a network with noise added to its weights",
-                           {"config": "NoiseSamplingConfig"}),
-        "q_learning": ("rlconf.agents.tabular:QLearning", "tabular Q-learning, epsilon-greedy",
-                       {"config": "QLearningConfig"}),
-        "sarsa_lambda": ("rlconf.agents.tabular:SarsaLambda", "tabular SARSA(lambda) with eligibility traces",
-                         {"config": "SarsaLambdaConfig"}),
-        "dyna_q": ("rlconf.agents.tabular:DynaQ", "tabular Dyna-Q: Q-learning plus planning steps from a learned model",
-                   {"config": "DynaQConfig"}),
-    },
-    "environment": {
-        "classic": ("rlconf.environments.gym:GymVectorEnvironment", "gymnasium environments, vectorised", {}),
-        "atari": ("rlconf.environments.atari:AtariEnvironment", "Atari 2600 games (ale-py), DeepMind preprocessing",
-                  {"image_observations": True, "lives": True}),
-        "continuous": ("rlconf.environments.gym:GymVectorEnvironment",
-                       "gymnasium tasks with continuous (Box) actions: Pendulum, MountainCarContinuous", {}),
-        "mujoco": ("rlconf.environments.mujoco:MujocoEnvironment", "MuJoCo robots (gymnasium v5), vectorised", {}),
-        "pettingzoo_classic": ("rlconf.environments.pettingzoo:MultiagentEnvironment",
-                               "PettingZoo board games (tictactoe, connect four): turns, action masks", {}),
-        "pettingzoo_atari": ("rlconf.environments.pettingzoo:MultiagentAtariEnvironment",
-                             "multi-player Atari (PettingZoo, multi-agent ALE): 84x84 frames, frame skip",
-                             {"image_observations": True, "lives": True}),
-        "pettingzoo_mpe": ("rlconf.environments.pettingzoo:MultiagentEnvironment",
-                           "multi-agent particle worlds (mpe2): vector observations", {}),
-        "pettingzoo_butterfly": ("rlconf.environments.pettingzoo:MultiagentFrameEnvironment",
-                                 "PettingZoo butterfly pixel games (pistonball): grey 84x84 frames",
-                                 {"image_observations": True}),
-        "tabular": ("rlconf.environments.gym:GymVectorEnvironment",
-                    "gymnasium's toy text: discrete states (FrozenLake, Taxi, CliffWalking)", {}),
-        "bandit": ("rlconf.environments.bandit:MultiArmedBandit",
-                   "multi-armed bandits (Bernoulli, Gaussian): no observation, one pull per step", {}),
-        "contextual_bandit": ("rlconf.environments.bandit:ContextualBandit",
-                              "contextual bandits (synthetic linear, a CSV of features and labels)", {}),
-    },
     "model": {
         "mlp": ("rlconf.nn.builders:MLPSettings", "fully connected layers on the flattened observation",
-                {"schema": "MLPConfig"}),
+                {"schema": "MLPConfig", "images_only": False}),
         "nature_cnn": ("rlconf.nn.builders:NatureCNNSettings",
                        "Nature DQN convolutions on [C, H, W] frames (dueling, noisy heads as options)",
-                       {"schema": "NatureCNNConfig"}),
+                       {"schema": "NatureCNNConfig", "images_only": True}),
     },
     "body": {
         "none": ("rlconf.bodies.body:Body", "pass-through: the agent sees the environment's states", {"options": ()}),
@@ -171,7 +82,7 @@ _BUILTIN: dict[str, dict[str, tuple[str, str, dict[str, Any]]]] = {
     },
 }
 # How ``rlconf list agent`` groups the agents: by what they play and how they learn. A plugin's agent joins
-# the group its ``register(..., group=...)`` names, else "other".
+# the group its spec names (``AgentSpec.group``), else "other".
 AGENT_GROUPS: dict[str, tuple[str, ...]] = {
     "deep RL, value-based": ("dqn", "ddqn", "c51", "rainbow", "r2d1", "vqn", "vsarsa"),
     "deep RL, policy gradient": ("vpg", "vac", "a2c", "ppo"),
@@ -183,8 +94,9 @@ AGENT_GROUPS: dict[str, tuple[str, ...]] = {
     "tabular": ("q_learning", "sarsa_lambda", "dyna_q"),
     "baselines": ("random",),
 }
-_USER_GROUPS: dict[str, str] = {}
-_USER: dict[str, dict[str, tuple[Any, str]]] = {kind: {} for kind in KINDS}
+_SPECS: dict[str, dict[str, Any]] = {kind: {} for kind in SPEC_KINDS}
+_SPECS_LOADED: set[str] = set()
+_USER: dict[str, dict[str, tuple[Any, str, dict[str, Any]]]] = {kind: {} for kind in KINDS}
 _loaded_entry_points = False
 
 
@@ -192,66 +104,125 @@ class UnknownComponent(LookupError):
     """A name the registry does not know; the message names the kind, the options and the nearest match."""
 
 
-def register(kind: str, name: str, description: str = "", group: str = "") -> Callable[[Any], Any]:
-    """Decorator adding a class to the registry: ``@register("agent", "my_dqn", "DQN with a twist")``.
-    ``group``: where ``rlconf list agent`` shows an agent (e.g. "deep RL, value-based"; default "other")."""
+def register(kind: Any, name: str = "", description: str = "", **declares: Any) -> Any:
+    """``register(spec)``: add an agent's or an environment family's spec (``AgentSpec``, ``EnvSpec``), as
+    every built-in one is added; it replaces a built-in one of the same name. ``register(kind, name,
+    description, **declares)``: a decorator adding a class of another kind (``@register("logger", "mine")``);
+    ``declares``: what checking a config reads of it (a model's ``images_only``)."""
+    if not isinstance(kind, str):
+        return _add_spec(kind)
+    if kind in SPEC_KINDS:
+        raise TypeError(f"an {kind} is registered by its spec: rlconf.register(AgentSpec(...)) or "
+                        "rlconf.register(EnvSpec(...)) (see the README's 'Adding your own agent')")
     if kind not in KINDS:
         raise ValueError(f"unknown registry kind {kind!r}; allowed: {', '.join(KINDS)}")
 
     def add(obj):
         lines = (obj.__doc__ or "").strip().splitlines()
-        _USER[kind][name] = (obj, description or (lines[0] if lines else ""))
-        if kind == "agent" and group:
-            _USER_GROUPS[name] = group
+        _USER[kind][name] = (obj, description or (lines[0] if lines else ""), declares)
         return obj
 
     return add
 
 
+def _add_spec(spec: Any) -> Any:
+    kind = getattr(type(spec), "registry_kind", None)
+    if kind not in SPEC_KINDS:
+        raise TypeError(f"register({spec!r}): not a spec; allowed: an AgentSpec or an EnvSpec, or "
+                        "register(kind, name) as a decorator")
+    _load_builtin_specs(kind)  # first, so that a user's spec replaces a built-in one of its name
+    _SPECS[kind][spec.name] = spec
+    return spec
+
+
+def _load_builtin_specs(kind: str) -> None:
+    if kind not in _SPECS_LOADED:
+        _SPECS_LOADED.add(kind)
+        for module in _SPEC_MODULES[kind]:
+            importlib.import_module(module)
+
+
+def specs(kind: str) -> dict[str, Any]:
+    """Every registered spec of ``kind`` (agent, environment) by name."""
+    _load_builtin_specs(kind)
+    return dict(_SPECS[kind])
+
+
 def agent_group(name: str) -> str:
-    """The heading ``rlconf list agent`` shows the agent ``name`` under."""
-    if name in _USER_GROUPS:
-        return _USER_GROUPS[name]
+    """The heading ``rlconf list agent`` shows the agent ``name`` under: its spec's group where a user's spec
+    names one, else its place in AGENT_GROUPS, else "other"."""
+    spec = _SPECS["agent"].get(name)
+    if spec is not None and spec.group:
+        return spec.group
     return next((group for group, members in AGENT_GROUPS.items() if name in members), "other")
 
 
 def names(kind: str) -> list[str]:
+    if kind in SPEC_KINDS:
+        return sorted(specs(kind))
     return sorted({*_BUILTIN.get(kind, {}), *_USER[kind]})
 
 
 def describe(kind: str) -> list[tuple[str, str]]:
+    if kind in SPEC_KINDS:
+        return sorted((name, spec.description) for name, spec in specs(kind).items())
     table = {name: text for name, (_, text, _) in _BUILTIN.get(kind, {}).items()}
-    table.update({name: text for name, (_, text) in _USER[kind].items()})
+    table.update({name: text for name, (_, text, _) in _USER[kind].items()})
     return sorted(table.items())
 
 
+def spec(kind: str, name: str) -> Any:
+    """The spec of the agent or environment family ``name``, imported without the component (nor torch)."""
+    found = specs(kind).get(name)
+    if found is None:
+        raise UnknownComponent(_unknown(kind, name))
+    return found
+
+
+def agent_spec(name: str, target: str | None = None) -> Any:
+    """The ``AgentSpec`` of the agent ``name``; with ``target`` (``agent._target_``, an agent's class as an
+    import path), the spec registered for that class, which importing its module registers."""
+    if target is None:
+        return spec("agent", name)
+    module, _, attribute = target.partition(":") if ":" in target else target.rpartition(".")
+    importlib.import_module(module)  # a user's module registers its specs as it is imported
+    for found in specs("agent").values():
+        if found.class_path.replace(":", ".") == f"{module}.{attribute}":
+            return found
+    raise UnknownComponent(f"no AgentSpec names the class {target} (register one: rlconf.register(AgentSpec(...)))")
+
+
+def env_spec(family: str) -> Any:
+    """The ``EnvSpec`` of the environment family ``family``."""
+    return spec("environment", family)
+
+
 def get(kind: str, name: str) -> Any:
-    """The component registered as ``name``; import errors of optional extras propagate to the caller."""
+    """The component registered as ``name`` (an agent's or environment's class, imported from its spec);
+    import errors of optional extras propagate to the caller."""
+    if kind in SPEC_KINDS:
+        return import_path(spec(kind, name).class_path)
     if name in _USER[kind]:
         return _USER[kind][name][0]
     if name in _BUILTIN.get(kind, {}):
         return import_path(_BUILTIN[kind][name][0])
+    raise UnknownComponent(_unknown(kind, name))
+
+
+def _unknown(kind: str, name: str) -> str:
     see = "rlconf list agent" if kind == "agent" else "rlconf list components"
-    raise UnknownComponent(unknown_message(kind, name, names(kind), see))
+    return unknown_message(kind, name, names(kind), see)
 
 
 def declared(kind: str, name: str, what: str, default: Any = None) -> Any:
-    """What the component ``name`` declares (``lives``, ``plays.multiagent``, ...), known without importing a
-    built-in one; a plugin's is its class attribute (``what`` a dotted path of attributes)."""
-    if name in _USER[kind] or name not in _BUILTIN.get(kind, {}):
-        try:
-            return operator.attrgetter(what)(get(kind, name))
-        except AttributeError:
-            return default
-    return _BUILTIN[kind][name][2].get(what, default)
-
-
-def agent_config(name: str) -> type:
-    """The Config dataclass of the agent ``name``: a built-in one's from rlconf.agents.hyperparameters, which
-    imports no torch; a plugin's is its class's ``Config`` (None where it has none)."""
-    if name in _USER["agent"] or name not in _BUILTIN["agent"]:
-        return getattr(get("agent", name), "Config", None)
-    return import_path(f"rlconf.agents.hyperparameters:{_BUILTIN['agent'][name][2]['config']}")
+    """What the component ``name`` of a kind without specs declares (a model's ``images_only``, a body's
+    ``options``): a built-in one's from its entry, a user's from its ``register(...)``; ``default`` where it
+    declares nothing."""
+    if name in _USER[kind]:
+        return _USER[kind][name][2].get(what, default)
+    if name in _BUILTIN.get(kind, {}):
+        return _BUILTIN[kind][name][2].get(what, default)
+    raise UnknownComponent(_unknown(kind, name))
 
 
 def model_schema(name: str) -> type:

@@ -55,6 +55,41 @@ class TrialSettings:
     pruner_args: dict[str, Any] | None = None
 
 
+# A wall-clock limit written as hours, minutes and seconds (stop.time=2h30m, 90m, 45s, 1h30m15s).
+DURATION = re.compile(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
+
+
+def duration_seconds(value: Any) -> float | None:
+    """``value`` (a positive number of seconds, or a duration such as 2h30m) in seconds; None where it is not one."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value) if 0 < value < math.inf else None
+    match = DURATION.fullmatch(str(value).strip().lower()) if isinstance(value, str) and value.strip() else None
+    if match is None or not any(match.groups()):
+        return None
+    hours, minutes, seconds = (int(part or 0) for part in match.groups())
+    total = 3600 * hours + 60 * minutes + seconds
+    return float(total) if total > 0 else None
+
+
+@dataclass
+class StopSettings:
+    """``stop.*``: end a run "done" before its budget (rlconf.experiments.loop.stopping), its reason recorded."""
+
+    reward: float | None = None  # once a periodic evaluation's mean return reaches this
+    patience: int | None = None  # after this many periodic evaluations in a row without a new best
+    time: Any = None  # once it has trained this long: seconds, or a duration such as 2h30m, 90m, 45s
+
+    def __post_init__(self):
+        require(self.patience is None or (isinstance(self.patience, int) and self.patience >= 1), "stop.patience",
+                self.patience, "must be an integer of at least 1 (periodic evaluations without a new best)")
+        require(self.time is None or duration_seconds(self.time) is not None, "stop.time", self.time,
+                "must be a positive number of seconds or a duration such as 2h30m, 90m or 45s")
+
+    @property
+    def seconds(self) -> float | None:
+        return None if self.time is None else duration_seconds(self.time)
+
+
 @dataclass
 class RunSettings:
     seed: int = 0
@@ -70,6 +105,8 @@ class RunSettings:
     checkpoint: CheckpointSettings = field(default_factory=CheckpointSettings)
     resume: str | None = None  # a run directory to continue from its checkpoint (with -m: a sweep directory)
     rerun: str | None = None  # a run directory whose recorded config this new run repeats (provenance.py)
+    stop: StopSettings = field(default_factory=StopSettings)  # end the run early (stop.reward, patience, time)
+    callbacks: list[str] = field(default_factory=list)  # module.Class of a plugins= module, told of the events
     init: InitSettings = field(default_factory=InitSettings)  # a warm start (rlconf.experiments.rundir.warmstart)
     trial: TrialSettings = field(default_factory=TrialSettings)  # a run of an Optuna sweep (rlconf.tuning)
 
@@ -90,6 +127,13 @@ class RunSettings:
         for module in self.plugins:
             problem = registry.plugin_problem(module)
             require(problem is None, "plugins", self.plugins, str(problem))
+        for path in self.callbacks:  # the trust rule of plugin agents: code only from modules named in plugins=
+            module = str(path).rpartition(".")[0]
+            require(module in self.plugins and registry.plugin_problem(path) is None, "callbacks", self.callbacks,
+                    f"{path!r} is not module.Class of a module named in plugins= (plugins={self.plugins})")
+        for key in ("reward", "patience"):  # both judge the periodic evaluations
+            require(getattr(self.stop, key) is None or self.eval_every, f"stop.{key}", getattr(self.stop, key),
+                    "judges the periodic evaluations, and eval_every=0 makes none; allowed with eval_every > 0")
 
 
 @dataclass
@@ -308,7 +352,7 @@ def check_logger(node: Any) -> LoggerSettings:
         options = node.get(name)
         require(options is None or isinstance(options, DictConfig), f"logger.{name}", options,
                 "expected the backend's options (a mapping)")
-        if getattr(backend, "requires", None) and importlib.util.find_spec(backend.requires) is None:
+        if backend.requires and importlib.util.find_spec(backend.requires) is None:
             raise ConfigError(f"logger={name} needs the missing package {backend.requires!r}: "
                               f"pip install 'rlconf[{backend.requires}]'")
         settings.backends[name] = check(backend.Config, options or {}, f"logger.{name}.")
@@ -364,11 +408,16 @@ class Settings:
     agent_target: str | None = None  # the agent's import path, where the config gives one (agent._target_)
 
     @property
+    def agent_spec(self) -> Any:
+        """The agent's spec (``AgentSpec``): its schema, class path and what it declares it can do, read without
+        importing it (nor torch); for ``agent._target_``, the spec registered for that class."""
+        return registry.agent_spec(self.agent_name, self.agent_target)
+
+    @property
     def agent_class(self) -> Any:
-        """The agent's class, imported when first asked for (it imports torch; checking a config does not)."""
-        if self.agent_target:
-            return registry.import_path(self.agent_target)
-        return registry.get("agent", self.agent_name)
+        """The agent's class, imported from its spec when first asked for (it imports torch; checking a config
+        does not)."""
+        return registry.import_path(self.agent_spec.class_path)
 
 
 GROUP_SCHEMAS = {"env": EnvSettings, "hardware": HardwareSettings, "body": BodySettings}

@@ -20,7 +20,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from rlconf import registry
-from rlconf.agents.hyperparameters import NOT_SETTINGS, agent_defaults
+from rlconf.agents.specs._defaults import NOT_SETTINGS, agent_defaults
 from rlconf.config import compose as compose_run
 from rlconf.paths import config_dir
 
@@ -120,7 +120,7 @@ def test_a_disagreement_names_the_agent_the_key_and_both_values(monkeypatch):
 def test_a_default_written_in_the_class_too_is_refused():
     with pytest.raises(TypeError, match=r"Twice\.noise: its default is written in configs/agent/td3\.yaml"):
         @agent_defaults("td3")
-        class Twice(registry.agent_config("td3")):
+        class Twice(registry.agent_spec("td3").config):
             noise: float = 0.3
 
 
@@ -139,10 +139,10 @@ def test_a_field_the_yaml_leaves_out_is_refused():
 
 
 def test_code_that_builds_a_config_gets_the_yaml_defaults():
-    td3 = registry.agent_config("td3")()
+    td3 = registry.agent_spec("td3").config()
     assert (td3.replay_start_size, td3.noise, td3.policy_delay) == (10_000, 0.1, 2)
-    assert isinstance(registry.agent_config("ppo")().clip_grad, float)
-    assert registry.agent_config("rainbow")().n_steps == 3 and registry.agent_config("c51")().n_steps == 1
+    assert isinstance(registry.agent_spec("ppo").config().clip_grad, float)
+    assert registry.agent_spec("rainbow").config().n_steps == 3 and registry.agent_spec("c51").config().n_steps == 1
 
 
 # -- presets: only what differs from the config they are merged over ------------------------------------------

@@ -159,7 +159,7 @@ for line in refused:
         except SystemExit as stop:
             assert stop.code == 2, (line, err.getvalue())
     assert "rlconf: error: " in err.getvalue(), (line, err.getvalue())
-agents = sorted(m for m in sys.modules if m.startswith("rlconf.agents.") and not m.endswith(".hyperparameters"))
+agents = sorted(m for m in sys.modules if m.startswith("rlconf.agents.") and not m.startswith("rlconf.agents.specs"))
 print("torch" in sys.modules, agents)
 """
 
@@ -168,7 +168,7 @@ def test_checking_and_printing_a_config_imports_no_torch(workdir):
     """``rlconf run ... --cfg job`` composes and checks the whole config (every agent's hyperparameters, the
     model's settings, what the env and the body go together with), and so does every refusal of bad input:
     neither imports torch, which takes seconds (the registry declares what the check needs of each built-in
-    component; the agents' configs live in rlconf.agents.hyperparameters)."""
+    component; the agents' specs, with their configs, live in rlconf.agents.specs)."""
     pairs = ["agent=dqn env=classic/cartpole", "agent=ppo env=mujoco/hopper", "agent=rainbow env=atari/pong",
              "agent=sac env=classic/pendulum", "agent=independent env=pettingzoo/tictactoe",
              "agent=thompson env=bandit/bernoulli", "agent=neural_linear env=bandit/linear",

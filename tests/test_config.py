@@ -158,29 +158,36 @@ def test_whole_numbers_written_as_floats_are_accepted_for_integer_keys():
 
 
 def test_the_registry_declares_what_each_built_in_component_declares():
-    """validate() reads an agent's Config, a model's settings, an env family's observations and lives and a
-    body's options from the registry, without importing the component (nor torch): here each is compared with
-    what the component itself says."""
+    """validate() reads an agent's spec, an env family's spec, a model's settings and a body's options from the
+    registry, without importing the component (nor torch): here each is compared with the component itself.
+    What an agent or an environment family declares is its spec alone: no class repeats it."""
     import inspect
 
     from rlconf import registry
+    from rlconf.agents import AgentSpec
+    from rlconf.environments import EnvSpec
     from rlconf.nn.layers import ACTIVATIONS
     from rlconf.nn.schemas import ACTIVATION_NAMES
 
+    capabilities = {"plays", "recurrent", "data_parallel", "data_parallel_recurrent", "runs_async", "alternates"}
     for name in registry.names("agent"):
-        agent_class = registry.get("agent", name)
-        assert registry.agent_config(name) is agent_class.Config, name
-        assert registry.declared("agent", name, "plays.multiagent", False) == agent_class.plays.multiagent, name
-        memory = getattr(agent_class, "recurrent", "never")  # a multi-agent agent's is its players' (check_memory)
-        assert registry.declared("agent", name, "recurrent", "never") == memory, name
+        spec, agent_class = registry.agent_spec(name), registry.get("agent", name)
+        assert isinstance(spec, AgentSpec) and spec.name == name, name
+        assert spec.config is agent_class.Config and "torch" not in spec.config.__module__, name
+        assert not capabilities & {k for c in agent_class.__mro__ for k in vars(c)}, name  # the spec's alone
     for name in registry.names("model"):
         builder, schema = registry.get("model", name), registry.model_schema(name)
         assert issubclass(builder, schema) and "torch" not in schema.__module__, name
+        assert "images_only" not in vars(schema), name  # the registry's entry says it
     for name in registry.names("environment"):
-        env_class = registry.get("environment", name)
-        for what in ("image_observations", "lives"):
-            assert registry.declared("environment", name, what, False) == getattr(env_class, what, False), (name,
-                                                                                                            what)
+        spec = registry.env_spec(name)
+        assert isinstance(spec, EnvSpec) and spec.name == name, name
+        try:
+            env_class = registry.get("environment", name)
+        except ModuleNotFoundError:  # an optional extra
+            continue
+        assert env_class.kind is spec.kind, name  # the loop reads an env's kind from the env itself
+        assert not {"image_observations", "lives", "test_bounds"} & {k for c in env_class.__mro__ for k in vars(c)}
     for name in registry.names("body"):
         taken = [p for p in inspect.signature(registry.get("body", name)).parameters if p not in ("agent", "name")]
         assert registry.declared("body", name, "options") == tuple(taken), name

@@ -253,12 +253,12 @@ CHECKPOINTED = [
 
 def experiment(settings, env, agent, run_dir: Path, steps: int):
     from rlconf.experiments.console.progress import ConsoleProgress
-    from rlconf.experiments.loop.experiment import Experiment
+    from rlconf.experiments.loop.experiment import Experiment, LoopSettings
     from rlconf.logging import LoggerGroup
 
-    return Experiment(agent, env, lambda: None, LoggerGroup([]), run_dir, steps=steps, seed=0, eval_every=0,
-                      eval_episodes=1, checkpoint_every=0, progress=ConsoleProgress("", steps, quiet=True),
-                      checkpoint_extra={"config": {"agent": "x"}})
+    return Experiment(agent, env, lambda: None, LoggerGroup([]), run_dir,
+                      LoopSettings(steps=steps, checkpoint_extra={"config": {"agent": "x"}}),
+                      ConsoleProgress("", steps, quiet=True))
 
 
 @pytest.mark.parametrize("overrides", CHECKPOINTED, ids=lambda o: " ".join(o))

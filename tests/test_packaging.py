@@ -21,6 +21,8 @@ def test_wheel_ships_configs_and_launchers(tmp_path):
     missing = {name for name in shipped_yaml if f"rlconf/{name}" not in names}
     assert not missing, f"not in the wheel: {sorted(missing)}"
     assert "rlconf/cli.py" in names and "rlconf/agents/dqn.py" in names
+    modules = {p.relative_to(REPO).as_posix() for p in (REPO / "rlconf").rglob("*.py")}
+    assert not modules - names, f"modules not in the wheel (pyproject.toml's packages): {sorted(modules - names)}"
     # Hydra finds launchers and sweepers only in the hydra_plugins namespace (and no __init__.py of its own:
     # other plugins share it).
     assert "hydra_plugins/rlconf_launch/__init__.py" in names and "hydra_plugins/__init__.py" not in names

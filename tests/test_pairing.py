@@ -1,13 +1,15 @@
-"""Which agents play which environments: the kinds environments declare, what agents declare they play, and
-every refusal of a pairing, each one line from ``pairing.compatible``, on real environments."""
+"""Which agents play which environments: the kinds environments declare, what agents' specs declare they play,
+and every refusal of a pairing, each one line from ``pairing.compatible``, on real environments."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import gymnasium as gym
 import pytest
 
 from rlconf import registry
-from rlconf.agents import Plays
+from rlconf.agents import AgentSpec, Plays
 from rlconf.core import EnvKind
 from rlconf.environments import Environment, GymVectorEnvironment
 from rlconf.environments.bandit import MultiArmedBandit
@@ -36,17 +38,14 @@ def tictactoe():
 
 def test_every_agent_declares_what_it_plays_and_every_env_family_its_kind():
     for name in registry.names("agent"):
-        try:
-            agent_class = registry.get("agent", name)
-        except ModuleNotFoundError:  # an optional extra
-            continue
-        assert isinstance(agent_class.plays, Plays), name
+        assert isinstance(registry.agent_spec(name).plays, Plays), name
     for name in registry.names("environment"):
+        assert isinstance(registry.env_spec(name).kind, EnvKind), name
         try:
             env_class = registry.get("environment", name)
-        except ModuleNotFoundError:
+        except ModuleNotFoundError:  # an optional extra
             continue
-        assert Environment in env_class.__mro__ and isinstance(env_class.kind, EnvKind), name
+        assert Environment in env_class.__mro__ and env_class.kind is registry.env_spec(name).kind, name
 
 
 @pytest.mark.parametrize(("agent", "env", "refusal"), [
@@ -67,28 +66,29 @@ def test_every_agent_declares_what_it_plays_and_every_env_family_its_kind():
                                 "allowed: env=pettingzoo/<game> (rlconf list env)"),
 ])
 def test_compatible_gives_each_refusal_in_one_line(envs, agent, env, refusal):
-    assert compatible(registry.get("agent", agent), envs[env], agent) == refusal
+    assert compatible(registry.agent_spec(agent), envs[env], agent) == refusal
 
 
 def test_a_multiagent_game_is_played_by_a_multiagent_agent_only(tictactoe):
-    assert compatible(registry.get("agent", "independent"), tictactoe, "independent") is None
-    assert compatible(registry.get("agent", "dqn"), tictactoe, "dqn") == (
+    assert compatible(registry.agent_spec("independent"), tictactoe, "independent") is None
+    assert compatible(registry.agent_spec("dqn"), tictactoe, "dqn") == (
         "agent=dqn: env=pettingzoo/tictactoe is a multi-agent env; train one dqn per player with agent=independent "
         "agent.base=dqn")
 
 
-def test_an_agent_class_that_declares_nothing_plays_single_agent_envs_of_any_action_space(envs):
-    class Undeclared:  # a plugin written without rlconf's agent classes
-        @classmethod
-        def from_config(cls, config, context): ...
+def test_a_spec_that_declares_nothing_plays_single_agent_envs_of_any_action_space(envs):
+    @dataclass
+    class Options:
+        pass
 
-    assert compatible(Undeclared, envs["pendulum"], "mine") is None
-    assert compatible(Undeclared, envs["cartpole"], "mine") is None
-    assert compatible(Undeclared, envs["bernoulli"], "mine").startswith("agent=mine: learns from episodes")
+    undeclared = AgentSpec("mine", "my_agents:Mine", Options)  # a plugin's spec that names no plays
+    assert compatible(undeclared, envs["pendulum"], "mine") is None
+    assert compatible(undeclared, envs["cartpole"], "mine") is None
+    assert compatible(undeclared, envs["bernoulli"], "mine").startswith("agent=mine: learns from episodes")
 
 
 def test_policy_gradient_agents_declare_both_action_kinds():
-    plays = registry.get("agent", "ppo").plays
+    plays = registry.agent_spec("ppo").plays
     assert not plays.refuses_actions(gym.spaces.Discrete(3))
     assert not plays.refuses_actions(gym.spaces.Box(-1, 1, (2,)))
     assert plays.refuses_actions(gym.spaces.MultiBinary(2))
@@ -96,12 +96,18 @@ def test_policy_gradient_agents_declare_both_action_kinds():
 
 def test_a_plugin_declares_what_it_plays_as_a_built_in_agent_does(monkeypatch):
     """Checking ``agent.base`` reads whether an agent is itself multi-agent without building it: a plugin's
-    ``plays`` answers as the registry's table does for the built-in ones."""
-    from rlconf.agents import Multiagent, ParallelAgent
+    spec answers as a built-in one does, and an agent class registered without a spec is refused."""
+    monkeypatch.setitem(registry._SPECS, "agent", registry.specs("agent"))  # forgotten after the test
 
-    monkeypatch.setitem(registry._USER, "agent", dict(registry._USER["agent"]))
-    registry.register("agent", "my_teams")(type("MyTeams", (Multiagent,), {}))
-    registry.register("agent", "my_single")(type("MySingle", (ParallelAgent,), {}))
-    assert registry.declared("agent", "my_teams", "plays.multiagent", False) is True
-    assert registry.declared("agent", "my_single", "plays.multiagent", False) is False  # declares nothing
-    assert registry.declared("agent", "independent", "plays.multiagent", False) is True
+    @dataclass
+    class Options:
+        pass
+
+    teams = Plays(frozenset({EnvKind.MULTI_AGENT}))
+    registry.register(AgentSpec("my_teams", "my_agents:MyTeams", Options, plays=teams))
+    registry.register(AgentSpec("my_single", "my_agents:MySingle", Options))
+    assert registry.agent_spec("my_teams").plays.multiagent is True
+    assert registry.agent_spec("my_single").plays.multiagent is False  # declares nothing: single-agent
+    assert registry.agent_spec("independent").plays.multiagent is True
+    with pytest.raises(TypeError, match=r"registered by its spec"):
+        registry.register("agent", "my_class")

@@ -298,12 +298,10 @@ def test_a_missing_package_is_named():
 
 
 def test_every_family_is_registered_and_named_to_its_extra():
-    from rlconf.experiments.build.environment import EXTRAS
-
     families = ["pettingzoo_classic", "pettingzoo_atari", "pettingzoo_mpe", "pettingzoo_butterfly"]
     for family in families:
         assert issubclass(registry.get("environment", family), MultiagentEnvironment)
-        assert EXTRAS[family] == "pettingzoo"
+        assert registry.env_spec(family).extra == "pettingzoo"
         assert (CONFIGS.parents[1] / "family" / f"{family}.yaml").is_file()
 
 

@@ -1,8 +1,11 @@
-"""A user's own agent, added without editing rlconf: a module of theirs and a folder of their configs."""
+"""A user's own agent, added without editing rlconf: a module of theirs, declaring its spec as a built-in agent
+does, and a folder of their configs; and the README's example of one, run as written."""
 
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import textwrap
 from pathlib import Path
 
@@ -18,10 +21,9 @@ MY_AGENTS = textwrap.dedent('''
     import torch
 
     import rlconf
-    from rlconf.agents import ParallelAgent, TestAgent
+    from rlconf.agents import AgentSpec, ParallelAgent, Plays, TestAgent
 
 
-    @rlconf.register("agent", "my_random", "uniformly random actions (a user's plugin)")
     class MyRandom(ParallelAgent):
         @dataclass
         class Config:
@@ -46,6 +48,10 @@ MY_AGENTS = textwrap.dedent('''
 
         def state_dict(self):
             return {"calls": self.calls, "temperature": self.config.temperature}
+
+
+    rlconf.register(AgentSpec("my_random", "my_agents:MyRandom", MyRandom.Config,
+                              "uniformly random actions (a user's plugin)", plays=Plays.single_agent("discrete")))
 ''')
 
 
@@ -117,3 +123,58 @@ def test_target_import_path_works_without_registering(run_cli, user_project, wor
     assert checkpoint["agent"]["temperature"] == 2.0
     # one act() per environment step, plus one per reset step after an episode's end
     assert 500 <= checkpoint["agent"]["calls"] <= 500 + summary["episodes"]
+
+
+def readme_plugin_example() -> tuple[str, dict[str, str], list[str]]:
+    """The README's "Adding your own agent": its module, its config files (each named by its first line, a
+    comment) and its command, as written there."""
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = text.split("## Adding your own agent", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```(\w*)\n(.*?)```", section, re.DOTALL)
+    module = next(body for language, body in blocks if language == "python")
+    files = {body.splitlines()[0].removeprefix("# "): body for language, body in blocks if language in ("python",
+                                                                                                         "yaml")}
+    command = next(body for language, body in blocks if language == "" and "rlconf run" in body).strip()
+    assert module.startswith("# my_agents.py") and command.startswith("PYTHONPATH=. rlconf "), command
+    return module, files, shlex.split(command.removeprefix("PYTHONPATH=. rlconf "))
+
+
+def test_the_readme_plugin_example_runs_as_written(run_cli, tmp_path):
+    """The README's plugin agent declares its spec as a built-in agent does, and its files and command work as
+    written (with a short budget and a log folder of the test's own)."""
+    module, files, command = readme_plugin_example()
+    assert "rlconf.register(AgentSpec(" in module and "@rlconf.register" not in module
+    for name, body in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(body)
+    logdir = tmp_path / "runs"
+    result = run_cli(*command, "steps=300", *FAST_RUN, f"logdir={logdir}", cwd=tmp_path, pythonpath=[tmp_path])
+    assert result.returncode == 0, result.stderr
+    summary = json.loads((only_run_dir(logdir) / "summary.json").read_text())
+    assert summary["agent"] == "my_random" and summary["steps"] == 300
+    refused = run_cli(*command, "env=classic/pendulum", cwd=tmp_path, pythonpath=[tmp_path])
+    assert "agent=my_random: needs discrete actions" in one_error_line(refused)  # what its spec says it plays
+
+
+MY_ENVS = textwrap.dedent('''
+    """A user's module: an environment family of their own, declared by its spec as a built-in family is."""
+    import rlconf
+    from rlconf.core import EnvKind
+    from rlconf.environments import EnvSpec
+
+    rlconf.register(EnvSpec("my_control", "rlconf.environments.gym:GymVectorEnvironment",
+                            "gymnasium's classic control, under a name of the user's", EnvKind.SINGLE_AGENT))
+''')
+
+
+def test_a_plugin_environment_family_is_declared_by_its_spec(run_cli, tmp_path, workdir):
+    (tmp_path / "my_envs.py").write_text(MY_ENVS)
+    logdir = tmp_path / "runs"
+    family = ("agent=dqn", "env=classic/cartpole", "env.family=my_control", "plugins=[my_envs]")
+    result = run_cli("run", *family, "steps=300", *FAST_RUN, f"logdir={logdir}", cwd=workdir,
+                     pythonpath=[tmp_path])
+    assert result.returncode == 0, result.stderr
+    assert json.loads((only_run_dir(logdir) / "summary.json").read_text())["steps"] == 300
+    # What the spec declares is what the checks read: vector observations, no lives.
+    line = one_error_line(run_cli("run", *family, "body=atari", cwd=workdir, pythonpath=[tmp_path]))
+    assert "body=atari: its episodic lives need a game with lives" in line

@@ -145,7 +145,7 @@ def test_the_final_test_reports_to_status_json_as_it_goes(tmp_path):
     from rlconf.experiments.build.environment import eval_env_count, make_env
     from rlconf.experiments.build.setup import prepare
     from rlconf.experiments.console.progress import ConsoleProgress
-    from rlconf.experiments.loop.experiment import Experiment
+    from rlconf.experiments.loop.experiment import Experiment, LoopSettings
     from rlconf.logging import LoggerGroup
 
     settings = prepare(compose([*CARTPOLE, "steps=100", "test_episodes=6", "hardware.eval_envs=4"], []))
@@ -153,8 +153,8 @@ def test_the_final_test_reports_to_status_json_as_it_goes(tmp_path):
     calls: list[tuple[str, dict]] = []
     experiment = Experiment(
         build_agent(settings, env, LoggerGroup([])), env,
-        lambda: make_env(settings, eval_env_count(settings, 6), test=True), LoggerGroup([]), tmp_path, steps=100,
-        seed=0, eval_every=0, eval_episodes=1, checkpoint_every=0, progress=ConsoleProgress("", 100, quiet=True),
+        lambda: make_env(settings, eval_env_count(settings, 6), test=True), LoggerGroup([]), tmp_path,
+        LoopSettings(steps=100), ConsoleProgress("", 100, quiet=True),
         on_status=lambda state, **extra: calls.append((state, extra)))
     try:
         returns = experiment.final_test(6)
@@ -162,7 +162,9 @@ def test_the_final_test_reports_to_status_json_as_it_goes(tmp_path):
         experiment.close()
     assert len(returns) == 6
     assert experiment.test_env().n_envs == 3  # 6 episodes in 4 copies take two rounds, which 3 copies play
-    assert calls[0] == ("running", {"phase": "test", "test_episodes_done": 0, "test_episodes": 6})
+    state, fields = calls[0]  # with the run's progress (steps, episodes, ...) beside them
+    assert state == "running"
+    assert fields.items() >= {"phase": "test", "test_episodes_done": 0, "test_episodes": 6}.items()
 
 
 @pytest.mark.parametrize(("episodes", "eval_envs", "copies"), [(30, 16, 15), (5, 16, 5), (100, 16, 15),

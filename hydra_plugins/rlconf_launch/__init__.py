@@ -9,9 +9,9 @@ torch, nor optuna (an optional extra, imported when an Optuna sweep starts).
 from hydra.core.config_store import ConfigStore
 
 from rlconf.launch import local, slurm
-from rlconf.launch.settings import LocalLauncherConf, SlurmLauncherConf
+from rlconf.launch.launcher_config import LocalLauncherConf, SlurmLauncherConf
 from rlconf.tuning import sweeper
-from rlconf.tuning.settings import OptunaSweeperConf
+from rlconf.tuning.sweeper_config import OptunaSweeperConf
 
 
 class LocalLauncher(local.LocalRunLauncher):

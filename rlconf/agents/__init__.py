@@ -1,7 +1,7 @@
-"""Agents: one file per algorithm, each readable top to bottom; their hyperparameters in ``hyperparameters``.
+"""Agents: one file per algorithm, each readable top to bottom; beside each, in ``specs/``, its spec: its
+schema (the hyperparameters a config is checked against) and what it declares it can do (``AgentSpec``).
 
-Each name is imported where it is first used: reading an agent's hyperparameters (which a config is checked
-against) imports no torch.
+Each name is imported where it is first used: reading an agent's spec imports no torch.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ _HOMES = {
                     "rlconf.agents._multiagent"),
     **dict.fromkeys(["ActorTestAgent", "OffPolicy"], "rlconf.agents._off_policy"),
     **dict.fromkeys(["PolicyGradient", "PolicyGradientTestAgent"], "rlconf.agents._policy_gradient"),
-    "Plays": "rlconf.agents._plays",
+    "AgentSpec": "rlconf.agents.specs._spec",
+    "Plays": "rlconf.agents.specs._plays",
     "A2C": "rlconf.agents.a2c",
     "DDPG": "rlconf.agents.ddpg",
     **dict.fromkeys(["DQN", "DQNTestAgent"], "rlconf.agents.dqn"),
@@ -30,7 +31,8 @@ _HOMES = {
     "VAC": "rlconf.agents.vac",
     "VPG": "rlconf.agents.vpg",
 }
-__all__ = ["A2C", "DDPG", "DQN", "PPO", "SAC", "TD3", "VAC", "VPG", "ActorTestAgent", "Agent", "AgentWrapper",
+__all__ = ["A2C", "DDPG", "DQN", "PPO", "SAC", "TD3", "VAC", "VPG", "ActorTestAgent", "Agent", "AgentSpec",
+           "AgentWrapper",
            "BuildContext", "Checkpointed", "DQNTestAgent", "IndependentMultiagent", "IndependentTestAgent",
            "Learner", "Match", "Multiagent", "MultiagentBuildContext", "MultiagentTestAgent", "NotExportable",
            "OffPolicy", "ParallelAgent", "Plays", "PolicyGradient", "PolicyGradientTestAgent", "PolicyGraph",

@@ -12,7 +12,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from rlconf.agents._plays import DISCRETE
+from rlconf.agents.specs._plays import DISCRETE
 from rlconf.core import State, StateArray
 from rlconf.core.generators import Generator, OwnsGenerators, generators_state, load_generators_state
 from rlconf.errors import ConfigError
@@ -237,18 +237,9 @@ class BuildContext:
 class Buildable:
     """Mixin for registry agents: a typed ``Config`` dataclass and ``from_config`` that builds the agent."""
 
+    # Its schema; what it plays and can do (recurrent core, data-parallel learners, async runner, alternating
+    # sampler) is declared in its spec, never on the class (rlconf.agents.specs.AgentSpec).
     Config: ClassVar[type]
-    # Whether the agent takes a recurrent core (approximation.recurrent): never, optional or required (ignored:
-    # it builds no network).
-    recurrent: ClassVar[str] = "never"
-    # Whether several data-parallel learners (hardware.learners) can train it: every learner must make its
-    # optimiser steps at the same moments (counted in its own steps and updates, never decided by what its
-    # data holds), each being a collective of all learners (rlconf.distributed).
-    data_parallel: ClassVar[bool] = False
-    data_parallel_recurrent: ClassVar[bool] = True  # ... and so with a recurrent core too
-    # Whether it acts on one group of its environments at a time (the alternating sampler): its act takes
-    # ``lanes``, the columns of that group (bodies hand them over: bodies.Lane).
-    alternates: ClassVar[bool] = False
 
     @classmethod
     def from_config(cls, config: Any, context: BuildContext) -> ParallelAgent:  # pragma: no cover - interface

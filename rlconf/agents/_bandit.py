@@ -17,21 +17,17 @@ from __future__ import annotations
 
 from abc import abstractmethod
 
-import gymnasium as gym
 import numpy as np
 import torch
 
 from rlconf.agents._agent import Buildable, BuildContext, Checkpointed, ParallelAgent, TestAgent
-from rlconf.agents._plays import Plays
-from rlconf.core import EnvKind, StateArray
+from rlconf.core import StateArray
 from rlconf.errors import ConfigError
 from rlconf.optim import Clock
 
 
 class BanditAgent(Checkpointed, ParallelAgent, Buildable):
     """An agent for ``n_envs`` bandits at once (see the module's docstring)."""
-
-    plays = Plays(frozenset({EnvKind.BANDIT}), (gym.spaces.Discrete,))  # bandits, and only those
 
     def __init__(self, n_bandits: int, arms: int, clock: Clock, init_pulls: int = 0):
         self.n_bandits = n_bandits

@@ -19,8 +19,7 @@ from typing import Any
 import gymnasium as gym
 
 from rlconf.agents._agent import Learner, ParallelAgent
-from rlconf.agents._plays import Plays
-from rlconf.core import EnvKind, MultiagentState
+from rlconf.core import MultiagentState
 
 
 class MultiagentTestAgent(ABC):
@@ -43,9 +42,6 @@ class Match:
 class Multiagent(Learner):
     """A multi-agent learner: ``act(state)`` acts (and learns) for the player ``state.agent``."""
 
-    # Whole games, every player's seat; each player's own agent checks that player's spaces.
-    plays = Plays(frozenset({EnvKind.MULTI_AGENT}), (gym.Space,))
-
     @abstractmethod
     def act(self, state: MultiagentState) -> Any: ...
 
@@ -62,11 +58,11 @@ class Multiagent(Learner):
 class MultiagentBuildContext:
     """What a multi-agent builder may know: the players, their spaces, and how to build one player's agent.
 
-    ``build(player, agent_class, config, shared)`` returns that player's agent built for the player's spaces
+    ``build(player, spec, config, shared)`` returns that player's agent (of its AgentSpec) built for its spaces
     as its body transforms them, wrapped in its own body; ``shared`` is a dict of parameters common to the
     agents built with it (``BuildContext.share``), or None."""
 
     agents: list[str]
     observation_spaces: dict[str, gym.Space]
     action_spaces: dict[str, gym.Space]
-    build: Callable[[str, type, Any, dict | None], ParallelAgent]
+    build: Callable[[str, Any, Any, dict | None], ParallelAgent]

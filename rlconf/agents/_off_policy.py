@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from rlconf.agents._agent import Buildable, BuildContext, ParallelAgent, PolicyGraph, ReplayLearner, TestAgent
-from rlconf.agents._plays import CONTINUOUS
+from rlconf.agents.specs._plays import CONTINUOUS
 from rlconf.approximation import PolyakTarget, QContinuous, adam, make_target
 from rlconf.core import StateArray
 from rlconf.errors import ConfigError
@@ -38,10 +38,8 @@ class OffPolicy(ReplayLearner, ParallelAgent, Buildable):
     A subclass says how it explores (``_explore``) and what one update does (``_update``); ``_train`` (one
     burst) is here for agents whose updates take a minibatch each."""
 
-    data_parallel = True  # bursts come every update_frequency steps, of gradient_steps updates each
-    # Whether the async runner (hardware.runner=async) can split it into an acting and a learning process: they
-    # share its replay (uniform) and the weights ``acting_approximations`` name.
-    runs_async = True
+    # What it can do (data-parallel learners, the async runner, whose acting and learning processes share its
+    # replay and the weights ``acting_approximations`` name) is declared in its spec (rlconf.agents.specs).
 
     def __init__(self, replay: ReplayBuffer, clock: Clock, config: Any, n_envs: int):
         self.replay = replay
@@ -196,7 +194,6 @@ class ContinuousOffPolicy(OffPolicy):
     """Base of the off-policy actor-critics: actions in ``bounds``, uniformly random ones (from
     ``generator``) during the warm-up, which fill the replay with diverse experience, the policy's after."""
 
-    plays = CONTINUOUS
     bounds: ActionBounds
     generator: torch.Generator
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import gymnasium as gym
 import torch
 from torch import nn
 
@@ -35,9 +34,8 @@ from rlconf.agents._agent import (
     PolicyGraph,
     TestAgent,
 )
-from rlconf.agents._plays import Plays
 from rlconf.agents._recurrent import CarriedState
-from rlconf.agents.hyperparameters import PolicyGradientConfig
+from rlconf.agents.specs._policy_gradient import PolicyGradientConfig
 from rlconf.approximation import (
     Approximation,
     FeatureNetwork,
@@ -128,8 +126,6 @@ def normalized(advantages: torch.Tensor) -> torch.Tensor:
 class PolicyGradient(Checkpointed, ParallelAgent, Buildable):
     """Base of the policy-gradient agents: ``features`` -> ``policy`` and ``v`` heads, a step counter, and a
     generator that makes sampling reproducible from the run's seed (checkpoints save it, ``generators``)."""
-
-    plays = Plays.single_agent(gym.spaces.Discrete, gym.spaces.Box)  # softmax or Gaussian policies
 
     def __init__(self, features: Approximation, policy: StochasticPolicy, v: VNetwork, clock: Clock,
                  config: PolicyGradientConfig, device: torch.device | str = "cpu", seed: int = 0,
@@ -223,8 +219,6 @@ class RolloutPolicyGradient(PolicyGradient):
     the same; PPO's ratio weighs it as the older policy's, A2C takes it as on-policy)."""
 
     buffer: GeneralizedAdvantageBuffer
-    recurrent = "optional"
-    alternates = True
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

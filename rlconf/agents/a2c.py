@@ -28,13 +28,12 @@ import torch
 
 from rlconf.agents._agent import BuildContext
 from rlconf.agents._policy_gradient import RolloutPolicyGradient, normalized
-from rlconf.agents.hyperparameters import A2CConfig
+from rlconf.agents.specs.a2c import A2CConfig
 from rlconf.optim import Clock
 
 
 class A2C(RolloutPolicyGradient):
     Config = A2CConfig
-    data_parallel = True  # one update per rollout of n_steps steps
 
     @classmethod
     def extras(cls, config: A2CConfig, context: BuildContext, clock: Clock) -> dict[str, Any]:

@@ -24,7 +24,7 @@ import torch
 from rlconf.agents._agent import BuildContext
 from rlconf.agents._off_policy import training_settings
 from rlconf.agents.dqn import DQN
-from rlconf.agents.hyperparameters import C51Config, RainbowConfig
+from rlconf.agents.specs.c51 import C51Config, RainbowConfig
 from rlconf.approximation import QDist
 from rlconf.memory import Transitions
 from rlconf.nn import model_settings

@@ -35,7 +35,7 @@ from rlconf.agents._off_policy import (
     off_policy_replay,
     optimizer,
 )
-from rlconf.agents.hyperparameters import DDPGConfig
+from rlconf.agents.specs.ddpg import DDPGConfig
 from rlconf.approximation import PolyakTarget, QContinuous, reinforce_together
 from rlconf.core import StateArray
 from rlconf.memory import ReplayBuffer, Transitions

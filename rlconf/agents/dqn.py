@@ -21,8 +21,7 @@ import torch.nn.functional as F
 
 from rlconf.agents._agent import BuildContext, PolicyGraph, TestAgent
 from rlconf.agents._off_policy import OffPolicy, draws, off_policy_replay, part_of, parts, training_settings
-from rlconf.agents._plays import DISCRETE
-from rlconf.agents.hyperparameters import DDQNConfig, DQNConfig
+from rlconf.agents.specs.dqn import DDQNConfig, DQNConfig
 from rlconf.approximation import FixedTarget, QNetwork
 from rlconf.core import StateArray
 from rlconf.memory import ReplayBuffer, Transitions
@@ -37,7 +36,6 @@ LOSS_FUNCTIONS = {"mse": lambda x, y: F.mse_loss(x, y, reduction="none"),
 
 class DQN(OffPolicy):
     Config = DQNConfig
-    plays = DISCRETE
 
     @property
     def targets_per_burst(self) -> bool:

@@ -23,8 +23,8 @@ import torch
 
 from rlconf.agents._agent import ParallelAgent
 from rlconf.agents._multiagent import Match, Multiagent, MultiagentBuildContext, MultiagentTestAgent
-from rlconf.agents.hyperparameters import IndependentConfig
 from rlconf.agents.random_agent import RandomTestAgent
+from rlconf.agents.specs.independent import IndependentConfig
 from rlconf.core import MultiagentState, StateArray
 from rlconf.errors import ConfigError, require
 
@@ -52,8 +52,8 @@ class IndependentMultiagent(Multiagent):
         agents = {}
         for player in context.agents:
             name = config.players.get(player, config.base)
-            agent_class, agent_config = config.agent_config(name)
-            agents[player] = context.build(player, agent_class, agent_config, shared if name == config.base else None)
+            spec, agent_config = config.agent_config(name)
+            agents[player] = context.build(player, spec, agent_config, shared if name == config.base else None)
         if config.shared and not shared:  # nothing was built through BuildContext.share
             raise ConfigError(f"agent.shared=true: agent.base={config.base} cannot share its parameters among "
                               "players; allowed with dqn, ddqn, c51, rainbow (or agent.shared=false)")

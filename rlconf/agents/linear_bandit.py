@@ -22,7 +22,7 @@ import torch
 
 from rlconf.agents._agent import BuildContext, arrays_state, load_arrays
 from rlconf.agents._bandit import BanditAgent, argmax_random_ties
-from rlconf.agents.hyperparameters import LinearPosteriorConfig, LinUCBConfig
+from rlconf.agents.specs.linear_bandit import LinearPosteriorConfig, LinUCBConfig
 from rlconf.optim import Clock
 
 

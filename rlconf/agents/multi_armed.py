@@ -36,7 +36,7 @@ import torch
 
 from rlconf.agents._agent import BuildContext, arrays_state, load_arrays
 from rlconf.agents._bandit import BanditAgent, argmax_random_ties
-from rlconf.agents.hyperparameters import (
+from rlconf.agents.specs.multi_armed import (
     ArmConfig,
     BayesianUCBConfig,
     EpsilonGreedyConfig,

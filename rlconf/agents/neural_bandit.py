@@ -34,14 +34,14 @@ from torch import nn
 
 from rlconf.agents._agent import BuildContext, arrays_state, load_arrays
 from rlconf.agents._bandit import BanditAgent, argmax_random_ties
-from rlconf.agents.hyperparameters import (
+from rlconf.agents.linear_bandit import RidgeStatistics, thompson_scores
+from rlconf.agents.specs.neural_bandit import (
     BootstrapNeuralConfig,
     NeuralConfig,
     NeuralGreedyConfig,
     NeuralLinearConfig,
     NoiseSamplingConfig,
 )
-from rlconf.agents.linear_bandit import RidgeStatistics, thompson_scores
 from rlconf.errors import ConfigError, require
 from rlconf.nn.builders import model_settings
 from rlconf.nn.layers import Linear0

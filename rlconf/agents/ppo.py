@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from rlconf import distributed
 from rlconf.agents._agent import BuildContext
 from rlconf.agents._policy_gradient import RolloutPolicyGradient, normalized
-from rlconf.agents.hyperparameters import PPOConfig
+from rlconf.agents.specs.ppo import PPOConfig
 from rlconf.approximation import Approximation, VNetwork
 from rlconf.memory import GeneralizedAdvantageBuffer, Rollout, SequenceRollout
 from rlconf.optim import Clock, LinearScheduler, schedule
@@ -41,8 +41,6 @@ def minibatch_indices(order: torch.Tensor, size: int, count: int) -> list[torch.
 
 class PPO(RolloutPolicyGradient):
     Config = PPOConfig
-    data_parallel = True
-    data_parallel_recurrent = False  # a minibatch of chunks that holds no transition is skipped (_update_sequences)
 
     def __init__(self, features: Approximation, policy: StochasticPolicy, v: VNetwork, clock: Clock,
                  config: PPOConfig, device: torch.device | str = "cpu", seed: int = 0, *,

@@ -25,10 +25,9 @@ import torch
 
 from rlconf.agents._agent import RECURRENT_REFUSAL, BuildContext, NotExportable, PolicyGraph, TestAgent
 from rlconf.agents._off_policy import training_settings
-from rlconf.agents._plays import DISCRETE
 from rlconf.agents._recurrent import CarriedState
 from rlconf.agents.dqn import DQN, DQNTestAgent
-from rlconf.agents.hyperparameters import R2D1Config
+from rlconf.agents.specs.r2d1 import R2D1Config
 from rlconf.approximation import QNetwork
 from rlconf.core import StateArray
 from rlconf.memory.sequence import Sequences, n_step_returns, sequence_priorities, sequence_replay
@@ -50,9 +49,6 @@ def unrescale(x: torch.Tensor, eps: float) -> torch.Tensor:
 
 class R2D1(DQN):
     Config = R2D1Config
-    plays = DISCRETE
-    recurrent = "required"
-    runs_async = False  # its sequence replay, with priorities, lives in one process
 
     def __init__(self, q: QNetwork, policy, replay, clock: Clock, config: R2D1Config, n_envs: int,
                  device: torch.device | str = "cpu"):

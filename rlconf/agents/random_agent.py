@@ -10,9 +10,8 @@ import numpy as np
 import torch
 
 from rlconf.agents._agent import Buildable, BuildContext, ParallelAgent, TestAgent
-from rlconf.agents._plays import Plays
-from rlconf.agents.hyperparameters import RandomConfig
-from rlconf.core import EnvKind, StateArray
+from rlconf.agents.specs.random_agent import RandomConfig
+from rlconf.core import StateArray
 from rlconf.core.generators import generators_state, load_generators_state
 from rlconf.errors import ConfigError
 from rlconf.policies import ACTION_MASK, global_random_actions, random_actions
@@ -30,8 +29,6 @@ class RandomAgent(ParallelAgent, Buildable):
     """Uniform random actions for every environment, drawn from its own seeded generator."""
 
     Config = RandomConfig
-    plays = Plays(frozenset({EnvKind.SINGLE_AGENT, EnvKind.BANDIT}), (gym.Space,))  # a baseline for bandits too
-    recurrent = "ignored"  # it builds no network: any approximation will do
 
     def __init__(self, action_space: gym.Space, rng: np.random.Generator):
         self.action_space = check_space(action_space)

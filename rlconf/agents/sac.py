@@ -36,7 +36,7 @@ from rlconf.agents._off_policy import (
     off_policy_replay,
     optimizer,
 )
-from rlconf.agents.hyperparameters import SACConfig
+from rlconf.agents.specs.sac import SACConfig
 from rlconf.approximation import Approximation, QContinuous, reinforce_together
 from rlconf.core import StateArray
 from rlconf.memory import ReplayBuffer, Transitions

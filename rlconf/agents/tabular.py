@@ -45,8 +45,7 @@ from rlconf.agents._agent import (
     arrays_state,
     load_arrays,
 )
-from rlconf.agents._plays import DISCRETE
-from rlconf.agents.hyperparameters import DynaQConfig, QLearningConfig, SarsaLambdaConfig, TabularConfig
+from rlconf.agents.specs.tabular import DynaQConfig, QLearningConfig, SarsaLambdaConfig, TabularConfig
 from rlconf.core import StateArray
 from rlconf.errors import ConfigError
 from rlconf.optim import Clock, schedule
@@ -65,7 +64,6 @@ class TabularAgent(Checkpointed, ParallelAgent, Buildable):
     what ``_step`` learns from a transition."""
 
     name: ClassVar[str]  # as configs and error messages call the agent
-    plays = DISCRETE
 
     def __init__(self, config: TabularConfig, n_states: int, n_actions: int, n_envs: int, *,
                  rng: np.random.Generator | None = None, total_steps: int = 0):

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from rlconf.agents._agent import BuildContext
 from rlconf.agents._off_policy import action_bounds, critic, gaussian, generator, off_policy_replay
 from rlconf.agents.ddpg import DDPG, deterministic_policy
-from rlconf.agents.hyperparameters import TD3Config
+from rlconf.agents.specs.td3 import TD3Config
 from rlconf.approximation import QContinuous, reinforce_together
 from rlconf.memory import ReplayBuffer, Transitions
 from rlconf.optim import Clock

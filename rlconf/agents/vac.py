@@ -19,7 +19,7 @@ from __future__ import annotations
 import torch
 
 from rlconf.agents._policy_gradient import PolicyGradient
-from rlconf.agents.hyperparameters import VACConfig
+from rlconf.agents.specs.vac import VACConfig
 from rlconf.approximation import Approximation, VNetwork
 from rlconf.core import StateArray
 from rlconf.optim import Clock

@@ -23,7 +23,7 @@ import torch
 
 from rlconf.agents._agent import BuildContext
 from rlconf.agents._policy_gradient import PolicyGradient
-from rlconf.agents.hyperparameters import VPGConfig
+from rlconf.agents.specs.vpg import VPGConfig
 from rlconf.core import StateArray
 from rlconf.memory import CompleteEpisodeBuffer
 from rlconf.optim import Clock

@@ -15,9 +15,8 @@ import numpy as np
 import torch
 
 from rlconf.agents._agent import Buildable, BuildContext, Checkpointed, ParallelAgent, TestAgent
-from rlconf.agents._plays import DISCRETE
 from rlconf.agents.dqn import DQNTestAgent
-from rlconf.agents.hyperparameters import VQNConfig
+from rlconf.agents.specs.vqn import VQNConfig
 from rlconf.approximation import QNetwork, adam
 from rlconf.core import StateArray
 from rlconf.nn import model_settings
@@ -27,7 +26,6 @@ from rlconf.policies import ParallelGreedyPolicy
 
 class VQN(Checkpointed, ParallelAgent, Buildable):
     Config = VQNConfig
-    plays = DISCRETE
 
     def __init__(self, q: QNetwork, policy: ParallelGreedyPolicy, clock: Clock, config: VQNConfig):
         self.q = q

@@ -23,7 +23,7 @@ from rlconf.analysis.aggregate import AgentAggregate, Aggregate
 from rlconf.analysis.curves import Panel
 from rlconf.analysis.runs import AnalysisError
 from rlconf.analysis.stats import CONFIDENCE, STATISTICS
-from rlconf.experiments.rundir.directory import atomic_write
+from rlconf.files import atomic_write
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from rlconf.errors import AnalysisError
 from rlconf.experiments.rundir.directory import is_placement
 
 RUN_FILES = ("config.yaml", "episodes.csv")
@@ -33,10 +34,6 @@ RECORD_KEYS = ("seed", "agent.name", "env.name", "family", "logger", "verbose", 
 MAX_LINE = 1 << 20  # bytes of one CSV line: a row of rlconf's logs is a few hundred (a bandit's, a column per arm)
 FINAL_FRACTION = 0.1  # without a test, a run's score is the mean return of its last 10% of training episodes
 #                       (a bandit's: the mean reward of its last 10% of pulls.csv's rows)
-
-
-class AnalysisError(ValueError):
-    """Input ``rlconf plot`` cannot use (no such folder, no runs, an unknown name): one line."""
 
 
 @dataclass

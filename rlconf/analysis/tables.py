@@ -13,7 +13,7 @@ from pathlib import Path
 
 from rlconf.analysis.aggregate import Aggregate
 from rlconf.analysis.curves import Band
-from rlconf.experiments.rundir.directory import atomic_write
+from rlconf.files import atomic_write
 
 CURVE_FIELDS = ["env", "agent", "config", "metric", "step", "mean", "lower", "upper", "seeds", "spread"]
 AGGREGATE_FIELDS = ["agent", "config", "statistic", "value", "ci_low", "ci_high", "runs", "tasks", "normalize"]

@@ -129,10 +129,7 @@ class AtariEnvironment(GymVectorEnvironment):
     GymVectorEnvironment's.
     """
 
-    image_observations = True
     info_keys: ClassVar[dict[str, Any]] = {"lives": np.int64}  # _state reads them
-    lives = True  # states carry life_lost, which the atari body's episodic lives read
-    test_bounds = True  # built with test=True, it bounds the games of tests (see __init__)
 
     def __init__(self, env_id: str, n_envs: int = 1, *, kwargs: dict | None = None,
                  vectorization: str = "auto", max_episode_steps: int | None = None,

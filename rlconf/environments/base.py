@@ -19,10 +19,10 @@ class Environment(Protocol):
     """``reset`` / ``step`` / ``close`` over ``n_envs`` copies (one game for the multi-agent kind), with the
     spaces an agent is built for and the counts the loop reports. Adapters subclass it for its defaults."""
 
+    # The kind of run it makes, as the spec of every family it runs declares it (rlconf.environments.specs: what
+    # the family is, read before anything is built; tests/test_pairing.py keeps the two equal). A family whose
+    # spec declares ``test_bounds`` is built with ``test=True`` for tests; others take no ``test`` argument.
     kind: ClassVar[EnvKind]
-    # Built with ``test=True``, the family bounds the games of tests (Atari: see AtariEnvironment); others
-    # take no ``test`` argument.
-    test_bounds: ClassVar[bool] = False
 
     name: str
     n_envs: int

@@ -128,7 +128,6 @@ class GymVectorEnvironment(Environment):
     constructor and hands it to ``_adopt``. Either way construction depends on no attribute set before it."""
 
     kind = EnvKind.SINGLE_AGENT
-    image_observations = False  # observations are frames (the image networks' input), not vectors
     vector_env = staticmethod(make_vector_env)  # (env_id, n_envs, kwargs, vectorization, max_episode_steps, ...)
     # The keys of the vector env's info that ``_state`` reads, with their dtypes: what a parallel sampler's
     # workers pass back besides observations, rewards and flags (Atari's lives).

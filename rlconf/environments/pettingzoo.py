@@ -95,7 +95,6 @@ class MultiagentEnvironment(Environment):
     kind = EnvKind.MULTI_AGENT
     n_envs = 1
     frames = False  # image observations become one grey 84x84 frame (the butterfly family)
-    image_observations = False  # observations are frames (the image networks' input), not vectors
     aec_env = staticmethod(make_aec_env)  # (env_id, kwargs, render_mode): the game a family plays
 
     def __init__(self, env_id: str, n_envs: int = 1, *, kwargs: dict | None = None, vectorization: str = "auto",
@@ -297,7 +296,6 @@ class MultiagentFrameEnvironment(MultiagentEnvironment):
     becomes one grey 84x84 uint8 frame, so the ``atari`` body's frame stack and the Nature CNN apply."""
 
     frames = True
-    image_observations = True
     aec_env = staticmethod(make_drawn_aec_env)
 
 
@@ -309,9 +307,6 @@ class MultiagentAtariEnvironment(MultiagentEnvironment):
     body stacks frames per agent. States carry ``life_lost`` (the agent's lives went down), which the body's
     episodic lives read. PettingZoo's ``max_cycles`` counts emulator frames. The ROMs are ale-py's.
     """
-
-    image_observations = True
-    lives = True  # states carry life_lost, which the atari body's episodic lives read
 
     def __init__(self, env_id: str, n_envs: int = 1, *, kwargs: dict | None = None, vectorization: str = "auto",
                  max_episode_steps: int | None = None, device: str | torch.device = "cpu", name: str | None = None,

@@ -13,7 +13,8 @@ The loop and evaluation are imported on first use: ``rlconf status`` reads run d
 
 from typing import Any
 
-from rlconf.experiments.rundir.directory import atomic_write, make_run_dir, write_json
+from rlconf.experiments.rundir.directory import make_run_dir
+from rlconf.files import atomic_write, write_json
 
 __all__ = ["Experiment", "MultiagentExperiment", "atomic_write", "evaluate", "make_run_dir", "write_json"]
 

@@ -3,11 +3,13 @@
 Data flows one way: config -> settings (checked) -> registry builds env, agent, body -> loop -> loggers.
 Nothing is written to disk until every component has been built, so bad input leaves no run directory.
 A run may continue an earlier attempt from its checkpoint, or find itself finished (experiments.resume).
+What the loop does besides training is told to callbacks (loop.callbacks), the user's among them.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shlex
 import shutil
@@ -16,18 +18,15 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import torch
 from omegaconf import DictConfig, OmegaConf
 
 from rlconf import distributed, registry
 from rlconf.agents import Multiagent, ParallelAgent
-from rlconf.approximation import compiled
 from rlconf.core import EnvKind
 from rlconf.environments import Environment
 from rlconf.errors import ConfigError, first_line
@@ -35,18 +34,23 @@ from rlconf.experiments.build.agent import build_agent, check_learners, check_ru
 from rlconf.experiments.build.environment import check_videos, eval_env_count, make_env
 from rlconf.experiments.build.setup import prepare
 from rlconf.experiments.console.progress import ConsoleProgress, on_terminal, retract
+from rlconf.experiments.loop import callbacks as loop_callbacks
 from rlconf.experiments.loop import learners, preemption
-from rlconf.experiments.loop.bandit import BanditExperiment, regret_line
+from rlconf.experiments.loop.bandit import BanditExperiment
+from rlconf.experiments.loop.callbacks import Callback
 from rlconf.experiments.loop.experiment import (
     TEST_SEED_OFFSET,
     Experiment,
     Interrupted,
+    LoopSettings,
     Pruned,
     RunFailed,
 )
 from rlconf.experiments.loop.multiagent import MultiagentExperiment
 from rlconf.experiments.loop.runner import Acting, ActingEnvironment, AsyncExperiment
-from rlconf.experiments.loop.team import STEPS_PER_EXCHANGE, TeamEnvironment, team_weights
+from rlconf.experiments.loop.stopping import stop_callbacks
+from rlconf.experiments.loop.summary import summarize, summary_line
+from rlconf.experiments.loop.team import TeamEnvironment, team_weights
 from rlconf.experiments.loop.video import TrainingVideos
 from rlconf.experiments.rundir import provenance, resume, warmstart
 from rlconf.experiments.rundir.checkpoint import load_checkpoint
@@ -57,29 +61,30 @@ from rlconf.experiments.rundir.directory import (
     make_run_dir,
     slurm_job_id,
     take_over,
-    write_failure,
-    write_json,
     write_status,
-    write_text,
 )
 from rlconf.experiments.rundir.sweep import redact_multirun, write_sweep_table
+from rlconf.files import write_failure, write_json, write_text
 from rlconf.logging import LoggerContext, LoggerGroup
 from rlconf.settings import Settings, check_process_counts, redact
 
 
-def run(cfg: DictConfig, parent_dir: str | Path | None = None, overrides: list[str] | None = None) -> dict:
+def run(cfg: DictConfig, parent_dir: str | Path | None = None, overrides: list[str] | None = None,
+        callbacks: Sequence[Callback] = ()) -> dict:
     """Run one experiment described by a composed config; returns the summary (also in summary.json).
 
     ``parent_dir``: the sweep directory of a sweep job, whose run directory is named by its ``overrides``.
     A sweep job, or a run given ``resume=DIR``, continues from its directory's checkpoint, or returns the
-    summary of a run that has already finished."""
+    summary of a run that has already finished. ``callbacks``: told of the run's events, after those the
+    config names (``callbacks=``, ``stop.*``)."""
     try:
-        return _run_or_skip(cfg, parent_dir, overrides)
+        return _run_or_skip(cfg, parent_dir, overrides, callbacks)
     finally:
         retract()  # the "building ..." line of a terminal, if nothing erased it yet (an error follows)
 
 
-def _run_or_skip(cfg: DictConfig, parent_dir: str | Path | None, overrides: list[str] | None) -> dict:
+def _run_or_skip(cfg: DictConfig, parent_dir: str | Path | None, overrides: list[str] | None,
+                 callbacks: Sequence[Callback]) -> dict:
     started_at = time.time()
     if cfg.get("rerun"):  # a new run of a recorded config: its values where today's presets differ
         cfg = provenance.as_recorded(cfg, cfg.rerun, warn=learners.first())
@@ -102,16 +107,30 @@ def _run_or_skip(cfg: DictConfig, parent_dir: str | Path | None, overrides: list
     check_runner(settings)
     check_sampler(settings)
     check_videos(settings)
-    with learners.together(settings, cfg, parent_dir, overrides):
+    users = user_callbacks(settings, callbacks)
+    with learners.together(settings, cfg, parent_dir, overrides, run):
         if distributed.active():  # every learner continues what the first one found on disk
             where = distributed.scatter([where] * distributed.size() if distributed.rank() == 0 else None)
             if distributed.rank() != 0:
                 return _follow(settings, where)
-        return _lead(settings, where, resolved, overrides, parent_dir, started_at)
+        return _lead(settings, where, resolved, overrides, parent_dir, started_at, users)
+
+
+def user_callbacks(settings: Settings, given: Sequence[Callback]) -> list[Callback]:
+    """The callbacks a user adds: ``callbacks=[module.Class]`` (from plugins), ``stop.*``, then ``given``
+    (rlconf.train's); a ConfigError where a run of several learners, which cannot agree on them, has any."""
+    wrong = next((c for c in given if not isinstance(c, Callback)), None)
+    if wrong is not None:  # rlconf.train(cfg, callbacks=[...]) with a class, or something else
+        raise ConfigError(f"callbacks: {wrong!r} is not a callback; allowed: rlconf.Callback objects (instances)")
+    found = [*loop_callbacks.from_config(settings.run.callbacks), *stop_callbacks(settings.run.stop), *given]
+    if found and settings.hardware.learners > 1:
+        raise ConfigError(f"hardware.learners={settings.hardware.learners}: callbacks and stop.* run in a run of "
+                          "one learner; allowed: hardware.learners=1 with them")
+    return found
 
 
 def _lead(settings: Settings, where: resume.Plan, resolved: dict, overrides: list[str],
-          parent_dir: str | Path | None, started_at: float) -> dict:
+          parent_dir: str | Path | None, started_at: float, users: list[Callback]) -> dict:
     """The run, by its one writer (the only learner, or the first of several)."""
     with contextlib.ExitStack() as held:
         # One writer a run directory: a second resume of it is refused before anything is built or touched.
@@ -125,13 +144,14 @@ def _lead(settings: Settings, where: resume.Plan, resolved: dict, overrides: lis
         setup = held.enter_context(SettingUp(run_dir, settings.run.steps, where))
         write_run_config(settings, run_dir, where, resolved, overrides)
         sweep_dir = parent_dir or (run_dir.parent if (run_dir.parent / "multirun.yaml").exists() else None)
-        experiment = choose_experiment(settings, built, run_dir, resolved, where.existing, sweep_dir)
-        experiment.on_status = setup.until_running(experiment.on_status)
+        on_status = setup.until_running(functools.partial(write_status, run_dir))
+        experiment = choose_experiment(settings, built, run_dir, resolved, where.existing, sweep_dir, on_status,
+                                       users)
         summary = finish(settings, experiment, built.checkpoint, where, started_at)
         if sweep_dir is not None:  # a sweep's run, or one of them resumed on its own
             write_sweep_table(sweep_dir)
-        experiment.progress.print(_summary_line(f"{settings.agent_name} {settings.env.name}", summary,
-                                                settings.run.steps))
+        experiment.progress.print(summary_line(f"{settings.agent_name} {settings.env.name}", summary,
+                                               settings.run.steps))
         return {**summary, "run_dir": str(run_dir)}  # the caller's own path (rlconf.train), as it gave it
 
 
@@ -277,16 +297,14 @@ def write_run_config(settings: Settings, run_dir: Path, where: resume.Plan, reso
         raise RunFailed(f"{write_failure(error)}; {_nothing_kept(run_dir, where)}") from None
 
 
-# The experiment loop of each kind of environment, and its options from the settings.
-EXPERIMENTS: dict[EnvKind, tuple[type[Experiment], Callable[[Settings], dict[str, Any]]]] = {
-    EnvKind.SINGLE_AGENT: (Experiment, lambda settings: {}),
-    EnvKind.MULTI_AGENT: (MultiagentExperiment, lambda settings: {}),
-    EnvKind.BANDIT: (BanditExperiment, lambda settings: {"pulls_every": settings.logger.pulls_every}),
-}
+# The experiment loop of each kind of environment.
+EXPERIMENTS: dict[EnvKind, type[Experiment]] = {
+    EnvKind.SINGLE_AGENT: Experiment, EnvKind.MULTI_AGENT: MultiagentExperiment, EnvKind.BANDIT: BanditExperiment}
 
 
 def choose_experiment(settings: Settings, built: Built, run_dir: Path, resolved: dict, resumed: bool,
-                      sweep_dir: str | Path | None) -> Experiment:
+                      sweep_dir: str | Path | None, on_status: Callable[..., None] | None = None,
+                      callbacks: Sequence[Callback] = ()) -> Experiment:
     """The loop for the environment's kind (``EXPERIMENTS``), logging to the backends of the logger group,
     which open in ``run_dir`` now, and writing the run's status.json as it goes."""
     env = built.env
@@ -295,32 +313,23 @@ def choose_experiment(settings: Settings, built: Built, run_dir: Path, resolved:
                             resumed=resumed, quiet=settings.run.quiet, agents=list(env.agents), arms=env.arms)
     built.logger.loggers = [registry.get("logger", name).from_config(options, context)
                             for name, options in settings.logger.backends.items()]
-    experiment_class, options = EXPERIMENTS[env.kind]
-    acting = None
+    experiment_class, options = EXPERIMENTS[env.kind], {}
     if settings.hardware.runner == "async":  # the environment steps in an acting process; this one learns
         experiment_class = AsyncExperiment
         acting = Acting(resolved, built.agent, settings.hardware.n_envs, settings.run.steps,
                         settings.hardware.sync_every)
         env.close()
-        env = ActingEnvironment(env, acting)
-    test_envs = eval_env_count(settings, settings.run.test_episodes)
-    experiment = experiment_class(
-        built.agent, env, lambda: make_env(settings, test_envs, test=True), built.logger, run_dir,
-        steps=settings.run.steps, seed=settings.run.seed, eval_every=settings.run.eval_every,
-        eval_episodes=settings.run.eval_episodes, checkpoint_every=settings.run.checkpoint_every,
-        progress=ConsoleProgress(f"{settings.agent_name} {settings.env.name}", settings.run.steps,
-                                 quiet=settings.run.quiet),
-        checkpoint_extra={"config": resolved}, save_replay=settings.run.checkpoint.replay,
-        keep=settings.run.checkpoint.keep, scalars_every=settings.logger.scalars_every, **options(settings))
-    if acting is not None:
-        experiment.acting = acting
+        env, options = ActingEnvironment(env, acting), {"acting": acting}
     if built.videos is not None:
         built.videos.attach(run_dir, built.logger)
-        experiment.videos = built.videos
-    experiment.on_status = status_writer(run_dir, experiment)
-    if settings.run.trial.storage is not None:  # a run of an Optuna sweep: only then is optuna imported
-        experiment.on_evaluation = trial_reporter(settings)
-    return experiment
+    # A run of an Optuna sweep reports its evaluations to its trial: only then is optuna imported.
+    trial = trial_reporter(settings) if settings.run.trial.storage is not None else None
+    test_envs = eval_env_count(settings, settings.run.test_episodes)
+    return experiment_class(
+        built.agent, env, lambda: make_env(settings, test_envs, test=True), built.logger, run_dir,
+        LoopSettings.of(settings, checkpoint_extra={"config": resolved}),
+        ConsoleProgress(f"{settings.agent_name} {settings.env.name}", settings.run.steps, quiet=settings.run.quiet),
+        on_status=on_status, videos=built.videos, trial=trial, callbacks=callbacks, **options)
 
 
 def trial_reporter(settings: Settings) -> Callable[[int, float], bool]:
@@ -343,11 +352,8 @@ def _follow(settings: Settings, where: resume.Plan) -> dict:
     first learner writes the run directory, their checkpoints and logs), and leaves when training ends (the
     first learner tests). Faults are the first learner's to report: this one leaves quietly."""
     built = build(settings, where)
-    experiment = Experiment(
-        built.agent, built.env, lambda: None, built.logger, where.run_dir or Path("."), steps=settings.run.steps,
-        seed=settings.run.seed, eval_every=settings.run.eval_every, eval_episodes=settings.run.eval_episodes,
-        checkpoint_every=settings.run.checkpoint_every, progress=ConsoleProgress("", settings.run.steps, quiet=True),
-        save_replay=settings.run.checkpoint.replay, scalars_every=settings.logger.scalars_every)
+    experiment = Experiment(built.agent, built.env, lambda: None, built.logger, where.run_dir or Path("."),
+                            LoopSettings.of(settings), ConsoleProgress("", settings.run.steps, quiet=True))
     try:
         if where.existing:
             experiment.restore(built.checkpoint)
@@ -361,21 +367,11 @@ def _follow(settings: Settings, where: resume.Plan) -> dict:
     return {}
 
 
-def status_writer(run_dir: Path, experiment: Experiment) -> Callable[..., None]:
-    """``status(state, **fields)``: the run's status.json, with the experiment's progress so far."""
-    def status(state: str, **extra: Any) -> None:
-        write_status(run_dir, state, steps=experiment.env.steps, total_steps=experiment.budget,
-                     episodes=experiment.episodes, last_return=experiment.last_return,
-                     resumes=experiment.resumes, **extra)
-
-    return status
-
-
 def finish(settings: Settings, experiment: Experiment, checkpoint: dict | None, where: resume.Plan,
            started_at: float) -> dict[str, Any]:
     """Train (from the checkpoint, when resuming), test, and write the summary; returns it. A failure leaves
     its line in error.txt and status.json, or nothing of a fresh run that kept nothing."""
-    run_dir, status, test_episodes = experiment.run_dir, experiment.on_status, settings.run.test_episodes
+    run_dir, status, test_episodes = experiment.run_dir, experiment.status, settings.run.test_episodes
     try:
         if where.existing:
             _restore(experiment, checkpoint, run_dir, settings)
@@ -389,15 +385,14 @@ def finish(settings: Settings, experiment: Experiment, checkpoint: dict | None, 
             pruned = stop
         test_start = time.perf_counter()
         returns = [] if pruned else experiment.final_test(test_episodes, eval_env_count(settings, test_episodes))
-        summary = _summary(settings, experiment, returns, time.perf_counter() - test_start, run_dir)
-        summary.update(experiment.details())  # multi-agent: each player's test return; bandits: regret
-        summary.update(_placement(started_at))
+        summary = summarize(settings, experiment, returns, time.perf_counter() - test_start, run_dir, started_at)
         if pruned:
             summary.update(state="pruned", pruned_at_step=pruned.steps, pruned_eval_return=pruned.eval_return)
         if returns:
             experiment.logger.add_evaluation(experiment.env.steps, returns)
         write_json(run_dir / "summary.json", summary)
-        status(summary["state"])
+        status(summary["state"], **{key: summary[key] for key in ("stop_reason",) if key in summary})
+        experiment.end(summary["state"])
     except KeyboardInterrupt:  # a second Ctrl-C: stopped without a new checkpoint
         status("stopped")
         raise
@@ -479,6 +474,7 @@ def _stopped(stop: Interrupted, experiment: Experiment, run_dir: Path, status) -
         signal.signal(signum, signal.SIG_IGN)
     requeued = preemption.should_requeue(stop.signum, stop.steps > experiment.start_steps) and preemption.requeue()
     status("requeued" if requeued else "stopped", signal=signal.Signals(stop.signum).name)
+    experiment.end("requeued" if requeued else "stopped")
     then = (f"; requeued Slurm job {slurm_job_id()}" if requeued else
             f"; continue with: rlconf run resume={shlex.quote(str(run_dir))}")
     print(f"rlconf: stopped by {stop}; checkpoint written to {run_dir / 'checkpoint.pt'}{then}", file=sys.stderr)
@@ -490,75 +486,7 @@ def _already_finished(settings: Settings, summary: dict, run_dir: Path, parent_d
     if parent_dir is not None:
         write_sweep_table(parent_dir)
     if not settings.run.quiet:
-        print(f"rlconf: {run_dir} has finished (summary.json): skipped", file=sys.stderr)
+        ended = (f"has stopped ({summary['stop_reason']}; summary.json)" if summary.get("stop_reason") else
+                 "has finished (summary.json)")
+        print(f"rlconf: {run_dir} {ended}: skipped", file=sys.stderr)
     return summary
-
-
-def _placement(started_at: float) -> dict[str, Any]:
-    """Where and when this attempt ran: the machine, its Slurm job, its GPUs and CPUs, and the most GPU memory
-    its tensors held (what a researcher needs to pack runs_per_gpu runs onto one GPU)."""
-    gpu_peak = torch.cuda.max_memory_allocated() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
-    return {"host": os.uname().nodename, "slurm_job_id": slurm_job_id(),
-            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"), "gpu_memory_peak_bytes": gpu_peak,
-            "cpus": sorted(os.sched_getaffinity(0)), "started_at": started_at, "finished_at": time.time()}
-
-
-def _summary(settings: Settings, experiment: Experiment, returns: list[float], test_seconds: float,
-             run_dir: Path) -> dict[str, Any]:
-    steps = experiment.env.steps
-    r = np.asarray(returns, dtype=float)
-    return {
-        "state": "done",  # or "pruned" (by an Optuna sweep's pruner, after an evaluation): rlconf status shows it
-        "agent": settings.agent_name,
-        "env": settings.env.name,
-        "env_id": settings.env.id,
-        "seed": settings.run.seed,
-        "steps": steps,
-        "frames": round(steps * experiment.env.frames_per_step),
-        "episodes": experiment.episodes,
-        "wall_seconds": round(experiment.train_seconds, 3),
-        "steps_per_second": round(steps / max(experiment.train_seconds, 1e-9), 1),
-        "test_return_mean": float(r.mean()) if len(r) else None,
-        "test_return_std": float(r.std()) if len(r) else None,
-        "test_episodes": len(r),
-        "test_seconds": round(test_seconds, 3),
-        **_stalled(experiment),
-        **({"compile_seconds": seconds} if (seconds := compiled.seconds()) is not None else {}),
-        "n_envs": settings.hardware.n_envs,
-        "resumes": experiment.resumes,
-        "run_dir": redact(str(run_dir)),  # a token typed into logdir is not kept, as in config.yaml
-        "hardware": asdict(settings.hardware),
-    }
-
-
-def _stalled(experiment: Experiment) -> dict[str, int]:
-    """How many test episodes were cut short for want of rewards, where the test env does that (Atari)."""
-    stall_steps = experiment.test_env().stall_steps if experiment.test_stalled else None
-    return {"test_episodes_stalled": experiment.test_stalled, "test_stall_steps": stall_steps} if stall_steps else {}
-
-
-def _summary_line(title: str, s: dict[str, Any], budget: int) -> str:
-    test = (f"test return {s['test_return_mean']:.1f} ± {s['test_return_std']:.1f} over {s['test_episodes']} episodes"
-            if s["test_episodes"] else "no test episodes")
-    if s["state"] == "pruned":
-        test = (f"pruned by the sweep's pruner after the evaluation at step {s['pruned_at_step']:,} (return "
-                f"{s['pruned_eval_return']:.1f}): not tested")
-    if s.get("test_episodes_stalled"):
-        test += (f" ({s['test_episodes_stalled']} cut short after {s['test_stall_steps']:,} steps without a reward)")
-    if "test_win_or_draw" in s:  # a multi-agent test against opponents
-        test += f" (won or drawn: {s['test_win_or_draw']:.1%})"
-    if "cumulative_regret" in s:  # a bandit: its test pulls the greedy arms
-        test = regret_line(s) + (f"; greedy reward {s['test_return_mean']:.3f} over {s['test_episodes']} test pulls"
-                                 if s["test_episodes"] else "")
-    steps = f"{s['steps']:,} steps"
-    if s["steps"] > budget:  # said, not hidden
-        over = s["steps"] - budget
-        learners = s["hardware"]["learners"]
-        why = (f"{s['n_envs']} environments step together" if over < s["n_envs"] else
-               f"{learners} learners add up their steps every {STEPS_PER_EXCHANGE} or so"
-               if learners > 1 and over < STEPS_PER_EXCHANGE + s["n_envs"] * learners else
-               "it resumed from a checkpoint past it")
-        steps += f" ({over:,} past the budget of {budget:,}: {why})"
-    compiling = f", {s['compile_seconds']:.1f} s of it compiling" if "compile_seconds" in s else ""
-    return (f"{title}: {steps} in {s['wall_seconds']:.1f} s ({s['steps_per_second']:,.0f} steps/s{compiling}), "
-            f"{s['episodes']:,} episodes; {test}; tested in {s['test_seconds']:.1f} s -> {s['run_dir']}")

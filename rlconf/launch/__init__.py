@@ -6,7 +6,7 @@ The Hydra plugin classes that ``launchers/launcher/*.yaml`` name live in ``hydra
 time: Hydra imports the plugins whenever it starts.
 """
 
-from rlconf.launch.settings import LauncherError, LocalLauncherConf, SlurmLauncherConf, check
+from rlconf.launch.launcher_config import LauncherError, LocalLauncherConf, SlurmLauncherConf, check
 from rlconf.launch.slots import Slot, make_slots, visible_gpus
 
 __all__ = ["LauncherError", "LocalLauncherConf", "Slot", "SlurmLauncherConf", "check", "make_slots",

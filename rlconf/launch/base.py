@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import socket
-import stat
 import sys
 import time
 from collections.abc import Sequence
@@ -27,6 +26,8 @@ from hydra.plugins.launcher import Launcher
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from rlconf.errors import RunFailed
+from rlconf.files import read_json, write_json
 from rlconf.launch.slots import Slot
 
 
@@ -79,7 +80,7 @@ class RunLauncher(Launcher):
         returns = dict(zip([job.num for job in todo], self.start(todo, sweep_dir), strict=True)) if todo else {}
         results = [_finished(job) if job.summary is not None else returns[job.num] for job in jobs]
         if todo and self.waits() and not self.quiet:
-            from rlconf.launch.progress import print_table
+            from rlconf.launch.monitor import print_table
 
             print_table(sweep_dir, [job.name for job in jobs], time.monotonic() - began)
         failures = [r for r in results if r.status == JobStatus.FAILED]
@@ -108,8 +109,8 @@ class RunLauncher(Launcher):
         return bool(self.config is not None and self.config.get("quiet"))
 
     def progress(self, sweep_dir: Path, jobs: list[Job], at_once: int, where: str = ""):
-        """The sweep's progress while ``start`` waits (``rlconf.launch.progress.SweepProgress``)."""
-        from rlconf.launch.progress import SweepProgress
+        """The sweep's progress while ``start`` waits (``rlconf.launch.monitor.SweepProgress``)."""
+        from rlconf.launch.monitor import SweepProgress  # rich: loaded when a sweep runs, not at Hydra's start
 
         return SweepProgress(sweep_dir, [job.name for job in jobs], at_once, quiet=self.quiet, where=where)
 
@@ -133,8 +134,6 @@ class RunLauncher(Launcher):
 
     def record(self, job: Job, **fields: Any) -> None:
         """Add ``fields`` to the job's ``job.json`` (creating the run directory)."""
-        from rlconf.experiments.rundir.directory import read_json, write_json
-
         job.run_dir.mkdir(parents=True, exist_ok=True)
         path = job.run_dir / "job.json"
         record = read_json(path) or {}
@@ -178,25 +177,3 @@ def _finished(job: Job) -> JobReturn:
 def failed(job: Job, message: str) -> JobReturn:
     return JobReturn(overrides=job.overrides, working_dir=str(job.run_dir), task_name=job.name,
                      status=JobStatus.FAILED, _return_value=RunFailed(message))
-
-
-class RunFailed(RuntimeError):
-    """A run of a sweep did not finish; the message says which, why, and where its log is."""
-
-
-LOG_TAIL_BYTES = 64 * 1024
-
-
-def log_tail(path: Path, lines: int = 1) -> str:
-    """The last non-empty ``lines`` lines of a log file ('' when there is none, or it is no regular file): read
-    from its last 64 KiB only, since job.json (which names it) may have been crafted to name a huge one."""
-    try:
-        with open(path, "rb") as file:
-            if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):  # /dev/zero would never end
-                return ""
-            file.seek(max(0, os.fstat(file.fileno()).st_size - LOG_TAIL_BYTES))
-            text = file.read(LOG_TAIL_BYTES).decode(errors="replace")
-    except OSError:
-        return ""
-    kept = [line for line in text.splitlines() if line.strip()]
-    return "\n".join(kept[-lines:])

@@ -9,7 +9,7 @@ Ctrl-C kills its jobs a second after interrupting them, before a checkpoint can 
 a process in its own session: Ctrl-C reaches only the launcher, which passes one SIGINT to each running job
 (each writes its checkpoint and stops) and waits for them; a second Ctrl-C kills them. SIGTERM to the
 launcher is passed on the same way (``_terminate``), and a launcher killed outright (``kill -9``) takes its
-jobs with it: each is sent SIGTERM by the kernel as its parent ends (``job.die_with_parent``).
+jobs with it: each is sent SIGTERM by the kernel as its parent ends (``rlconf.process.die_with_parent``).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus
 
 from rlconf.experiments.loop.stopping import stop_requests
-from rlconf.experiments.rundir.directory import open_inside
-from rlconf.launch.base import Job, RunLauncher, failed, log_tail
+from rlconf.files import log_tail, open_inside
+from rlconf.launch.base import Job, RunLauncher, failed
 from rlconf.launch.slots import Slot, make_slots, visible_gpus
 
 POLL_SECONDS = 0.1
@@ -43,7 +43,7 @@ class LocalRunLauncher(RunLauncher):
         gpus = p["gpus"]
         if gpus == "auto":
             gpus = visible_gpus()
-            if not gpus:  # the CLI's precheck says so before launching; this is for direct users of Hydra
+            if not gpus:  # rlconf.pipeline.plan.check_launcher says so first; this is for direct users of Hydra
                 raise RuntimeError("launcher=local_gpus: no GPU is visible here; name them with "
                                    "hydra.launcher.gpus=[0,1,...] or use launcher=local")
         learners = p.get("learners", 1)  # a run of several learners takes a slot of all they need

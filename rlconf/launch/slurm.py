@@ -15,7 +15,6 @@ submitted: ``rlconf status SWEEP_DIR`` follows it.
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -23,12 +22,11 @@ from pathlib import Path
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus
 
-from rlconf.launch.base import Job, RunLauncher, failed, log_tail
-from rlconf.launch.settings import sbatch_parameters
+from rlconf.files import log_tail
+from rlconf.launch.base import Job, RunLauncher, failed
+from rlconf.launch.launcher_config import sbatch_parameters
+from rlconf.launch.squeue import ENDED, QUEUED, RUNNING, squeue_states
 
-# squeue states after which a job will not run again (a requeued job is PENDING or REQUEUED instead).
-ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE",
-         "PREEMPTED", "SPECIAL_EXIT", "REVOKED"}
 RESULT_GRACE_SECONDS = 30.0  # a shared filesystem may show the result file a little after the job ended
 
 
@@ -92,8 +90,6 @@ class SlurmRunLauncher(RunLauncher):
         outside the run) is a failure that names its log. ``progress``: a SweepProgress told what squeue says."""
         from submitit.core import utils as submitit_utils
 
-        from rlconf.launch.status import QUEUED, RUNNING
-
         results: dict[int, JobReturn] = {}
         ended_at: dict[int, float] = {}
         while len(results) < len(jobs):
@@ -132,24 +128,3 @@ class SlurmRunLauncher(RunLauncher):
                     progress.tick()
                 time.sleep(self.params["poll_seconds"])
         return [results[job.num] for job in jobs]
-
-
-def squeue_states(job_ids: list[str]) -> dict[str, str] | None:
-    """Slurm's state of each job still known to it (array tasks one by one; a finished job is forgotten
-    MinJobAge seconds after it ended), or None when squeue cannot answer (it is not there, or slurmctld is
-    unreachable for a moment)."""
-    arrays = sorted({j.split("_")[0] for j in job_ids})
-    if not arrays or shutil.which("squeue") is None:
-        return None
-    try:
-        out = subprocess.run(["squeue", "-h", "-r", "-t", "all", "-o", "%i|%T", "-j", ",".join(arrays)],
-                             capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if out.returncode != 0:
-        return {} if "Invalid job id" in out.stderr else None
-    states = {}
-    for line in out.stdout.splitlines():
-        job_id, _, state = line.strip().partition("|")
-        states[job_id] = state
-    return states

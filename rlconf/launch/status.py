@@ -24,16 +24,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from rlconf.launch.base import log_tail
+from rlconf.errors import StatusError
+from rlconf.files import log_tail
+from rlconf.launch.squeue import QUEUED, RUNNING, squeue_states
 
 STATES = ("queued", "running", "done", "pruned", "failed", "stopped")
 STALE_SECONDS = 120.0  # a run elsewhere that has not refreshed its status.json for this long is presumed dead
-QUEUED = {"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "CONFIGURING", "RESV_DEL_HOLD", "SUSPENDED"}
-RUNNING = {"RUNNING", "COMPLETING", "STAGE_OUT", "SIGNALING", "RESIZING"}
-
-
-class StatusError(ValueError):
-    """Not a directory rlconf status can read: one line."""
 
 
 RUN_FILES = ("job.json", "status.json", "config.yaml")  # any of them: a run directory (queued, started)
@@ -81,8 +77,6 @@ def run_dirs(sweep_dir: Path) -> list[Path]:
 
 
 def collect(sweep_dir: Path) -> list[RunStatus]:
-    from rlconf.launch.slurm import squeue_states
-
     if not sweep_dir.is_dir():
         raise StatusError(f"{sweep_dir}: no such directory")
     dirs, sweeps = walk(sweep_dir)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -53,6 +53,10 @@ class LoggerContext:
 
 
 class Logger:
+    # The package a backend needs beyond rlconf's own (and the extra that installs it), declared so the config
+    # check refuses a missing one in one line before the run starts; None: nothing more.
+    requires: ClassVar[str | None] = None
+
     @dataclass
     class Config:
         """A backend's options (``logger.<backend>.<key>``); none by default."""

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from rlconf.errors import require
-from rlconf.experiments.rundir.directory import open_inside
+from rlconf.files import open_inside
 from rlconf.logging.base import Logger, LoggerContext
 
 EPISODE_FIELDS = ["step", "episode", "return", "length", "wall_seconds"]
@@ -23,7 +23,7 @@ PULL_FIELDS = ["step", "pull", "reward", "regret", "optimal_rate"]  # then arm/<
 
 class _Table:
     def __init__(self, path: Path, fields: list[str]):
-        # Appended to (and cut back on resume) in place: opened never through a link (rundir.open_inside).
+        # Appended to (and cut back on resume) in place: opened never through a link (rlconf.files.open_inside).
         fd = open_inside(path.parent, path.name, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         new = os.fstat(fd).st_size == 0
         self.path = path

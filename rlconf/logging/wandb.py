@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlconf.errors import first_line, require
-from rlconf.experiments.rundir.directory import read_json, write_json
+from rlconf.files import read_json, write_json
 from rlconf.logging.base import EVAL_VIDEO, Logger, LoggerContext
 from rlconf.settings import redact
 

@@ -7,7 +7,7 @@ that build the networks.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 from rlconf.errors import require
 
@@ -18,8 +18,6 @@ RECURRENT_NAMES = ("none", "lstm", "gru")  # approximation.recurrent: rlconf.nn.
 @dataclass
 class MLPConfig:
     """Fully connected layers on the flattened observation."""
-
-    images_only: ClassVar[bool] = False  # a network for frames (convolutions), not for vector observations
 
     model: str = "mlp"
     hidden: list[int] = field(default_factory=lambda: [64, 64])
@@ -45,8 +43,6 @@ class MLPConfig:
 @dataclass
 class NatureCNNConfig:
     """The Nature DQN convolutions on channels-first frames, then a fully connected layer per head."""
-
-    images_only: ClassVar[bool] = True
 
     model: str = "nature_cnn"
     hidden: int = 512  # width of the fully connected layer after the convolutions

@@ -20,7 +20,7 @@ from typing import Any
 
 from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
 
-from rlconf.tuning.settings import TuningError
+from rlconf.errors import TuningError
 
 ALLOWED = ("allowed: choice(a,b,...), range(start,stop[,step]), interval(low,high), tag(log,interval(low,high)), "
            "tag(log,range(start,stop)), or a fixed value")

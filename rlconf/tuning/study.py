@@ -29,8 +29,9 @@ import optuna
 from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend, JournalFileOpenLock
 
-from rlconf.experiments.rundir.directory import open_inside
-from rlconf.tuning.settings import PRUNERS, SAMPLERS, STUDY_FILE, TuningError
+from rlconf.errors import TuningError
+from rlconf.files import open_inside
+from rlconf.tuning.sweeper_config import PRUNERS, SAMPLERS, STUDY_FILE
 
 PRUNER_CLASSES = {"median": optuna.pruners.MedianPruner, "hyperband": optuna.pruners.HyperbandPruner,
                   "successive_halving": optuna.pruners.SuccessiveHalvingPruner}
@@ -43,7 +44,7 @@ def storage(path: str | Path) -> JournalStorage:
 
 class JournalFile(JournalFileBackend):
     """Optuna's journal file, made and appended to as a file of the sweep directory itself, never through a
-    symbolic link (``rundir.open_inside``): a crafted sweep directory whose ``optuna.journal`` links elsewhere
+    symbolic link (``rlconf.files.open_inside``): a crafted sweep directory whose ``optuna.journal`` links elsewhere
     cannot make a sweep append there. Reading, locking and the file's format are Optuna's."""
 
     def __init__(self, path: Path):

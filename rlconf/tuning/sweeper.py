@@ -26,7 +26,8 @@ from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf
 
-from rlconf.tuning.settings import DIRECTIONS, RESULTS_FILE, TuningError
+from rlconf.errors import TuningError, reported
+from rlconf.tuning.sweeper_config import DIRECTIONS, RESULTS_FILE
 
 OLD_STUDY_FILE = "optuna.db"  # where hydra-optuna-sweeper kept a sweep's study (SQLite)
 
@@ -99,27 +100,21 @@ class StudySweeper(Sweeper):
         assert self.config is not None and self.launcher is not None
         quiet()
         s, config = self.settings, self.config
-        try:  # rlconf run checks them before Hydra starts; here for those who start Hydra otherwise
+        with reported():  # rlconf run checks them before Hydra starts; here for those who start Hydra otherwise
             space = check_settings(s, arguments, {"steps": config.steps, "eval_every": config.eval_every,
                                                   "test_episodes": config.test_episodes,
                                                   "learners": config.hardware.learners})
-        except TuningError as error:
-            print(f"rlconf: error: {error}", file=sys.stderr)
-            raise SystemExit(2) from None
         sweep_dir = Path(str(config.hydra.sweep.dir))
-        if (sweep_dir / OLD_STUDY_FILE).exists() and not study_path(sweep_dir).exists():
-            print(f"rlconf: error: {sweep_dir}: its study is {OLD_STUDY_FILE}, from hydra-optuna-sweeper (rlconf's "
-                  f"sweeper before Optuna 4), which this sweeper cannot continue; its finished runs stay there "
-                  "(sweep.csv); start a new sweep", file=sys.stderr)
-            raise SystemExit(2)
-        sweep_dir.mkdir(parents=True, exist_ok=True)
-        path = study_path(sweep_dir)
-        try:  # before anything of the sweep directory is written: a study refused leaves it as it was
+        with reported():
+            if (sweep_dir / OLD_STUDY_FILE).exists() and not study_path(sweep_dir).exists():
+                raise TuningError(f"{sweep_dir}: its study is {OLD_STUDY_FILE}, from hydra-optuna-sweeper (rlconf's "
+                                  "sweeper before Optuna 4), which this sweeper cannot continue; its finished runs "
+                                  "stay there (sweep.csv); start a new sweep")
+            sweep_dir.mkdir(parents=True, exist_ok=True)
+            path = study_path(sweep_dir)
+            # Before anything of the sweep directory is written: a study refused leaves it as it was.
             store, study, new = _open_study(path, s)
             check_trials(study, space, path)
-        except TuningError as error:
-            print(f"rlconf: error: {error}", file=sys.stderr)
-            raise SystemExit(2) from None
         # As Hydra's basic sweeper does: the sweep's config and command line, which resume=SWEEP_DIR reads.
         OmegaConf.save(config, sweep_dir / "multirun.yaml")
         if new:
@@ -294,7 +289,7 @@ class Launch:
     def _finish(self) -> None:
         """optimization_results.yaml (the best trial, every trial's state), the closing line, and exit status 1
         when a trial of this launch failed."""
-        from rlconf.experiments.rundir.directory import write_text
+        from rlconf.files import write_text
 
         sweep_dir = self.path.parent
         best = self._best_trial()

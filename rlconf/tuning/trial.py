@@ -1,6 +1,6 @@
 """A run's side of a sweep's trial: each periodic evaluation's mean return reported to the study at its step,
 and the pruner's verdict. The experiment loop calls a ``TrialReporter`` after each evaluation
-(``Experiment.on_evaluation``); a run outside an Optuna sweep has none, and never imports optuna."""
+(its callback ``loop.bookkeeping.Pruning``); a run outside an Optuna sweep has none, and never imports optuna."""
 
 from __future__ import annotations
 

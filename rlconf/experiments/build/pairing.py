@@ -1,31 +1,20 @@
 """Which agents can play which environments: every refusal of an agent and environment pairing, one place.
 
-An environment declares its kind (``Environment.kind``), an agent what it plays (``plays``: kinds of
-environment and of action space); ``compatible`` compares the two before anything is built.
+An environment declares its kind (``Environment.kind``), an agent's spec what it plays (``AgentSpec.plays``:
+kinds of environment and of action space); ``compatible`` compares the two before anything is built.
 """
 
 from __future__ import annotations
 
-import gymnasium as gym
-
-from rlconf.agents import Plays
+from rlconf.agents import AgentSpec, Plays
 from rlconf.core import EnvKind
 from rlconf.environments.base import Environment
 
-# What an agent class that declares nothing plays: a plugin written without rlconf's agent classes (one with
-# ``from_config`` and ``act``) is taken at its word, in single-agent environments of any action space.
-UNDECLARED = Plays.single_agent(gym.Space)
 
-
-def plays(agent_class: type) -> Plays:
-    """What ``agent_class`` declares it plays (every built-in agent declares it: tests/test_pairing.py)."""
-    return getattr(agent_class, "plays", UNDECLARED)
-
-
-def compatible(agent_class: type, env: Environment, agent: str) -> str | None:
-    """None when an agent of ``agent_class`` (``agent``, as the config names it) can play ``env``; else the
-    one line saying why not, and what is allowed."""
-    declared = plays(agent_class)
+def compatible(spec: AgentSpec, env: Environment, agent: str) -> str | None:
+    """None when the agent of ``spec`` (``agent``, as the config names it) can play ``env``; else the one line
+    saying why not, and what is allowed."""
+    declared = spec.plays
     if env.kind not in declared.kinds:
         return _kind_refusal(declared, env, agent)
     if env.kind is not EnvKind.MULTI_AGENT and declared.refuses_actions(env.action_space):

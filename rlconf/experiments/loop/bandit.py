@@ -1,7 +1,8 @@
 """Bandit runs: the single-agent loop, with pulls counted instead of episodes.
 
 The loop is ``Experiment``'s own: a bandit environment answers every step with one finished one-step episode
-per bandit. What differs is the bookkeeping. A bandit run is judged by its regret, which only a synthetic
+per bandit. What differs is the bookkeeping (and callbacks are told of each row of pulls.csv as of an episode's
+end). A bandit run is judged by its regret, which only a synthetic
 problem (or a labelled dataset) can know: the environment reports each pull's expected regret and whether
 the arm was a best one (``env.pulls``), and ``Regret`` keeps, per bandit, the cumulative expected regret and
 every arm's count. Every ``logger.pulls_every`` pulls of each bandit the loggers get a row (pulls.csv,
@@ -18,6 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from rlconf.experiments.loop.callbacks import Episode
 from rlconf.experiments.loop.experiment import Experiment
 
 FINAL_PULLS = 1000  # summary.json's final_* rates: over each bandit's last this many pulls
@@ -99,9 +101,9 @@ class Regret:
 class BanditExperiment(Experiment):
     """``Experiment`` for a bandit environment (see the module's docstring)."""
 
-    def __init__(self, *args: Any, pulls_every: int = 1, **kwargs: Any):
+    def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
-        self.pulls_every = pulls_every
+        self.pulls_every = self.loop.pulls_every
         self.regret = Regret(self.env.n_envs, self.env.arms)
 
     def _record_episodes(self, start: float) -> None:  # noqa: ARG002 - a pull's row has no wall clock
@@ -117,6 +119,7 @@ class BanditExperiment(Experiment):
             self.last_return = regret.recent_reward_mean
             if self.best_return is None or self.last_return > self.best_return:
                 self.best_return = self.last_return
+            self.fire("on_episode_end", Episode(self.env.steps, self.episodes, self.last_return, 1))
 
     def _loop_state(self) -> dict[str, Any]:
         return {"regret": self.regret.state_dict()}

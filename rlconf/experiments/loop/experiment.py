@@ -5,7 +5,9 @@
         state = env.step(agent.act(state))
 
 Everything else here is bookkeeping around that line: episode statistics to the loggers, periodic
-greedy evaluation, periodic checkpoints, the progress bar, and the final test.
+greedy evaluation, periodic checkpoints, the progress bar, and the final test. The bookkeeping is done by
+callbacks told of the run's events (loop.callbacks; the loop's own in loop.bookkeeping), to which a user adds
+their own; how the loop runs is a ``LoopSettings``.
 
 A checkpoint holds everything needed to continue: the agent (models, optimisers, schedules, counters), the
 replay memory (on request, and always when a signal stops the run), every random generator, the loop's
@@ -21,11 +23,10 @@ that went on and was killed) are cut off, so episodes.csv continues without a ga
 from __future__ import annotations
 
 import contextlib
-import os
-import shutil
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,39 +36,27 @@ from rlconf import distributed
 from rlconf.approximation import NonFinite
 from rlconf.core import rng
 from rlconf.environments.parallel import SamplerError
+from rlconf.errors import RunFailed
 from rlconf.experiments.console.progress import ConsoleProgress
+from rlconf.experiments.loop import bookkeeping
+from rlconf.experiments.loop.callbacks import Callback, Callbacks, Episode, Evaluation, Run
 from rlconf.experiments.loop.evaluate import evaluate
 from rlconf.experiments.loop.stopping import stop_requests
 from rlconf.experiments.loop.team import TeamEnvironment
 from rlconf.experiments.loop.video import TrainingVideos
-from rlconf.experiments.rundir.checkpoint import (
-    BEST,
-    first_non_finite_weight,
-    learner_state,
-    numbered_checkpoints,
-    write_checkpoint,
-)
-from rlconf.experiments.rundir.directory import CHECKPOINT, atomic_write, write_failure
+from rlconf.experiments.rundir.checkpoint import BEST, first_non_finite_weight, learner_state, write_checkpoint
+from rlconf.experiments.rundir.directory import CHECKPOINT
 from rlconf.experiments.rundir.saved import CHECKPOINT_FORMAT, CHECKPOINT_SCHEMA, check_recorded_sizes, conform
+from rlconf.files import atomic_write, write_failure
 from rlconf.logging import Logger
-from rlconf.logging.base import STEPS_PER_SECOND
 
 TEST_SEED_OFFSET = 1_000_003  # evaluations reset their environments with the run's seed plus this
-STATUS_SECONDS = 10.0  # how often a training run refreshes status.json (rlconf status reads it) and flushes its logs
+STATUS_SECONDS = bookkeeping.STATUS_SECONDS
 
 
 # What ``restore`` reads from a checkpoint besides the agent: checked first (``check_restorable``).
 RESUMED_KEYS = ("steps", "episodes", "last_return", "train_seconds", "next_eval", "next_checkpoint", "resumes",
                 "rng", "logger")
-
-
-class RunFailed(Exception):
-    """Training stopped on a fault, keeping the last good checkpoint. Its message is the one line the user
-    reads: what went wrong, at which step, and which checkpoint is intact. ``exit_status``: the process's."""
-
-    def __init__(self, message: str, exit_status: int = 1):
-        super().__init__(message)
-        self.exit_status = exit_status
 
 
 class ProcessLost(RuntimeError):
@@ -98,48 +87,75 @@ class Interrupted(Exception):
         super().__init__(f"{signal.Signals(signum).name} at step {steps:,}")
 
 
+@dataclass(frozen=True)
+class LoopSettings:
+    """How a loop runs: its budget and seed, how often it evaluates, checkpoints and logs, and what a checkpoint
+    holds besides the run's state (``checkpoint_extra``: its config)."""
+
+    steps: int
+    seed: int = 0
+    eval_every: int = 0  # environment steps between periodic evaluations (0: none)
+    eval_episodes: int = 1
+    checkpoint_every: int = 0  # environment steps between checkpoints (0: only the first and the last)
+    save_replay: bool = False  # checkpoints hold the replay memory too (checkpoint.replay)
+    keep: int = 0  # numbered checkpoints kept beside checkpoint.pt (checkpoint.keep)
+    scalars_every: int = 1000
+    pulls_every: int = 1  # bandits: pulls of each bandit per row of pulls.csv
+    checkpoint_extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, settings: Any, **extra: Any) -> LoopSettings:
+        """The loop's settings of a run's (rlconf.settings.Settings)."""
+        run = settings.run
+        return cls(steps=run.steps, seed=run.seed, eval_every=run.eval_every, eval_episodes=run.eval_episodes,
+                   checkpoint_every=run.checkpoint_every, save_replay=run.checkpoint.replay, keep=run.checkpoint.keep,
+                   scalars_every=settings.logger.scalars_every, pulls_every=settings.logger.pulls_every, **extra)
+
+
 class Experiment:
+    """One run's loop. ``on_status(state, **fields)`` writes status.json (rlconf status reads it); ``videos``:
+    logger.video_every's; ``trial``: a run of an Optuna sweep reports each periodic evaluation to it, True prunes
+    the run (rlconf.tuning.trial.TrialReporter); ``callbacks``: the user's, told of every event after the loop's
+    own (loop.callbacks)."""
+
     def __init__(self, agent, env, make_test_env: Callable[[], object], logger: Logger, run_dir: Path,
-                 *, steps: int, seed: int, eval_every: int, eval_episodes: int, checkpoint_every: int,
-                 progress: ConsoleProgress, checkpoint_extra: dict | None = None, save_replay: bool = False,
-                 keep: int = 0, on_status: Callable[..., None] | None = None, scalars_every: int = 1000):
+                 loop: LoopSettings, progress: ConsoleProgress, *, on_status: Callable[..., None] | None = None,
+                 videos: TrainingVideos | None = None, trial: Callable[[int, float], bool] | None = None,
+                 callbacks: Sequence[Callback] = ()):
         self.agent = agent
         self.env = env
         self.make_test_env = make_test_env
         self.logger = logger
         self.run_dir = Path(run_dir)
-        self.budget = steps
-        self.seed = seed
-        self.eval_every = eval_every
-        self.eval_episodes = eval_episodes
-        self.checkpoint_every = checkpoint_every
+        self.loop = loop
+        self.budget = loop.steps
+        self.seed = loop.seed
+        self.eval_every = loop.eval_every
+        self.eval_episodes = loop.eval_episodes
+        self.checkpoint_every = loop.checkpoint_every
         self.progress = progress
-        self.checkpoint_extra = checkpoint_extra or {}
-        self.save_replay = save_replay
-        self.keep = keep  # numbered checkpoints kept beside checkpoint.pt (checkpoint.keep)
+        self.checkpoint_extra = loop.checkpoint_extra
+        self.save_replay = loop.save_replay
         self.best_eval: float | None = None  # the best periodic evaluation so far: best.pt holds its weights
+        self.last_evaluation: Evaluation | None = None
         # Called with "running" every STATUS_SECONDS and after each checkpoint, and while testing with
-        # phase="test" (or "eval"), test_episodes_done and test_episodes: status.json, which rlconf status reads.
+        # phase="test" (or "eval"), test_episodes_done and test_episodes (``status``).
         self.on_status = on_status
-        # Told each periodic evaluation's step and mean return; True stops training there (Pruned). A run of an
-        # Optuna sweep reports to its trial through it (rlconf.tuning.trial.TrialReporter); other runs have none.
-        self.on_evaluation: Callable[[int, float], bool] | None = None
-        self._pruned: Pruned | None = None
+        self.pruned: Pruned | None = None  # set by a sweep's pruner after an evaluation (bookkeeping.Pruning)
+        self.stop_reason: str | None = None  # a callback asked the run to end here (``Run.stop``)
+        self.state = "running"  # how the run ended, for callbacks told of its end
         self.episodes = 0
         self.last_return: float | None = None
         self.best_return: float | None = None  # of any training episode so far
         self.test_details: dict[str, Any] = {}  # what the last test found besides its returns (multi-agent)
         self.test_stalled = 0  # episodes of the last test cut short for want of rewards (Atari's tests)
-        self.scalars_every = scalars_every
-        self._next_scalars = scalars_every
-        # Scheduled hyperparameters (epsilon, learning rates, PPO's clip...), logged with verbose=true.
-        self._schedules = agent.schedules() if logger.verbose else {}
         self.train_seconds = 0.0
+        self.started: float | None = None  # when this attempt's training began (perf_counter), while it trains
         self.start_steps = 0  # where this attempt began: 0, or the checkpoint's step when resumed
         self.resumes = 0  # how many times this run has been resumed from a checkpoint
         self.checkpoint_steps: int | None = None  # the step of the checkpoint on disk (None: none yet)
-        self._next_eval = float(eval_every or "inf")
-        self._next_checkpoint = float(checkpoint_every or "inf")
+        self.next_eval = float(loop.eval_every or "inf")
+        self.next_checkpoint = float(loop.checkpoint_every or "inf")
         self._test_env = None
         # With several data-parallel learners (``env``: a TeamEnvironment) only the first one writes the run
         # directory and evaluates; every learner takes part in checkpoints (the first writes all their states).
@@ -147,7 +163,14 @@ class Experiment:
         # With the alternating sampler: the agent's body for each group of copies (bodies.Body.lane).
         self.lanes = [agent.lane(env.group_copies(g)) for g in range(env.groups)] if env.groups > 1 else None
         self.team = env if isinstance(env, TeamEnvironment) else None
-        self.videos: TrainingVideos | None = None  # logger.video_every: a greedy episode's video now and then
+        self.view = Run(self)
+        own = bookkeeping.own(self, videos, loop.keep, loop.scalars_every, trial)
+        self._videos = next((c for c in own if isinstance(c, bookkeeping.Videos)), None)
+        self.callbacks = Callbacks(own, callbacks, self.failed)
+
+    def fire(self, event: str, *args: Any) -> None:
+        """Tell every callback of ``event`` (loop.callbacks.EVENTS)."""
+        self.callbacks.fire(event, self.view, *args)
 
     # -- training ------------------------------------------------------------------------------------
     def train(self) -> None:
@@ -161,71 +184,60 @@ class Experiment:
             if self.checkpoint_steps is None:  # a fresh run: from now on there is always a checkpoint to go back to
                 self.save_checkpoint()
             step = self._stepping(env.reset(seed=self.reset_seed()), start)
-            while env.steps < self.budget:
+            while env.steps < self.budget and self.stop_reason is None:
                 step()
-                self._keep_books(start, stop)
-        self._end_training(start)
+                self._keep_books(stop)
+        self.end_training()
 
     def _start_training(self) -> float:
-        """The moment training starts (this attempt's clock)."""
-        start = time.perf_counter()
-        self._next_status = start + STATUS_SECONDS
-        self._rate_mark = (start, self.env.steps)
-        if self.videos is not None:
-            self.videos.begin(self.env.steps)
-        return start
+        """The moment training starts (this attempt's clock), told to the callbacks."""
+        self.started = time.perf_counter()
+        self.fire("on_run_start")
+        return self.started
 
-    def _keep_books(self, start: float, stop) -> None:
-        """After an iteration of the loop: evaluations, checkpoints, scalars, the console and status.json when
-        due; a stop signal checkpoints (with the replay) and raises Interrupted."""
-        steps = self.env.steps
-        if steps >= self._next_eval:
-            self._next_eval += self.eval_every
-            self._evaluate()
-            if self._pruned is not None:
-                self._end_training(start)
-                raise self._pruned
-        if self.videos is not None:
-            self._video(steps)
-        if steps >= self._next_checkpoint:
-            self._next_checkpoint += self.checkpoint_every
-            self._checkpoint_in_loop(start)
-        now = time.perf_counter()
-        if steps >= self._next_scalars:
-            self._log_scalars(now)
-        self.progress.update(steps, self.episodes, self.last_return, self.best_return, start, self.start_steps, now)
-        if now >= self._next_status:
-            self._next_status = now + STATUS_SECONDS
-            self.logger.flush()  # episodes.csv readable as the run goes; a resume cuts it back
-            self._status()
+    def _keep_books(self, stop) -> None:
+        """After an iteration of the loop: the callbacks (evaluations, checkpoints, scalars, the console and
+        status.json when due, then the user's); a stop signal checkpoints (with the replay) and raises
+        Interrupted."""
+        self.fire("on_batch")
         signum = self._stopping(stop)
         if signum is not None:
             self.progress.stop()
             try:
-                self._checkpoint_in_loop(start, replay=True)  # the memory too: the run goes on elsewhere
+                self.checkpoint_in_loop(replay=True)  # the memory too: the run goes on elsewhere
             except OSError as error:  # a full disk: stopped all the same, as the signal asked
                 raise self.failed(write_failure(error), 128 + signum) from None
             raise Interrupted(signum, self.env.steps)
 
-    def _end_training(self, start: float) -> None:
-        self.train_seconds += time.perf_counter() - start
+    def end_training(self) -> None:
+        """Training is over (the budget, a stop asked for, a pruner): the last video and the last checkpoint."""
+        self.train_seconds += time.perf_counter() - self.started
+        self.started = None
         self.logger.step = self.env.steps
         self.progress.stop()
-        if self.videos is not None:  # the last video, written and with the loggers before the run's record closes
-            self._video(self.env.steps, last=True)
+        if self._videos is not None:  # the last video, written and with the loggers before the run's record closes
+            self._videos.video(self.env.steps, last=True)
         self.save_checkpoint()
 
-    def _video(self, steps: int, last: bool = False) -> None:
-        """A greedy episode's video when one is due; the videos written since, to the loggers. ``last``: wait for
-        the one being written."""
-        try:
-            if self.videos.due(steps):
-                self.videos.record(self.agent.test_agent(), steps)
-            if last:
-                self.videos.wait()
-            self.videos.deliver()
-        except OSError as error:  # a full disk: the run stops as it does when a checkpoint cannot be written
-            raise self.failed(f"a video could not be written: {write_failure(error)}") from None
+    def trained_seconds(self) -> float:
+        """Seconds trained so far, across attempts, this one's included while it trains."""
+        return self.train_seconds + (time.perf_counter() - self.started if self.started is not None else 0.0)
+
+    def prune(self, evaluation: Evaluation) -> None:
+        """A sweep's pruner judged the run hopeless at ``evaluation``: training ends after it (Pruned)."""
+        self.pruned = Pruned(evaluation.steps, evaluation.mean)
+
+    def request_stop(self, reason: str) -> None:
+        """End the run "done" at the end of this iteration (``Run.stop``); the first reason is kept."""
+        if self.team is not None:  # the learners would have to agree on it, as on a signal
+            raise RuntimeError("a run of several learners (hardware.learners) cannot be stopped early by a callback")
+        if self.stop_reason is None:
+            self.stop_reason = reason
+
+    def end(self, state: str) -> None:
+        """The run has ended (trained and tested, pruned, or stopped by a signal): the callbacks are told."""
+        self.state = state
+        self.fire("on_run_end")
 
     def _stepping(self, state, start: float) -> Callable[[], None]:
         """One iteration of the loop: the agent acts on every copy and they all step; or, with the alternating
@@ -278,9 +290,9 @@ class Experiment:
                 f"the checkpoint of step {self.checkpoint_steps:,} is kept ({self.run_dir / 'checkpoint.pt'})")
         return kind(f"{what} at step {self.env.steps:,}; {kept}", exit_status)
 
-    def _checkpoint_in_loop(self, start: float, replay: bool | None = None) -> None:
+    def checkpoint_in_loop(self, replay: bool | None = None) -> None:
         """A checkpoint mid-training counts the seconds trained so far in this attempt."""
-        elapsed = time.perf_counter() - start
+        elapsed = time.perf_counter() - self.started
         self.train_seconds += elapsed
         try:
             self.save_checkpoint(replay)
@@ -295,9 +307,11 @@ class Experiment:
             return self.seed
         return int(np.random.SeedSequence([self.seed, self.start_steps]).generate_state(1)[0] >> 1)
 
-    def _status(self) -> None:
+    def status(self, state: str, **fields: Any) -> None:
+        """status.json (``on_status``): ``state``, the run's progress so far, and ``fields``."""
         if self.on_status is not None:
-            self.on_status("running")
+            self.on_status(state, steps=self.env.steps, total_steps=self.budget, episodes=self.episodes,
+                           last_return=self.last_return, resumes=self.resumes, **fields)
 
     def _record_episodes(self, start: float) -> None:
         wall = self.train_seconds + time.perf_counter() - start  # across attempts, as if never stopped
@@ -310,23 +324,14 @@ class Experiment:
                 self.best_return = returns
             self.logger.add_episode(self.env.steps, self.episodes, returns, episode.length, wall,
                                     agent_returns=by_agent)
+            self.fire("on_episode_end", Episode(self.env.steps, self.episodes, returns, episode.length, by_agent))
 
     def _episode_returns(self, episode) -> tuple[float, dict[str, float] | None]:
         """The return the run follows, and every player's (None: a single-agent episode)."""
         return episode.returns, None
 
-    def _log_scalars(self, now: float) -> None:
-        """Every ``scalars_every`` steps: the training rate since the last time, and the schedules' values."""
-        steps = self.env.steps
-        while self._next_scalars <= steps:
-            self._next_scalars += self.scalars_every
-        then, steps_then = self._rate_mark
-        self._rate_mark = (now, steps)
-        values = {STEPS_PER_SECOND: (steps - steps_then) / max(now - then, 1e-9)}
-        values.update({f"schedule/{name}": float(scheduler) for name, scheduler in self._schedules.items()})
-        self.logger.add_scalars(values, steps)
-
-    def _evaluate(self) -> None:
+    def evaluate(self) -> None:
+        """A periodic evaluation, to the loggers and the callbacks (best.pt, its line, a sweep's pruner...)."""
         if not self.writer:  # the first learner evaluates; the others wait for it at their next exchange
             return
         episodes = self.eval_episodes
@@ -336,13 +341,8 @@ class Experiment:
         finally:
             self.progress.evaluating(None)
         self.logger.add_evaluation(self.env.steps, returns)
-        r = np.asarray(returns, dtype=float)
-        if self.best_eval is None or r.mean() > self.best_eval:
-            self._save_best(float(r.mean()))
-        self.progress.print(f"eval at {self.env.steps:,} steps: return {r.mean():.1f} ± {r.std():.1f} over "
-                            f"{len(r)} episodes (min {r.min():.1f}, max {r.max():.1f})")
-        if self.on_evaluation is not None and self.on_evaluation(self.env.steps, float(r.mean())):
-            self._pruned = Pruned(self.env.steps, float(r.mean()))
+        self.last_evaluation = Evaluation(self.env.steps, tuple(float(r) for r in returns))
+        self.fire("on_evaluation", self.last_evaluation)
 
     # -- testing -------------------------------------------------------------------------------------
     def test_env(self):
@@ -381,7 +381,7 @@ class Experiment:
             now = time.perf_counter()
             if now >= next_status and self.on_status is not None:
                 next_status = now + STATUS_SECONDS
-                self.on_status("running", phase=phase, test_episodes_done=done, test_episodes=episodes)
+                self.status("running", phase=phase, test_episodes_done=done, test_episodes=episodes)
 
         return report
 
@@ -405,29 +405,17 @@ class Experiment:
             "format": CHECKPOINT_FORMAT, **learners[0], "steps": self.env.steps,
             "episodes": self.episodes, "last_return": self.last_return, "best_return": self.best_return,
             "train_seconds": self.train_seconds, "best_eval": self.best_eval,
-            "next_eval": self._next_eval, "next_checkpoint": self._next_checkpoint, "resumes": self.resumes,
+            "next_eval": self.next_eval, "next_checkpoint": self.next_checkpoint, "resumes": self.resumes,
             "logger": self.logger.state_dict(), **self._loop_state(), **self.checkpoint_extra}
+        if callbacks := self.callbacks.state_dict():  # the user's that keep a state (stop.patience's)
+            state["callbacks"] = callbacks
         if len(learners) > 1:  # the other learners' agents, generators (and replay), in rank order
             state["learners"] = learners[1:]
         atomic_write(self.run_dir / CHECKPOINT, lambda tmp: write_checkpoint(state, tmp))
         self.checkpoint_steps = self.env.steps
-        if self.keep:
-            self._keep_numbered()
-        self._status()
+        self.fire("on_checkpoint", self.run_dir / CHECKPOINT)
 
-    def _keep_numbered(self) -> None:
-        """checkpoint-<step>.pt: the checkpoint just written, a second name for the same file (a hard link: no
-        copy; the next checkpoint.pt is a new file renamed over the name), and the oldest beyond ``keep`` gone."""
-        latest, numbered = self.run_dir / CHECKPOINT, self.run_dir / f"checkpoint-{self.env.steps}.pt"
-        numbered.unlink(missing_ok=True)
-        try:
-            os.link(latest, numbered)
-        except OSError:  # a file system without hard links
-            atomic_write(numbered, lambda tmp: shutil.copyfile(latest, tmp))
-        for old in list(numbered_checkpoints(self.run_dir).values())[:-self.keep]:
-            old.unlink(missing_ok=True)
-
-    def _save_best(self, mean: float) -> None:
+    def save_best(self, mean: float) -> None:
         """best.pt: the agent of the best periodic evaluation so far (what ``rlconf eval --checkpoint best``
         plays), written atomically; never from non-finite weights."""
         agent = self.agent.state_dict()
@@ -473,11 +461,12 @@ class Experiment:
         self.best_return = state.get("best_return")
         self.best_eval = state.get("best_eval")
         self.train_seconds = state["train_seconds"]
-        self._next_eval = state["next_eval"]
-        self._next_checkpoint = state["next_checkpoint"]
+        self.next_eval = state["next_eval"]
+        self.next_checkpoint = state["next_checkpoint"]
         self.resumes = state["resumes"] + 1
         rng.restore(mine["rng"])
         self._load_loop_state(state)
+        self.callbacks.load_state_dict(state.get("callbacks", {}))
         self.logger.step = state["steps"]
         self.logger.load_state_dict(state["logger"])
 
@@ -496,5 +485,5 @@ class Experiment:
         self.env.close()
         if self._test_env is not None:
             self._test_env.close()
-        if self.videos is not None:
-            self.videos.close()
+        if self._videos is not None:
+            self._videos.videos.close()

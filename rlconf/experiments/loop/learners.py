@@ -11,7 +11,7 @@ Three ways a run can have N learners, one code path for all of them once the gro
 
 The first learner writes the run directory; a learner that fails or is killed makes the others fail at their next
 collective (``distributed.LearnerLost``), so none is left waiting; the learners started here are sent SIGTERM
-by the kernel when the first one ends (``launch.job.die_with_parent``).
+by the kernel when the first one ends (``rlconf.process.die_with_parent``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import contextlib
 import multiprocessing as mp
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -41,10 +41,11 @@ def first() -> bool:
 
 
 @contextlib.contextmanager
-def together(settings: Settings, cfg: DictConfig, parent_dir: str | Path | None,
-             overrides: list[str]) -> Iterator[None]:
+def together(settings: Settings, cfg: DictConfig, parent_dir: str | Path | None, overrides: list[str],
+             entry: Callable[..., dict]) -> Iterator[None]:
     """In the process group of the run's learners (nothing to join for one learner): started here, or by
-    torchrun, or by Slurm. Left, and the learners started here ended, when the block ends."""
+    torchrun, or by Slurm. Left, and the learners started here ended, when the block ends. ``entry``: what each
+    learner started here runs (``experiments.run.run``: passed in, as this module is below it)."""
     wanted = settings.hardware.learners
     group = distributed.from_environment()
     if wanted == 1:
@@ -58,7 +59,7 @@ def together(settings: Settings, cfg: DictConfig, parent_dir: str | Path | None,
         context = mp.get_context("spawn")
         for rank in range(1, wanted):
             child = context.Process(target=_learner, name=f"rlconf-learner-{rank}",
-                                    args=(rank, wanted, port, config, parent_dir, overrides, os.getpid()))
+                                    args=(rank, wanted, port, config, parent_dir, overrides, os.getpid(), entry))
             child.start()
             children.append(child)
     rank, size, meeting = group
@@ -78,15 +79,13 @@ def together(settings: Settings, cfg: DictConfig, parent_dir: str | Path | None,
 
 
 def _learner(rank: int, size: int, port: int, config: dict, parent_dir: str | Path | None,
-             overrides: list[str], first: int) -> None:
+             overrides: list[str], first: int, run: Callable[..., dict]) -> None:
     """A learner started by the first one (process ``first``): the same run, as learner ``rank`` of ``size``.
     It ends with the first learner, however that ends (``kill -9`` included): never an orphan."""
-    from rlconf.launch.job import die_with_parent
+    from rlconf.process import die_with_parent
 
     die_with_parent(first)
     os.environ.update(RANK=str(rank), WORLD_SIZE=str(size), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    from rlconf.experiments.run import run
-
     try:
         run(OmegaConf.create(config), parent_dir, overrides)
     except SystemExit as stop:

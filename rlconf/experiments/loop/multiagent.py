@@ -84,8 +84,8 @@ class MultiagentExperiment(Experiment):
         self.test_details = result.details() if result.games else {}
         return result.returns
 
-    def _evaluate(self) -> None:
-        super()._evaluate()  # the tested seat's returns: evaluations.csv, eval/return_*
+    def evaluate(self) -> None:
+        super().evaluate()  # the tested seat's returns: evaluations.csv, eval/return_*
         by_agent = self.test_details.get("test_return_by_agent", {})
         values = {f"eval/return_mean/{player}": mean for player, mean in by_agent.items()}
         if "test_win_or_draw" in self.test_details:

@@ -278,7 +278,9 @@ class AsyncExperiment(Experiment):
     """The experiment loop of the async runner: the learner learns behind the acting process and keeps the
     run's books (see the module's docstring)."""
 
-    acting: Acting
+    def __init__(self, *args: Any, acting: Acting, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.acting = acting
 
     def train(self) -> None:
         from rlconf.experiments.loop.stopping import stop_requests
@@ -295,9 +297,11 @@ class AsyncExperiment(Experiment):
                 if acting.finished:
                     break
                 env.steps = acting.steps
-                self._keep_books(start, stop)
+                self._keep_books(stop)
+                if self.stop_reason is not None:  # a callback ended the run (loop.callbacks)
+                    break
             env.steps = acting.steps
-        self._end_training(start)
+        self.end_training()
         acting.close()
 
     def _record(self, batches: list[tuple[int, list[Episode]]], start: float) -> None:

@@ -1,4 +1,6 @@
-"""Signals that ask a loop to stop where it stands, instead of interrupting it wherever it happens to be."""
+"""Why a loop stops before its budget: signals that ask it to stop where it stands, instead of interrupting it
+wherever it happens to be; and the callbacks of ``stop.*`` that end a run "done" early, saying why (a return
+reached, evaluations that stopped improving, a wall-clock limit)."""
 
 from __future__ import annotations
 
@@ -6,6 +8,9 @@ import contextlib
 import signal
 import threading
 from collections.abc import Iterator
+from typing import Any
+
+from rlconf.experiments.loop.callbacks import Callback, Evaluation, Run
 
 # SIGINT: Ctrl-C. SIGTERM: kill, and Slurm at a time limit, on preemption or scancel. SIGUSR1 / SIGUSR2: the
 # warning Slurm sends ahead of a time limit (sbatch --signal; submitit asks for USR2) or scancel --signal.
@@ -41,3 +46,71 @@ def stop_requests(signals=STOP_SIGNALS) -> Iterator[_StopRequest]:
     finally:
         for s in signals:
             signal.signal(s, previous[s])
+
+
+class StopAtReturn(Callback):
+    """``stop.reward=R``: the run ends once a periodic evaluation's mean return reaches R."""
+
+    def __init__(self, reward: float):
+        self.reward = reward
+
+    def on_evaluation(self, run: Run, evaluation: Evaluation) -> None:
+        if evaluation.mean >= self.reward:
+            run.stop(f"stop.reward={self.reward:g}: the evaluation at step {evaluation.steps:,} returned "
+                     f"{evaluation.mean:.1f}")
+
+
+class StopOnPlateau(Callback):
+    """``stop.patience=N``: the run ends after N periodic evaluations in a row that did not beat the best one
+    before them. The best and the count are kept in checkpoints: a resumed run counts on."""
+
+    def __init__(self, patience: int):
+        self.patience = patience
+        self.best: float | None = None
+        self.stale = 0  # evaluations since the best
+
+    def on_evaluation(self, run: Run, evaluation: Evaluation) -> None:
+        if self.best is None or evaluation.mean > self.best:
+            self.best, self.stale = evaluation.mean, 0
+            return
+        self.stale += 1
+        if self.stale >= self.patience:
+            run.stop(f"stop.patience={self.patience}: {self.stale} evaluations without beating the best return "
+                     f"{self.best:.1f}")
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"best": self.best, "stale": self.stale}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.best, self.stale = state["best"], state["stale"]
+
+
+class StopAtTime(Callback):
+    """``stop.time=LIMIT``: the run ends once it has trained that many seconds, across its attempts (a resumed
+    run goes on from the time it had trained; tests are not counted)."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+
+    def on_batch(self, run: Run) -> None:
+        if run.seconds >= self.seconds:
+            run.stop(f"stop.time={_duration(self.seconds)}: trained {_duration(run.seconds)}")
+
+
+def _duration(seconds: float) -> str:
+    whole = int(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    return "".join(f"{n}{unit}" for n, unit in ((hours, "h"), (minutes, "m")) if n) + f"{secs}s"
+
+
+def stop_callbacks(stop: Any) -> list[Callback]:
+    """The callbacks of the ``stop`` settings (rlconf.settings.StopSettings) that are set."""
+    found: list[Callback] = []
+    if stop.reward is not None:
+        found.append(StopAtReturn(stop.reward))
+    if stop.patience is not None:
+        found.append(StopOnPlateau(stop.patience))
+    if stop.time is not None:
+        found.append(StopAtTime(stop.seconds))
+    return found

@@ -25,7 +25,7 @@ import torch
 
 from rlconf.errors import ConfigError, first_line
 from rlconf.experiments.loop.evaluate import seeded
-from rlconf.experiments.rundir.directory import TEMPORARY
+from rlconf.files import TEMPORARY
 
 VIDEOS = "videos"  # the run directory's folder of videos
 

@@ -30,7 +30,7 @@ import torch
 from rlconf.agents import NotExportable, PolicyGraph
 from rlconf.errors import first_line
 from rlconf.experiments.playback.play import PlaybackError, load_run
-from rlconf.experiments.rundir.directory import atomic_write, write_json
+from rlconf.files import atomic_write, write_json
 
 FORMATS = {"torchscript": ".pt", "onnx": ".onnx"}
 ONNX_MISSING = ("rlconf export --format onnx needs onnx, onnxscript (torch's exporter) and onnxruntime (to check "

@@ -27,7 +27,7 @@ from omegaconf import OmegaConf
 
 from rlconf.core import EnvKind
 from rlconf.environments.gym import has_display
-from rlconf.errors import ConfigError, first_line
+from rlconf.errors import ConfigError, PlaybackError, first_line
 from rlconf.experiments.build.agent import build_agent
 from rlconf.experiments.build.environment import env_kind, eval_env_count, make_env
 from rlconf.experiments.build.setup import check_device, prepare
@@ -36,8 +36,9 @@ from rlconf.experiments.loop.experiment import TEST_SEED_OFFSET
 from rlconf.experiments.loop.multiagent import play_test
 from rlconf.experiments.loop.video import video_fps
 from rlconf.experiments.rundir.checkpoint import checkpoint_path, load_checkpoint
-from rlconf.experiments.rundir.directory import CONFIG, check_trained_run, write_json
+from rlconf.experiments.rundir.directory import CONFIG, check_trained_run
 from rlconf.experiments.rundir.saved import check_plugins, read_config
+from rlconf.files import write_json
 from rlconf.logging import LoggerGroup
 from rlconf.settings import Settings
 
@@ -47,10 +48,6 @@ PLUGINS_HINT = "--plugins {}"  # how eval and watch are told which of a run's mo
 CLI_NAMES = {"checkpoint": "--checkpoint {}", "device": "--device {}", "plugins": PLUGINS_HINT}
 API_NAMES = {"checkpoint": "checkpoint={}", "device": "device={!r}", "plugins": "plugins=[{}]"}
 MOVIEPY_MISSING = "rlconf watch --video needs moviepy: pip install 'rlconf[video]'"
-
-
-class PlaybackError(Exception):
-    """Bad input (a directory that holds no run, a damaged checkpoint, no display): one line, exit status 2."""
 
 
 @dataclass

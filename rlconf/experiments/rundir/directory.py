@@ -12,7 +12,6 @@ import errno
 import fcntl
 import fnmatch
 import hashlib
-import json
 import os
 import socket
 import stat
@@ -21,6 +20,9 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+from rlconf.errors import RunDirRefused
+from rlconf.files import TEMPORARY, open_inside, write_json
 
 # Overrides that say where or how visibly a run executes, not what it computes: they do not change which
 # directory a sweep job belongs to (re-running a sweep on another launcher, or quietly, continues it). An Optuna
@@ -46,15 +48,6 @@ def check_trained_run(path: str | Path) -> Path:
     if not (folder / CHECKPOINT).is_file():
         raise ValueError(f"{path}: no {CHECKPOINT} (the run stopped before its first checkpoint)")
     return folder
-
-
-def _read_umask() -> int:
-    mask = os.umask(0)  # the only way to read it is to set it: done once, at import, before any thread
-    os.umask(mask)
-    return mask
-
-
-_UMASK = _read_umask()
 
 
 def check_logdir(logdir: str | Path) -> None:
@@ -105,42 +98,6 @@ def make_unique_dir(parent: str | Path, stem: str) -> Path:
     raise RuntimeError(f"could not create a directory named {stem} under {parent}")
 
 
-TEMPORARY = ".tmp-"  # in the names of atomic_write's temporary files: ``.<name>.tmp-XXXXXXXX``
-
-
-def atomic_write(path: str | Path, write) -> None:
-    """Write through ``write(file_path)`` to a temporary file beside ``path``, then rename it over ``path``:
-    a reader (or a crash) never sees half a file. A failed write (a full disk) leaves ``path`` as it was,
-    removes the temporary file, and raises an OSError whose ``filename`` is ``path``."""
-    path = Path(path)
-    tmp = None
-    try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}{TEMPORARY}")
-        os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp's 0600 would make results unreadable to the user's group
-        os.close(fd)
-        write(tmp)
-        os.replace(tmp, path)
-    except OSError as error:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
-        raise OSError(error.errno, error.strerror or str(error), str(path)) from None
-    except BaseException:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def write_text(path: str | Path, text: str) -> None:
-    """A small text file written atomically: whole, or not at all."""
-    atomic_write(path, lambda tmp: Path(tmp).write_text(text))
-
-
-def write_failure(error: OSError) -> str:
-    """A failed write as the start of one line: ``no space left on device writing DIR/checkpoint.pt``."""
-    reason = (error.strerror or os.strerror(error.errno or errno.EIO)).lower()
-    return f"{reason} writing {error.filename}" if error.filename else reason
-
-
 LOCK = ".lock"  # held (flock) by the one process writing a run directory
 SWEEP_LOCK = ".sweep.lock"  # held (lockf) while a sweep directory's sweep.csv is rebuilt
 
@@ -156,29 +113,6 @@ RUN_FOLDERS = {"videos": ("*.mp4",), "wandb": ()}  # folder -> what rlconf write
 SWEEP_FILES = ("multirun.yaml", "sweep.csv", SWEEP_LOCK, "run_names.json", "optuna.journal", "optuna.journal.lock",
                "optimization_results.yaml")
 SWEEP_FOLDERS = {".launcher": ("*",)}
-
-
-def open_inside(folder: str | Path, name: str, flags: int) -> int:
-    """A descriptor of the file ``name`` of ``folder`` opened with ``flags`` (``os.O_*``; ``O_CREAT`` makes it),
-    never through a symbolic link and only onto a regular file: a crafted directory whose ``episodes.csv`` (or
-    ``.lock``) links to a file elsewhere gets an OSError naming the file, not a write outside it; a FIFO there
-    is refused at once (opened without blocking), not waited on. Every file rlconf writes in place in a run or
-    sweep directory is opened here; those it replaces (``atomic_write``) never follow a link either."""
-    if os.sep in name:
-        raise ValueError(f"{name}: a file name, not a path")
-    path = Path(folder) / name
-    try:
-        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
-    except OSError as error:
-        if error.errno == errno.ENXIO:  # a FIFO opened for writing without blocking, with no reader
-            raise OSError(errno.EINVAL, "not a regular file", str(path)) from None
-        reason = "a symbolic link" if error.errno == errno.ELOOP else error.strerror or str(error)
-        raise OSError(error.errno, reason, str(path)) from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise OSError(errno.EINVAL, "not a regular file", str(path))
-    os.set_blocking(fd, True)
-    return fd
 
 
 def check_run_files(run_dir: str | Path, in_sweep: bool | None = None) -> None:
@@ -244,10 +178,6 @@ def _file_type(path: Path) -> str:
             "a socket" if stat.S_ISSOCK(mode) else "a device")
 
 
-class RunDirRefused(Exception):
-    """A run directory this process cannot become the writer of: one line, exit status 2."""
-
-
 class RunDirBusy(RunDirRefused):
     """Another process is writing the run directory."""
 
@@ -309,10 +239,6 @@ def _unwritable(run_dir: Path, error: OSError) -> str:
             "copy it somewhere that is and resume the copy")
 
 
-def write_json(path: str | Path, data: dict[str, Any]) -> None:
-    write_text(path, json.dumps(data, indent=2) + "\n")
-
-
 def sweep_run_name(agent: str, env: str, seed: int, overrides: list[str]) -> str:
     """The directory name of a sweep job: readable, and unique to the job's overrides (in any order)."""
     key = "\n".join(sorted(o for o in overrides if not is_placement(override_key(o))))
@@ -352,27 +278,15 @@ def slurm_job_id() -> str | None:
     return os.environ.get("SLURM_JOB_ID")
 
 
-def read_json(path: str | Path) -> dict[str, Any] | None:
-    """A JSON mapping written by ``write_json``, or None when it is missing or, written by hand, unreadable,
-    not a mapping, or beyond the budgets of ``saved.load_json`` (size, depth). A reader that uses the values
-    checks them against the file's schema instead: ``saved.read_record``."""
-    from rlconf.experiments.rundir.saved import load_json  # saved imports yaml: not at the import of this module
-
-    try:
-        data = load_json(Path(path))
-    except ValueError:  # a ConfigError: missing, unreadable, too large or too deep
-        return None
-    return data if isinstance(data, dict) else None
-
-
 def finished_summary(run_dir: str | Path, steps: int) -> dict[str, Any] | None:
-    """The summary.json of the run in ``run_dir`` when it has finished a budget of ``steps``, or was pruned
-    (an end of its own, whatever the budget), else None: a run resumed with a longer budget has not finished,
-    though it holds the summary of its shorter one. A summary.json that is not what rlconf writes is a
-    ConfigError in one line (``saved.SUMMARY_SCHEMA``)."""
+    """The summary.json of the run in ``run_dir`` when it has finished a budget of ``steps``, or was pruned or
+    stopped early by a callback (ends of their own, whatever the budget), else None: a run resumed with a longer
+    budget has not finished, though it holds the summary of its shorter one. A summary.json that is not what
+    rlconf writes is a ConfigError in one line (``saved.SUMMARY_SCHEMA``)."""
     from rlconf.experiments.rundir.saved import SUMMARY_SCHEMA, read_record
 
     summary = read_record(Path(run_dir) / "summary.json", SUMMARY_SCHEMA)
     if summary is None:
         return None
-    return summary if summary.get("state") == "pruned" or summary.get("steps", 0) >= steps else None
+    ended = summary.get("state") == "pruned" or summary.get("stop_reason")  # ends of their own (stop.*: done early)
+    return summary if ended or summary.get("steps", 0) >= steps else None

@@ -31,12 +31,13 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-import rlconf
 from rlconf.errors import REDACTED, ConfigError
-from rlconf.experiments.rundir.directory import PLACEMENT_KEYS, override_key, within, write_text
+from rlconf.experiments.rundir.directory import PLACEMENT_KEYS, override_key, within
 from rlconf.experiments.rundir.resume import flatten
-from rlconf.experiments.rundir.saved import PROVENANCE_SCHEMA, read_bounded, read_config, read_record
+from rlconf.experiments.rundir.saved import PROVENANCE_SCHEMA, read_config, read_record
+from rlconf.files import read_bounded, write_text
 from rlconf.settings import redact
+from rlconf.version import __version__
 
 PROVENANCE = "provenance.json"
 # The packages whose versions can change a run's numbers.
@@ -51,7 +52,7 @@ def record(device: str, overrides: list[str], rerun_of: str | None = None) -> tu
     """This process's provenance, and the patches of its uncommitted changes ({file name: text})."""
     patches: dict[str, str] = {}
     code: dict[str, Any] = {}
-    rlconf_repo = _toplevel(Path(rlconf.__file__).parent)
+    rlconf_repo = _toplevel(Path(__file__).parents[2])  # the repository of the rlconf package, if any
     workdir_repo = _toplevel(Path.cwd())
     for name, repo in (("rlconf", rlconf_repo), ("workdir", workdir_repo)):
         if repo is None or (name == "workdir" and repo == rlconf_repo):
@@ -63,7 +64,7 @@ def record(device: str, overrides: list[str], rerun_of: str | None = None) -> tu
         code[name] = state
     entry = {
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "rlconf": rlconf.__version__,
+        "rlconf": __version__,
         "code": code,
         "python": platform.python_version(),
         "packages": installed_versions(),

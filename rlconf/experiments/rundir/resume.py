@@ -28,13 +28,14 @@ from rlconf.experiments.rundir.directory import (
     override_key,
     sweep_run_name,
     within,
-    write_json,
 )
 from rlconf.experiments.rundir.saved import read_config
+from rlconf.files import load_json, write_json
 
 RESUME_MAY_CHANGE = ("steps", "quiet", "verbose", "logdir", "resume", "plugins", "eval_every", "eval_episodes",
-                     "test_episodes", "checkpoint_every", "checkpoint", "logger", "hardware.device",
-                     "hardware.gpus_per_run", *PLACEMENT_KEYS)  # and everything that says where a run executes
+                     "test_episodes", "checkpoint_every", "checkpoint", "logger", "callbacks", "stop",
+                     "hardware.device", "hardware.gpus_per_run",
+                     *PLACEMENT_KEYS)  # and everything that says where a run executes
 
 
 @dataclass
@@ -183,8 +184,6 @@ def keep_run_names(sweep_dir: Path, saved: list[str], given: list[str]) -> None:
 
 def run_names(sweep_dir: str | Path) -> dict[str, str | None]:
     """The sweep's RUN_NAMES ({} where no resume has changed a key), checked as untrusted data."""
-    from rlconf.experiments.rundir.saved import load_json
-
     path = Path(sweep_dir) / RUN_NAMES
     if not path.exists() and not path.is_symlink():
         return {}

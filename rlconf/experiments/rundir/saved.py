@@ -16,7 +16,7 @@ directory holds is untrusted input. ``rlconf eval``, ``watch``, ``run resume=DIR
 Every refusal is one ``ConfigError`` line naming the file, the key and what is allowed.
 
 Crafted files must not hang or exhaust rlconf either, so every file is read within budgets: at most
-``MAX_FILE_BYTES``; YAML's aliases (a "billion laughs" nests aliases of aliases, a few hundred bytes that
+``MAX_FILE_BYTES`` (rlconf.files); YAML's aliases (a "billion laughs" nests aliases of aliases, a few hundred bytes that
 expand to 9^9 values) may expand the document to at most ``MAX_VALUES`` values, counted on the composed
 nodes before anything is built; nesting at most ``MAX_DEPTH`` levels (JSON's and YAML's parsers recurse).
 And every value a reader uses is checked against its file's schema (``SUMMARY_SCHEMA``, ``STATUS_SCHEMA``,
@@ -37,38 +37,18 @@ from typing import Any
 import yaml
 
 from rlconf.errors import ConfigError
+from rlconf.files import MAX_DEPTH, load_json, read_bounded
 
 # Hydra settings a sweep's multirun.yaml may carry back into ``-m resume=SWEEP``: the launcher's and the
 # sweeper's parameters (partition, time limit, trials), never a ``_target_`` among them.
 SWEEP_HYDRA_KEYS = ("hydra.launcher.", "hydra.sweeper.")
 INTERPOLATION = "${"
-# Budgets of a run directory's YAML and JSON files. rlconf's own are kilobytes, a few hundred values, a few
-# levels deep (a sweep's multirun.yaml of many overrides stays far below these).
-MAX_FILE_BYTES = 16 * 2**20
+# How many values a YAML file may expand to (rlconf's own: a few hundred); its size and depth are bounded as
+# every file rlconf reads back is (rlconf.files: MAX_FILE_BYTES, MAX_DEPTH).
 MAX_VALUES = 100_000
-MAX_DEPTH = 64
 CHECKPOINT_FORMAT = 3  # 1: agent, steps, episodes (and replay); 2: adds what resuming needs; 3: tensors and
 #                        plain data only (loads with torch.load(weights_only=True))
 CHECKPOINT_FORMATS = range(1, CHECKPOINT_FORMAT + 1)  # those this rlconf reads (it resumes only the last)
-
-
-def read_bounded(path: Path) -> str:
-    """A run directory's text file, or a ConfigError in one line: missing, unreadable, or over
-    MAX_FILE_BYTES (read no further than that: a sparse file of a terabyte costs nothing)."""
-    try:
-        with open(path, "rb") as file:
-            data = file.read(MAX_FILE_BYTES + 1)
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file") from None
-    except OSError as error:
-        raise ConfigError(f"{path}: cannot be read ({type(error).__name__})") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise ConfigError(f"{path}: larger than {MAX_FILE_BYTES // 2**20} MiB; rlconf writes this file in "
-                          "kilobytes and reads at most that much of it")
-    try:
-        return data.decode()
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: cannot be read (not UTF-8 text)") from None
 
 
 def load_yaml(path: Path) -> Any:
@@ -121,30 +101,6 @@ def _check_expansion(root: yaml.Node, path: Path) -> None:
         return total
 
     size(root, 0)
-
-
-def load_json(path: Path) -> Any:
-    """The plain data of a JSON file (rlconf's records: summary.json, status.json, provenance.json ...), or a
-    ConfigError in one line: missing, over MAX_FILE_BYTES, not JSON, nested more than MAX_DEPTH levels."""
-    text = read_bounded(path)
-    try:
-        data = json.loads(text)
-        too_deep = _depth(data) > MAX_DEPTH
-    except RecursionError:  # the parser recurses per level: 100,000 of them exhaust the stack
-        too_deep = True
-    except ValueError as error:
-        raise ConfigError(f"{path}: not valid JSON ({' '.join(str(error).split())})") from None
-    if too_deep:
-        raise ConfigError(f"{path}: nested more than {MAX_DEPTH} levels deep; rlconf reads at most that")
-    return data
-
-
-def _depth(data: Any, level: int = 0) -> int:
-    """How deeply ``data`` nests (stops counting past MAX_DEPTH)."""
-    if level > MAX_DEPTH or not isinstance(data, dict | list):
-        return level
-    children = data.values() if isinstance(data, dict) else data
-    return max((_depth(child, level + 1) for child in children), default=level)
 
 
 def read_config(path: Path, importable: list[str] | None = None, how: str = "") -> dict[str, Any]:
@@ -270,13 +226,13 @@ SUMMARY_SCHEMA: Schema = {
     "state": TEXT, "agent": TEXT, "env": TEXT, "seed": Field((int,), "a whole number"), "steps": COUNT,
     "episodes": COUNT, "test_return_mean": MAYBE_NUMBER, "test_return_std": MAYBE_NUMBER, "test_returns": NUMBERS,
     "test_episodes": COUNT, "pruned_at_step": COUNT, "pruned_eval_return": NUMBER, "resumes": COUNT,
-    "run_dir": TEXT, "wall_seconds": SECONDS}
+    "run_dir": TEXT, "wall_seconds": SECONDS, "stop_reason": TEXT}
 PID = Field((int, type(None)), "a process id or null", lambda value: value is None or value >= 0)
 # status.json: where a run stands (written every few seconds while it trains); rlconf status reads it.
 STATUS_SCHEMA: Schema = {
     "state": TEXT, "updated": SECONDS, "host": MAYBE_TEXT, "pid": PID, "slurm_job_id": JOB_ID, "steps": COUNT,
     "total_steps": COUNT, "episodes": COUNT, "last_return": MAYBE_NUMBER, "phase": TEXT, "test_episodes": COUNT,
-    "test_episodes_done": COUNT, "error": TEXT, "signal": TEXT, "resumes": COUNT}
+    "test_episodes_done": COUNT, "error": TEXT, "signal": TEXT, "resumes": COUNT, "stop_reason": TEXT}
 # job.json: how a sweep's launcher queued the run (its log, its Slurm job); rlconf status reads it.
 JOB_SCHEMA: Schema = {
     "log": TEXT, "slurm_job_id": JOB_ID, "launcher": TEXT, "launcher_host": MAYBE_TEXT, "launcher_pid": PID,

@@ -22,15 +22,9 @@ from pathlib import Path
 import yaml
 
 from rlconf.errors import ConfigError
-from rlconf.experiments.rundir.directory import (
-    SWEEP_LOCK,
-    atomic_write,
-    is_placement,
-    open_inside,
-    read_json,
-    write_text,
-)
+from rlconf.experiments.rundir.directory import SWEEP_LOCK, is_placement
 from rlconf.experiments.rundir.saved import load_yaml
+from rlconf.files import atomic_write, open_inside, read_json, write_text
 from rlconf.settings import redact
 
 SUMMARY_COLUMNS = ["steps", "episodes", "test_return_mean", "test_return_std", "test_episodes", "wall_seconds",
@@ -112,7 +106,7 @@ def _cell(value) -> str:
 @contextlib.contextmanager
 def _locked(folder: Path, name: str) -> Iterator[None]:
     """An exclusive lock on the file ``name`` of ``folder`` (fcntl locks also hold across machines on NFS),
-    made there, never through a link (``rundir.open_inside``)."""
+    made there, never through a link (``rlconf.files.open_inside``)."""
     fd = open_inside(folder, name, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
     try:
         fcntl.lockf(fd, fcntl.LOCK_EX)

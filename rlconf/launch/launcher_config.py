@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from rlconf.errors import LauncherError
+
 LOCAL_TARGET = "hydra_plugins.rlconf_launch.LocalLauncher"
 SLURM_TARGET = "hydra_plugins.rlconf_launch.SlurmLauncher"
 
@@ -59,10 +61,6 @@ class SlurmLauncherConf:
 
 LOCAL_KEYS = {f for f in LocalLauncherConf.__dataclass_fields__ if f != "_target_"}
 SLURM_KEYS = {f for f in SlurmLauncherConf.__dataclass_fields__ if f != "_target_"}
-
-
-class LauncherError(ValueError):
-    """Bad launcher settings: one line naming the key, the value and what is allowed."""
 
 
 def _require(ok: bool, key: str, value: Any, allowed: str) -> None:

@@ -15,10 +15,6 @@ STUDY_FILE = "optuna.journal"  # the study, in the sweep directory (see rlconf.t
 RESULTS_FILE = "optimization_results.yaml"  # the best trial, written when the sweep ends
 
 
-class TuningError(ValueError):
-    """A bad sweeper setting or search space: one line naming the key, the value and what is allowed."""
-
-
 @dataclass
 class SamplerConf:
     name: str = "tpe"  # tpe (Optuna's default: random for its first 10 trials, then a model of the good ones) or random

@@ -1,0 +1,67 @@
+"""What an agent can play, declared in its spec (``AgentSpec.plays``): the kinds of environment and of action
+space. Importing it imports no gymnasium (nor torch): a config is checked against it before anything is built.
+
+The builder reads the declaration before it builds anything (``rlconf.experiments.build.pairing``), so a pairing
+that cannot work is one line naming what the agent needs, never an error from deep inside its networks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from rlconf.core.kinds import EnvKind
+
+# The action spaces a spec may name, how refusals name them and environments that have them. "any": every
+# gymnasium space (what the agent acts in is its own business: random, the multi-agent agents).
+ACTION_KINDS: dict[str, tuple[str, str, str]] = {
+    "discrete": ("discrete", "Discrete", "env=classic/cartpole or env=atari/<game>"),
+    "box": ("continuous (Box)", "Box", "env=classic/pendulum or env=mujoco/half_cheetah"),
+    "any": ("any", "any", "any env"),
+}
+
+
+def _space_class(action_kind: str) -> type:
+    """The gymnasium class of ``action_kind``; gymnasium is imported here, where a space is at hand (building
+    an agent), never where a spec is only read."""
+    import gymnasium as gym
+
+    return {"discrete": gym.spaces.Discrete, "box": gym.spaces.Box, "any": gym.Space}[action_kind]
+
+
+@dataclass(frozen=True)
+class Plays:
+    """The kinds of environment an agent plays, and the action spaces it acts in (names of ``ACTION_KINDS``)."""
+
+    kinds: frozenset[EnvKind]
+    actions: tuple[str, ...] = ("any",)
+
+    def __post_init__(self):
+        unknown = [a for a in self.actions if a not in ACTION_KINDS]
+        if unknown or not self.actions:
+            raise ValueError(f"Plays.actions={self.actions!r}; allowed: {', '.join(ACTION_KINDS)}")
+
+    @classmethod
+    def single_agent(cls, *actions: str) -> Plays:
+        return cls(frozenset({EnvKind.SINGLE_AGENT}), actions or ("any",))
+
+    @property
+    def multiagent(self) -> bool:
+        """Whether it plays multi-agent games as a whole (all players), not one player's seat."""
+        return EnvKind.MULTI_AGENT in self.kinds
+
+    def refuses_actions(self, space: Any) -> bool:
+        return not isinstance(space, tuple(_space_class(kind) for kind in self.actions))
+
+    def actions_refusal(self, agent: str, space: Any) -> str:
+        """The one line saying that ``agent`` cannot act in ``space``."""
+        words, names, examples = zip(*(ACTION_KINDS[kind] for kind in self.actions), strict=True)
+        return (f"agent={agent}: needs {' or '.join(words)} actions, not {space}; allowed: envs with "
+                f"{' or '.join(names)} actions, e.g. {' or '.join(examples)} (rlconf list env)")
+
+
+DISCRETE = Plays.single_agent("discrete")  # the value-based and tabular agents
+CONTINUOUS = Plays.single_agent("box")  # DDPG, TD3, SAC
+BOTH = Plays.single_agent("discrete", "box")  # the policy gradients: softmax or Gaussian policies
+BANDITS = Plays(frozenset({EnvKind.BANDIT}), ("discrete",))  # the bandit agents: bandits, and only those
+MULTIAGENT = Plays(frozenset({EnvKind.MULTI_AGENT}))  # a whole game's players; each player's agent checks its own

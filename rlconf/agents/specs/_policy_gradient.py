@@ -1,0 +1,30 @@
+"""What every policy gradient agent's schema holds (rlconf.agents._policy_gradient)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rlconf.errors import require
+
+
+@dataclass
+class PolicyGradientConfig:
+    discount_factor: float
+    lr: float
+    lr_final: float | None
+    lr_v: float | None
+    adam_eps: float
+    clip_grad: float
+    entropy_loss_scaling: float
+    value_loss_scaling: float
+    log_std_init: float
+
+    def __post_init__(self):
+        require(self.lr > 0, "agent.lr", self.lr, "must be positive")
+        require(self.lr_v is None or self.lr_v > 0, "agent.lr_v", self.lr_v, "must be positive or null")
+        require(self.lr_final is None or self.lr_final >= 0, "agent.lr_final", self.lr_final,
+                "must be non-negative or null")
+        require(0 <= self.discount_factor <= 1, "agent.discount_factor", self.discount_factor, "must be in [0, 1]")
+        require(self.adam_eps > 0, "agent.adam_eps", self.adam_eps, "must be positive")
+        for key in ("clip_grad", "entropy_loss_scaling", "value_loss_scaling"):
+            require(getattr(self, key) >= 0, f"agent.{key}", getattr(self, key), "must be non-negative")

@@ -1,0 +1,82 @@
+"""DQN and Double DQN (rlconf.agents.dqn): their schema and what they declare. The value-based agents' kin
+(c51, r2d1) build on DQNConfig."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rlconf import registry
+from rlconf.agents.specs._defaults import agent_defaults
+from rlconf.agents.specs._plays import DISCRETE
+from rlconf.agents.specs._spec import AgentSpec
+from rlconf.errors import require
+
+LOSSES = ("mse", "huber")  # DQN's TD losses (dqn.LOSS_FUNCTIONS)
+REPLAYS = ("uniform", "prioritized")
+TARGETS = ("fixed", "polyak", "trivial")
+
+
+@dataclass
+@agent_defaults("dqn")
+class DQNConfig:
+    discount_factor: float
+    lr: float
+    lr_final: float | None
+    adam_eps: float
+    loss: str
+    clip_grad: float
+    batch_size: int
+    replay_buffer_size: int
+    replay_start_size: int
+    update_frequency: int
+    gradient_steps: int
+    target: str
+    target_update_frequency: int
+    target_rate: float
+    epsilon: float
+    epsilon_final: float
+    epsilon_decay_steps: int
+    eval_epsilon: float
+    replay: str
+    n_steps: int
+    alpha: float
+    beta: float
+    priority_epsilon: float
+    double_q: bool
+
+    def __post_init__(self):
+        require(self.loss in LOSSES, "agent.loss", self.loss, f"allowed: {', '.join(LOSSES)}")
+        require(self.target in TARGETS, "agent.target", self.target, f"allowed: {', '.join(TARGETS)}")
+        require(self.lr > 0, "agent.lr", self.lr, "must be positive")
+        require(0 <= self.discount_factor <= 1, "agent.discount_factor", self.discount_factor, "must be in [0, 1]")
+        for key in ("batch_size", "replay_buffer_size", "update_frequency", "gradient_steps",
+                    "target_update_frequency", "epsilon_decay_steps"):
+            require(getattr(self, key) >= 1, f"agent.{key}", getattr(self, key), "must be at least 1")
+        require(self.replay in REPLAYS, "agent.replay", self.replay, f"allowed: {', '.join(REPLAYS)}")
+        require(self.n_steps >= 1, "agent.n_steps", self.n_steps, "must be at least 1")
+        for key in ("epsilon", "epsilon_final", "eval_epsilon", "target_rate", "alpha", "beta"):
+            require(0 <= getattr(self, key) <= 1, f"agent.{key}", getattr(self, key), "must be in [0, 1]")
+
+
+@dataclass
+@agent_defaults("ddqn")
+class DDQNConfig(DQNConfig):
+    """DQN's settings; ddqn.yaml turns on double Q-learning and prioritized replay."""
+
+
+
+def async_refusal(config: DQNConfig) -> str | None:
+    """Why a DQN-kin config cannot act and learn in two processes: prioritized replay's priorities change with
+    every update, in the learning process."""
+    if config.replay == "uniform":
+        return None
+    return (f"agent.replay={config.replay}: its priorities change with every update, in the learning process; "
+            "allowed: agent.replay=uniform")
+
+
+# Bursts of gradient_steps updates every update_frequency steps: data-parallel learners step together.
+VALUE_BASED = {"plays": DISCRETE, "data_parallel": True, "runs_async": True, "async_refusal": async_refusal}
+registry.register(AgentSpec("dqn", "rlconf.agents.dqn:DQN", DQNConfig,
+                            "Deep Q-Network: replay, target network, epsilon-greedy", **VALUE_BASED))
+registry.register(AgentSpec("ddqn", "rlconf.agents.dqn:DDQN", DDQNConfig,
+                            "Double DQN: online net picks, target net values; prioritized replay", **VALUE_BASED))

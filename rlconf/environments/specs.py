@@ -1,0 +1,76 @@
+"""What each environment family is, read without importing it (nor torch): its spec.
+
+A family's spec is the one place that says which adapter class runs it (imported only when the environment
+is built), the kind of run it makes (``EnvKind``: the loop that runs it, the agents that can play it), whether
+its observations are frames (the image networks' input) or vectors, whether its games have lives (the atari
+body's episodic lives count them), whether tests are bounded (``test_bounds``: the adapter takes ``test=True``)
+and the pip extra that installs its simulator. Checking a config reads these; so does the builder. A user's
+family is declared the same way: ``rlconf.register(EnvSpec(...))`` in a module named in ``plugins=``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rlconf import registry
+from rlconf.core.kinds import EnvKind
+
+OBSERVATIONS = ("vector", "image")
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """An environment family: ``env.family`` names it (``classic``, ``atari``, ...)."""
+
+    registry_kind: ClassVar[str] = "environment"
+
+    name: str
+    class_path: str  # the adapter class, "package.module:Class"
+    description: str
+    kind: EnvKind
+    observations: str = "vector"  # "image": frames, what the image networks (nature_cnn) take
+    lives: bool = False  # states carry life_lost, which the atari body's episodic lives read
+    test_bounds: bool = False  # built with test=True, the adapter bounds the games of tests (AtariEnvironment)
+    extra: str | None = None  # the pip extra that installs its simulator (pip install 'rlconf[EXTRA]')
+
+    def __post_init__(self):
+        if self.observations not in OBSERVATIONS:
+            raise ValueError(f"EnvSpec {self.name!r}: observations={self.observations!r}; allowed: "
+                             f"{', '.join(OBSERVATIONS)}")
+
+    @property
+    def image_observations(self) -> bool:
+        return self.observations == "image"
+
+
+SINGLE, MULTI, BANDIT = EnvKind.SINGLE_AGENT, EnvKind.MULTI_AGENT, EnvKind.BANDIT
+GYM = "rlconf.environments.gym:GymVectorEnvironment"
+PETTINGZOO = "rlconf.environments.pettingzoo"
+
+for spec in (
+    EnvSpec("classic", GYM, "gymnasium environments, vectorised", SINGLE),
+    EnvSpec("atari", "rlconf.environments.atari:AtariEnvironment",
+            "Atari 2600 games (ale-py), DeepMind preprocessing", SINGLE, observations="image", lives=True,
+            test_bounds=True, extra="atari"),
+    EnvSpec("continuous", GYM, "gymnasium tasks with continuous (Box) actions: Pendulum, MountainCarContinuous",
+            SINGLE),
+    EnvSpec("mujoco", "rlconf.environments.mujoco:MujocoEnvironment", "MuJoCo robots (gymnasium v5), vectorised",
+            SINGLE, extra="mujoco"),
+    EnvSpec("pettingzoo_classic", f"{PETTINGZOO}:MultiagentEnvironment",
+            "PettingZoo board games (tictactoe, connect four): turns, action masks", MULTI, extra="pettingzoo"),
+    EnvSpec("pettingzoo_atari", f"{PETTINGZOO}:MultiagentAtariEnvironment",
+            "multi-player Atari (PettingZoo, multi-agent ALE): 84x84 frames, frame skip", MULTI,
+            observations="image", lives=True, extra="pettingzoo"),
+    EnvSpec("pettingzoo_mpe", f"{PETTINGZOO}:MultiagentEnvironment",
+            "multi-agent particle worlds (mpe2): vector observations", MULTI, extra="pettingzoo"),
+    EnvSpec("pettingzoo_butterfly", f"{PETTINGZOO}:MultiagentFrameEnvironment",
+            "PettingZoo butterfly pixel games (pistonball): grey 84x84 frames", MULTI, observations="image",
+            extra="pettingzoo"),
+    EnvSpec("tabular", GYM, "gymnasium's toy text: discrete states (FrozenLake, Taxi, CliffWalking)", SINGLE),
+    EnvSpec("bandit", "rlconf.environments.bandit:MultiArmedBandit",
+            "multi-armed bandits (Bernoulli, Gaussian): no observation, one pull per step", BANDIT),
+    EnvSpec("contextual_bandit", "rlconf.environments.bandit:ContextualBandit",
+            "contextual bandits (synthetic linear, a CSV of features and labels)", BANDIT),
+):
+    registry.register(spec)

@@ -1,0 +1,74 @@
+"""The run's environment, made from its family's spec (``registry.env_spec``: its adapter class, kind, test
+bounds and pip extra), and the refusals that depend on its kind."""
+
+from __future__ import annotations
+
+from rlconf import registry
+from rlconf.config import Settings
+from rlconf.core import EnvKind
+from rlconf.environments import Environment
+from rlconf.errors import ConfigError
+
+
+def make_env(settings: Settings, n_envs: int, render_mode: str | None = None, wrappers: tuple = (),
+             test: bool = False) -> Environment:
+    """The run's environment with ``n_envs`` copies. ``render_mode`` (``human``, ``rgb_array``) and
+    ``wrappers`` (gymnasium wrappers of each copy, e.g. RecordVideo) are for watching: ``rlconf watch``.
+    ``test``: the copies play tests, which families whose spec declares ``test_bounds`` (Atari) bound: see
+    ``AtariEnvironment``."""
+    spec = registry.env_spec(settings.env.family)
+    extra = {"render_mode": render_mode, "wrappers": tuple(wrappers)} if render_mode else {}
+    if test and spec.test_bounds:
+        extra["test"] = True
+    hardware = settings.hardware
+    if not test and not render_mode and hardware.sampler != "serial":  # training copies in worker processes
+        if spec.kind is not EnvKind.SINGLE_AGENT:
+            raise ConfigError(f"hardware.sampler={hardware.sampler}: {spec.kind.value} environments "
+                              f"(env={settings.env.name}) step in the run's process; allowed: serial")
+        extra |= {"sampler": hardware.sampler, "workers": hardware.cpus_per_run}
+    if spec.kind is EnvKind.BANDIT:  # the arms' parameters are drawn from the run's seed
+        extra["seed"] = settings.run.seed
+    env_class = registry.import_path(spec.class_path)
+    try:
+        return env_class(settings.env.id, n_envs, kwargs=settings.env.kwargs,
+                         vectorization=settings.hardware.vectorization,
+                         max_episode_steps=settings.env.max_episode_steps, device=settings.hardware.device,
+                         name=settings.env.name, **extra)
+    except ModuleNotFoundError as error:
+        raise ConfigError(f"env={settings.env.name} needs the missing package {error.name!r}: "
+                          f"pip install 'rlconf[{spec.extra or settings.env.family}]'") from None
+    except TypeError as error:  # an env kwarg the environment does not take
+        raise ConfigError(f"env.kwargs={settings.env.kwargs}: {error}") from None
+    except Exception as error:  # gymnasium's errors for unknown ids
+        if type(error).__module__.startswith("gymnasium"):
+            raise ConfigError(f"env.id={settings.env.id}: {error}") from None
+        raise
+
+
+def eval_env_count(settings: Settings, episodes: int) -> int:
+    """Copies of the environment that tests (and ``rlconf eval``) play ``episodes`` episodes in (a multi-agent
+    environment plays one game at a time): at most ``hardware.eval_envs``, and no more than it takes to play
+    them in as few rounds (30 episodes in 16 copies take two rounds, which 15 copies play without the 2 idle
+    copies of the last round: copies that have played their share step on, unseen, until all have)."""
+    kind = env_kind(settings)
+    if kind is EnvKind.MULTI_AGENT:
+        return 1
+    if kind is EnvKind.BANDIT:  # the same bandits as in training, each with its own arms and the agent's estimates
+        return settings.hardware.n_envs
+    episodes = max(episodes, 1)
+    rounds = -(-episodes // settings.hardware.eval_envs)
+    return -(-episodes // rounds)
+
+
+def env_kind(settings: Settings) -> EnvKind:
+    """The kind of the run's environment, as its family's spec declares it (known before it is built)."""
+    return registry.env_spec(settings.env.family).kind
+
+
+def check_videos(settings: Settings) -> None:
+    """Refuse, in one line, videos (``logger.video_every``) of what has no single greedy episode to film."""
+    kind = env_kind(settings)
+    if settings.logger.video_every and kind is not EnvKind.SINGLE_AGENT:
+        raise ConfigError(f"logger.video_every={settings.logger.video_every}: env={settings.env.name} is a "
+                          f"{kind.value} environment; videos are of single-agent episodes; allowed: "
+                          "logger.video_every=0")
