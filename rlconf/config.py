@@ -16,6 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from rlconf import registry
+from rlconf.core import EnvKind
 from rlconf.cost import check_costs
 from rlconf.errors import ConfigError, require
 from rlconf.paths import config_dir, searchpath
@@ -140,6 +141,7 @@ def validate(cfg: DictConfig) -> Settings:
     groups["env"] = named_for_its_id(groups["env"])
     settings = Settings(run=run, agent_name=agent_name, agent=agent, approximation=approximation,
                         agent_target=target, **groups)
+    check_hardware(settings)
     check_costs(settings)  # what the settings would cost this machine, before anything is built
     return settings
 
@@ -200,3 +202,89 @@ def compose(overrides: list[str], config_dirs: list[str], hydra_config: bool = F
     with initialize_config_dir(config_dir=str(config_dir()), version_base=None):
         return hydra_compose(config_name="config", overrides=[*overrides, searchpath_override(config_dirs)],
                              return_hydra_config=hydra_config)
+
+
+# What the hardware choices ask of the agent and the environment (hardware.learners, hardware.runner,
+# hardware.sampler, logger.video_every): read from their specs, so checked with everything else, before any
+# process starts or any directory is made.
+
+
+def check_hardware(settings: Settings) -> None:
+    """Refuse, in one line, a hardware choice that the run's agent or environment cannot take."""
+    check_learners(settings)
+    check_runner(settings)
+    check_sampler(settings)
+    check_videos(settings)
+
+
+def _env_kind(settings: Settings) -> EnvKind:
+    return registry.env_spec(settings.env.family).kind
+
+
+def require_capability(settings: Settings, capability: str, choice: str, why: str, instead: str) -> None:
+    """Refuse ``choice`` in one line unless the run's agent's spec declares ``capability`` (``data_parallel``,
+    ``runs_async``, ``alternates``: a field of every AgentSpec): why it cannot, and what can instead (the
+    agents that declare it)."""
+    if getattr(settings.agent_spec, capability):
+        return
+    able = sorted(name for name, spec in registry.specs("agent").items() if getattr(spec, capability))
+    raise ConfigError(f"{choice}: agent={settings.agent_name} {why}; allowed: {instead}, or agent={', '.join(able)}")
+
+
+def check_learners(settings: Settings) -> None:
+    """Refuse, in one line and before any learner starts, several learners (``hardware.learners``) for what
+    they cannot train together: every learner must make its optimiser steps at the same moments."""
+    learners = settings.hardware.learners
+    if learners == 1:
+        return
+    if _env_kind(settings) is not EnvKind.SINGLE_AGENT:
+        raise ConfigError(f"hardware.learners={learners}: {_env_kind(settings).value} environments "
+                          f"(env={settings.env.name}) are played by one process; allowed: hardware.learners=1")
+    require_capability(settings, "data_parallel", f"hardware.learners={learners}",
+                       "decides when to update from what its data holds, so learners would not step together",
+                       "hardware.learners=1")
+    recurrent = settings.approximation.get("recurrent", "none") != "none"
+    if recurrent and not settings.agent_spec.data_parallel_recurrent:
+        raise ConfigError(f"hardware.learners={learners}: agent={settings.agent_name} with a recurrent core skips "
+                          "minibatches that hold no transition, so learners would not step together; allowed: "
+                          "hardware.learners=1, or approximation.recurrent=none")
+
+
+def check_runner(settings: Settings) -> None:
+    """Refuse, in one line, the async runner (``hardware.runner=async``) for what it cannot split into an acting
+    and a learning process."""
+    if settings.hardware.runner == "sync":
+        return
+    require_capability(settings, "runs_async", "hardware.runner=async", "acts and learns in one process",
+                       "hardware.runner=sync")
+    refusal = settings.agent_spec.async_refusal(settings.agent)  # what this config of it cannot split
+    if refusal is not None:
+        raise ConfigError(f"hardware.runner=async: {refusal}")
+    if settings.body.normalize_observations:
+        raise ConfigError("hardware.runner=async: body.normalize_observations=true: the statistics are learned where "
+                          "observations are seen, in the acting process, and evaluations run in the learning one; "
+                          "allowed: body.normalize_observations=false")
+
+
+def check_sampler(settings: Settings) -> None:
+    """Refuse, in one line, the alternating sampler for an agent that acts on all its environments at once."""
+    if settings.hardware.sampler != "alternating":
+        return
+    require_capability(settings, "alternates", "hardware.sampler=alternating", "acts on all its environments at once",
+                       "hardware.sampler=serial or parallel")
+    if settings.approximation.get("recurrent", "none") != "none":
+        raise ConfigError("hardware.sampler=alternating: a recurrent core carries every environment's state "
+                          "through one step of all of them; allowed: hardware.sampler=parallel, or "
+                          "approximation.recurrent=none")
+    if settings.hardware.learners > 1:
+        raise ConfigError(f"hardware.sampler=alternating: hardware.learners={settings.hardware.learners} count their "
+                          "steps one step of all their environments at a time; allowed: hardware.sampler=parallel")
+
+
+def check_videos(settings: Settings) -> None:
+    """Refuse, in one line, videos (``logger.video_every``) of what has no single greedy episode to film."""
+    kind = _env_kind(settings)
+    if settings.logger.video_every and kind is not EnvKind.SINGLE_AGENT:
+        raise ConfigError(f"logger.video_every={settings.logger.video_every}: env={settings.env.name} is a "
+                          f"{kind.value} environment; videos are of single-agent episodes; allowed: "
+                          "logger.video_every=0")

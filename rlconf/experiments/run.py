@@ -30,8 +30,8 @@ from rlconf.agents import Multiagent, ParallelAgent
 from rlconf.core import EnvKind
 from rlconf.environments import Environment
 from rlconf.errors import ConfigError, first_line
-from rlconf.experiments.build.agent import build_agent, check_learners, check_runner, check_sampler
-from rlconf.experiments.build.environment import check_videos, eval_env_count, make_env
+from rlconf.experiments.build.agent import build_agent
+from rlconf.experiments.build.environment import eval_env_count, make_env
 from rlconf.experiments.build.setup import prepare
 from rlconf.experiments.console.progress import ConsoleProgress, on_terminal, retract
 from rlconf.experiments.loop import callbacks as loop_callbacks
@@ -103,10 +103,6 @@ def _run_or_skip(cfg: DictConfig, parent_dir: str | Path | None, overrides: list
         except ValueError as error:
             raise ConfigError(str(error)) from None
     check_process_counts(settings.hardware)
-    check_learners(settings)
-    check_runner(settings)
-    check_sampler(settings)
-    check_videos(settings)
     users = user_callbacks(settings, callbacks)
     with learners.together(settings, cfg, parent_dir, overrides, run):
         if distributed.active():  # every learner continues what the first one found on disk

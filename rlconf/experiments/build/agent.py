@@ -14,7 +14,6 @@ from rlconf.bodies import NormalizeObservations, NormalizeRewards, RunningMeanSt
 from rlconf.config import Settings
 from rlconf.core import EnvKind
 from rlconf.errors import ConfigError
-from rlconf.experiments.build.environment import env_kind
 from rlconf.experiments.build.pairing import compatible
 from rlconf.logging import ScopedLogger
 
@@ -36,66 +35,6 @@ def build_agent(settings: Settings, env, logger) -> ParallelAgent | Multiagent:
         approximation=settings.approximation, logger=logger, seed=learner_seed(settings.run.seed),
         reward_range=env.reward_range, learners=learners)
     return embodied_agent(settings, settings.agent_spec, settings.agent, context, settings.agent_name)
-
-
-def require_capability(settings: Settings, capability: str, choice: str, why: str, instead: str) -> None:
-    """Refuse ``choice`` in one line unless the run's agent's spec declares ``capability`` (``data_parallel``,
-    ``runs_async``, ``alternates``: a field of every AgentSpec): why it cannot, and what can instead (the
-    agents that declare it)."""
-    if getattr(settings.agent_spec, capability):
-        return
-    able = sorted(name for name, spec in registry.specs("agent").items() if getattr(spec, capability))
-    raise ConfigError(f"{choice}: agent={settings.agent_name} {why}; allowed: {instead}, or agent={', '.join(able)}")
-
-
-def check_learners(settings: Settings) -> None:
-    """Refuse, in one line and before any learner starts, several learners (``hardware.learners``) for what
-    they cannot train together: every learner must make its optimiser steps at the same moments."""
-    learners = settings.hardware.learners
-    if learners == 1:
-        return
-    if env_kind(settings) is not EnvKind.SINGLE_AGENT:
-        raise ConfigError(f"hardware.learners={learners}: {env_kind(settings).value} environments "
-                          f"(env={settings.env.name}) are played by one process; allowed: hardware.learners=1")
-    require_capability(settings, "data_parallel", f"hardware.learners={learners}",
-                       "decides when to update from what its data holds, so learners would not step together",
-                       "hardware.learners=1")
-    recurrent = settings.approximation.get("recurrent", "none") != "none"
-    if recurrent and not settings.agent_spec.data_parallel_recurrent:
-        raise ConfigError(f"hardware.learners={learners}: agent={settings.agent_name} with a recurrent core skips "
-                          "minibatches that hold no transition, so learners would not step together; allowed: "
-                          "hardware.learners=1, or approximation.recurrent=none")
-
-
-def check_runner(settings: Settings) -> None:
-    """Refuse, in one line, the async runner (``hardware.runner=async``) for what it cannot split into an acting
-    and a learning process."""
-    if settings.hardware.runner == "sync":
-        return
-    require_capability(settings, "runs_async", "hardware.runner=async", "acts and learns in one process",
-                       "hardware.runner=sync")
-    refusal = settings.agent_spec.async_refusal(settings.agent)  # what this config of it cannot split
-    if refusal is not None:
-        raise ConfigError(f"hardware.runner=async: {refusal}")
-    if settings.body.normalize_observations:
-        raise ConfigError("hardware.runner=async: body.normalize_observations=true: the statistics are learned where "
-                          "observations are seen, in the acting process, and evaluations run in the learning one; "
-                          "allowed: body.normalize_observations=false")
-
-
-def check_sampler(settings: Settings) -> None:
-    """Refuse, in one line, the alternating sampler for an agent that acts on all its environments at once."""
-    if settings.hardware.sampler != "alternating":
-        return
-    require_capability(settings, "alternates", "hardware.sampler=alternating", "acts on all its environments at once",
-                       "hardware.sampler=serial or parallel")
-    if settings.approximation.get("recurrent", "none") != "none":
-        raise ConfigError("hardware.sampler=alternating: a recurrent core carries every environment's state "
-                          "through one step of all of them; allowed: hardware.sampler=parallel, or "
-                          "approximation.recurrent=none")
-    if settings.hardware.learners > 1:
-        raise ConfigError(f"hardware.sampler=alternating: hardware.learners={settings.hardware.learners} count their "
-                          "steps one step of all their environments at a time; allowed: hardware.sampler=parallel")
 
 
 def learner_seed(seed: int) -> int:

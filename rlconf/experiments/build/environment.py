@@ -63,12 +63,3 @@ def eval_env_count(settings: Settings, episodes: int) -> int:
 def env_kind(settings: Settings) -> EnvKind:
     """The kind of the run's environment, as its family's spec declares it (known before it is built)."""
     return registry.env_spec(settings.env.family).kind
-
-
-def check_videos(settings: Settings) -> None:
-    """Refuse, in one line, videos (``logger.video_every``) of what has no single greedy episode to film."""
-    kind = env_kind(settings)
-    if settings.logger.video_every and kind is not EnvKind.SINGLE_AGENT:
-        raise ConfigError(f"logger.video_every={settings.logger.video_every}: env={settings.env.name} is a "
-                          f"{kind.value} environment; videos are of single-agent episodes; allowed: "
-                          "logger.video_every=0")
