@@ -6,8 +6,7 @@ Each name is imported where it is first used: reading an agent's spec imports no
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from rlconf.lazy import lazy_names
 
 # name -> the module that defines it
 _HOMES = {
@@ -39,13 +38,4 @@ __all__ = ["A2C", "DDPG", "DQN", "PPO", "SAC", "TD3", "VAC", "VPG", "ActorTestAg
            "RandomAgent", "RandomTestAgent", "ReplayLearner", "SingleEnvAgent", "TestAgent"]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _HOMES:
-        raise AttributeError(f"module 'rlconf.agents' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_HOMES[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_names(__name__, _HOMES)

@@ -8,8 +8,7 @@ multi-agent PettingZoo one (``rlconf.environments.pettingzoo``) need the ``atari
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from rlconf.lazy import lazy_names
 
 _HOMES = {"EnvKind": "rlconf.core.kinds", "Environment": "rlconf.environments.base",
           "Episode": "rlconf.environments.gym", "GymVectorEnvironment": "rlconf.environments.gym",
@@ -17,13 +16,4 @@ _HOMES = {"EnvKind": "rlconf.core.kinds", "Environment": "rlconf.environments.ba
 __all__ = ["EnvKind", "EnvSpec", "Environment", "Episode", "GymVectorEnvironment", "make_vector_env"]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _HOMES:
-        raise AttributeError(f"module 'rlconf.environments' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_HOMES[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_names(__name__, _HOMES)

@@ -196,13 +196,16 @@ class Callbacks:
         self.own = list(own)
         self.user = list(user)
         self.failed = failed
+        # Each event's handlers, found once: on_batch comes every step, and most callbacks do nothing on it.
+        self._own = {event: [handler for _, handler in _handlers(self.own, event)] for event in EVENTS}
+        self._user = {event: _handlers(self.user, event) for event in EVENTS}
 
     def fire(self, event: str, run: Run, *args: Any) -> None:
-        for callback in self.own:
-            getattr(callback, event)(run, *args)
-        for callback in self.user:
+        for handler in self._own[event]:
+            handler(run, *args)
+        for callback, handler in self._user[event]:
             try:
-                getattr(callback, event)(run, *args)
+                handler(run, *args)
             except Exception as error:
                 raise self.failed(f"callback {callback.name} failed in {event}: {first_line(error)}") from None
 
@@ -236,3 +239,10 @@ def from_config(paths: Sequence[str]) -> list[Callback]:
         except Exception as error:
             raise ConfigError(f"callbacks={list(paths)}: {path}() failed: {first_line(error)}") from None
     return made
+
+
+def _handlers(callbacks: Sequence[Callback], event: str) -> list[tuple[Callback, Callable[..., None]]]:
+    """The callbacks that override ``event`` (the others' method does nothing), each with its bound method."""
+    handlers = ((callback, getattr(callback, event)) for callback in callbacks)
+    return [(callback, method) for callback, method in handlers
+            if getattr(method, "__func__", None) is not getattr(Callback, event)]
