@@ -19,10 +19,12 @@ CONSTRAINTS = "constraints.txt"
 
 def install_rlconf(session: nox.Session) -> None:
     """torch from the constraints first, then rlconf with every extra the tests use, as .ci/run installs it:
-    dev (pytest, ruff, SB3), the simulators (ale-py, MuJoCo, PettingZoo), the launchers and the sweeper
-    (submitit, Optuna), the loggers and players (wandb, matplotlib, moviepy) and export (onnx, onnxruntime)."""
+    dev (pytest, ruff, SB3), the simulators (ale-py, MuJoCo, PettingZoo, Box2D, MiniGrid, highway-env), the
+    launchers and the sweeper (submitit, Optuna), the loggers and players (wandb, matplotlib, moviepy) and export
+    (onnx, onnxruntime)."""
     session.install("-c", CONSTRAINTS, "torch")
-    session.install("-c", CONSTRAINTS, "-e", ".[dev,atari,mujoco,pettingzoo,slurm,optuna,wandb,plot,video,export]")
+    extras = "dev,atari,mujoco,pettingzoo,box2d,minigrid,highway,slurm,optuna,wandb,plot,video,export"
+    session.install("-c", CONSTRAINTS, "-e", f".[{extras}]")
 
 
 @nox.session

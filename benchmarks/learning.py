@@ -151,8 +151,9 @@ def test_row(row: Row, seed: int, path: Path) -> dict[str, object]:
     summary = json.loads((path / "summary.json").read_text())
     skip = frames_per_step(path)
     mean = summary["test_return_mean"]
+    digits = 4 if abs(row.target) < 1 else 2  # returns of at most 1 (MiniGrid's) keep what the table shows
     return {"row": row.name, "seed": seed, "steps": summary["steps"], "frames": summary["steps"] * skip,
-            "test_return_mean": round(mean, 2), "test_return_std": round(summary["test_return_std"], 2),
+            "test_return_mean": round(mean, digits), "test_return_std": round(summary["test_return_std"], digits),
             "test_episodes": summary["test_episodes"], "target": row.target,
             "met": bool(math.isfinite(mean) and mean >= row.target),
             "wall_minutes": round(summary["wall_seconds"] / 60, 1),
@@ -209,24 +210,28 @@ def table(rows: dict[str, Row], tests: list[dict[str, object]], unfinished: dict
              "|---|---|---|--:|---|---|---|"]
     for row in rows.values():
         mine = [t for t in tests if t["row"] == row.name]
-        result = "; ".join(f"s{t['seed']}: {_score(t['test_return_mean'])} ± {_score(t['test_return_std'])}"
+        at = row.target  # the scale a score is shown at
+        result = "; ".join(f"s{t['seed']}: {_score(t['test_return_mean'], at)} ± {_score(t['test_return_std'], at)}"
                            + ("" if str(t["met"]) == "True" else " (missed)")
                            + ("" if (t.get("device") or "cpu") == "cpu" else f" (on {t['device']})")  # older rows: none
                            for t in mine)
         if len(mine) > 1:
-            result += f"; mean of seeds {_score(sum(float(t['test_return_mean']) for t in mine) / len(mine))}"
+            result += f"; mean of seeds {_score(sum(float(t['test_return_mean']) for t in mine) / len(mine), at)}"
         result = "; ".join(filter(None, [result, *unfinished.get(row.name, [])])) or "not run yet"
         shown = mine or row.name in unfinished
         figure = f"[{row.env}.png](benchmarks/results/learning/{row.env}.png)" if shown else "–"
-        lines.append(f"| `{' '.join(row.overrides)}` | {row.budget} | {result} | {row.target:,.0f} | {row.figure} | "
+        lines.append(f"| `{' '.join(row.overrides)}` | {row.budget} | {result} | {row.target:,g} | {row.figure} | "
                      f"{row.source} | {figure} |")
     return "\n".join(lines) + "\n"
 
 
-def _score(value: object) -> str:
+def _score(value: object, target: float | None = None) -> str:
     """A return as the table shows it: whole numbers where they are large, one decimal where a rounding
-    could carry it across a target (17.67 is not 18)."""
+    could carry it across a target (17.67 is not 18), three where the row's target is below 1 (MiniGrid's
+    returns are at most 1: 0.954 is not 0.9)."""
     number = float(value)
+    if target is not None and abs(target) < 1:
+        return f"{number:.3f}"
     return f"{number:,.0f}" if abs(number) >= 100 else f"{number:.1f}"
 
 

@@ -16,7 +16,7 @@ directory as ``rlconf eval`` does: its config.yaml as data and its checkpoint as
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -85,24 +85,68 @@ class Policy:
         """A new episode: frame stacks and recurrent state start again."""
         self._agent = self._trained.test_agent()
 
-    def act(self, observation) -> Any:
-        """The action for ``observation`` (an int for a discrete action space, an array otherwise)."""
+    def act(self, observation, action_mask=None) -> Any:
+        """The action for ``observation`` as the environment gives it (an int for a discrete action space, an
+        array otherwise). A Dict or Tuple observation is given as its nested dicts or tuples of arrays; a batch
+        of them (each array with a leading batch axis) gets a batch of actions. ``action_mask`` (or an
+        ``action_mask`` key of a Dict observation): the legal actions, True where legal, as the environment
+        says them."""
         import numpy as np
         import torch
 
+        from rlconf.core.layout import ACTION_MASK, PLAIN, layout_of
         from rlconf.core.state import StateArray
 
-        space = self.observation_space
-        x = np.asarray(observation, dtype=space.dtype)
-        if x.shape != space.shape and (1, *x.shape) == tuple(space.shape):  # a frame without its channel axis
-            x = x[None]
-        if x.shape != space.shape:
-            raise ValueError(f"an observation of shape {x.shape}; this policy takes {tuple(space.shape)}")
-        state = StateArray({"observation": torch.from_numpy(x[None].copy()), "reward": torch.zeros(1),
-                            "done": torch.zeros(1, dtype=torch.bool), "mask": torch.ones(1)}, (1,))
+        if isinstance(observation, Mapping) and ACTION_MASK in observation:
+            observation = dict(observation)
+            action_mask = observation.pop(ACTION_MASK) if action_mask is None else action_mask
+            if layout_of(self.observation_space) is None and set(observation) == {PLAIN}:
+                observation = observation[PLAIN]  # {observation, action_mask}: the plain observation
+        x, batched = self._rows(observation)
+        fields = {"observation": torch.from_numpy(x), "reward": torch.zeros(len(x)),
+                  "done": torch.zeros(len(x), dtype=torch.bool), "mask": torch.ones(len(x))}
+        if action_mask is not None:
+            mask = np.asarray(action_mask, dtype=bool)
+            fields[ACTION_MASK] = torch.from_numpy(mask.reshape(len(x), -1).copy())
+        state = StateArray(fields, (len(x),))
         with torch.inference_mode():
-            action = self._agent.act(state.to(self.device)).cpu().numpy()[0]
+            actions = self._agent.act(state.to(self.device)).cpu().numpy()
         if hasattr(self.action_space, "low"):  # continuous: within the Box, as the run's environments clip it
-            return np.clip(action, self.action_space.low, self.action_space.high).astype(self.action_space.dtype)
-        return action.item() if np.ndim(action) == 0 else action
+            actions = np.clip(actions, self.action_space.low, self.action_space.high).astype(self.action_space.dtype)
+        if batched:
+            return actions
+        action = actions[0]
+        return action.item() if np.ndim(action) == 0 and not hasattr(self.action_space, "low") else action
 
+    def _rows(self, observation) -> tuple[Any, bool]:
+        """``observation`` as the batch of rows the agent reads, and whether it was a batch already."""
+        import numpy as np
+
+        from rlconf.core.layout import layout_of
+
+        space = self.observation_space
+        layout = layout_of(space)
+        if layout is None:
+            x = np.asarray(observation, dtype=space.dtype)
+            if x.shape[1:] == space.shape and x.ndim == len(space.shape) + 1:
+                return x.copy(), True
+            if x.shape != space.shape and (1, *x.shape) == tuple(space.shape):  # a frame without its channel axis
+                x = x[None]
+            if x.shape != space.shape:
+                raise ValueError(f"an observation of shape {x.shape}; this policy takes {tuple(space.shape)}")
+            return x[None].copy(), False
+        leaves = layout.flat(observation)
+        missing = [leaf.key for leaf in layout.inputs if leaf.key not in leaves]
+        if missing:
+            raise ValueError(f"the observation has no {', '.join(missing)}; this policy takes "
+                             f"{', '.join(layout.keys)} ({space.original})")
+        first = layout.inputs[0]
+        shape = np.shape(leaves[first.key])
+        batched = shape != first.shape
+        if batched and tuple(shape[1:]) != first.shape:
+            raise ValueError(f"{first.key}: an array of shape {shape}; this policy takes {list(first.shape)}, or a "
+                             f"batch of them")
+        if not batched:
+            return layout.pack(leaves)[None], False
+        return np.stack([layout.pack({key: value[i] for key, value in leaves.items()})
+                         for i in range(shape[0])]), True

@@ -136,8 +136,25 @@ def cmd_export(args: list[str]) -> int:
     return runs.export(run_dir, fmt, out, which or "last", _modules(plugins))
 
 
+def cmd_check_env(args: list[str]) -> int:
+    """``rlconf check-env ID | module:Class [--plugins M,...]``: what rlconf will make of an environment."""
+    from rlconf.commands.check_env import USAGE as CHECK_ENV_USAGE
+    from rlconf.commands.check_env import check_env_command
+
+    if "-h" in args or "--help" in args:
+        print(CHECK_ENV_USAGE)
+        return 0
+    plugins = _modules(_take_option(args, "--plugins"))
+    for arg in [a for a in args if a.startswith("plugins=")]:  # as a run names them: plugins=[a,b]
+        args.remove(arg)
+        plugins += _modules(arg.split("=", 1)[1].strip("[]"))
+    if len(args) != 1 or args[0].startswith("-"):
+        raise UsageError(CHECK_ENV_USAGE)
+    return check_env_command(args[0], plugins)
+
+
 COMMANDS = {"run": cmd_run, "list": cmd_list, "status": cmd_status, "plot": cmd_plot, "eval": cmd_eval,
-            "watch": cmd_watch, "export": cmd_export}
+            "watch": cmd_watch, "export": cmd_export, "check-env": cmd_check_env}
 
 
 # -- options and arguments ---------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from omegaconf.errors import OmegaConfBaseException
 from rlconf import registry
 from rlconf.core import EnvKind
 from rlconf.cost import check_costs
+from rlconf.environments.registered import check_env, require_env_id
 from rlconf.errors import ConfigError, require
 from rlconf.paths import config_dir, searchpath
 from rlconf.schema import check, config_keys
@@ -117,9 +118,11 @@ def validate(cfg: DictConfig) -> Settings:
         registry.load_plugins(run.plugins)
     except ImportError as error:  # a misspelt module or one off the path: the user's input, not a crash
         raise ConfigError(f"plugins={run.plugins}: {error} (is its folder on PYTHONPATH?)") from None
+    require_env_id(cfg)
     groups = {name: check(schema, cfg.get(name) or {}, f"{name}.", see, known)
               for name, schema in GROUP_SCHEMAS.items()}
     groups["logger"] = check_logger(cfg.get("logger") or {})
+    check_env(groups["env"], run.plugins)  # its gymnasium id and wrappers, the plugins imported: nothing built
 
     agent_node = OmegaConf.to_container(cfg.agent, resolve=True)
     agent_name = agent_node.pop("name", None)
@@ -184,7 +187,8 @@ def named_for_its_id(env: EnvSettings) -> EnvSettings:
         return env
     if shipped is None or shipped == env.id:
         return env
-    return dataclasses.replace(env, name=f"{env.family}/{env.id}")
+    # A config that leaves the id to the command line (env=gym: id ???) names the run after itself: gym/<id>.
+    return dataclasses.replace(env, name=f"{env.name if shipped == '???' else env.family}/{env.id}")
 
 
 # -- composing a run's config: the same YAML groups ``rlconf run`` reads ----------------------------------

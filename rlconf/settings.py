@@ -143,6 +143,9 @@ class EnvSettings:
     id: str = "???"  # the simulator's id, e.g. CartPole-v1
     kwargs: dict[str, Any] = field(default_factory=dict)
     max_episode_steps: int | None = None
+    # gymnasium wrappers of each copy: "module.Class" or {target: "module.Class", kwargs: {...}} (checked with
+    # the plugins, by rlconf.environments.registered)
+    wrappers: list[Any] = field(default_factory=list)
 
     def __post_init__(self):
         require(self.family in registry.names("environment"), "env.family", self.family,
@@ -297,7 +300,8 @@ class BodySettings:
     """The chosen body and its settings; a body takes those named in its constructor (bodies.body_options)."""
 
     name: str = "none"
-    frame_stack: int = 4  # frames the agent sees at once (atari)
+    frame_stack: int = 4  # frames the agent sees at once (atari, frame_stack)
+    frame_stack_keys: list[str] | None = None  # the image keys stacked (frame_stack); null: every image key
     clip_rewards: bool = True  # the agent learns from sign(reward) (atari)
     episodic_lives: bool = True  # in training, a lost life ends the agent's episode (atari)
     time_feature_scale: float = 0.001  # the feature is t * this, t the steps into the episode (time_feature)

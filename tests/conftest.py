@@ -238,3 +238,21 @@ def wait_until_gone(tag: str, process: subprocess.Popen | None = None) -> None:
             return
         time.sleep(0.05)
     assert not tagged_processes(tag), f"processes left behind: {tagged_processes(tag)}"
+
+
+def assert_preset_reaches(settings, family: str, agent: str) -> None:
+    """Every value configs/preset/<family>/<agent>.yaml sets reaches the checked ``settings`` of a run."""
+    from omegaconf import OmegaConf
+
+    from rlconf.paths import config_dir
+
+    preset = OmegaConf.to_container(OmegaConf.load(config_dir() / "preset" / family / f"{agent}.yaml"))
+    assert preset, f"the {family} {agent} preset sets something"
+    for key, value in preset.get("agent", {}).items():
+        assert getattr(settings.agent, key) == value, key
+    for key, value in preset.get("hardware", {}).items():
+        assert getattr(settings.hardware, key) == value, key
+    for key, value in preset.get("approximation", {}).items():
+        assert settings.approximation[key] == value, key
+    if "steps" in preset:
+        assert settings.run.steps == preset["steps"]

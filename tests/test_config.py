@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import assert_preset_reaches
 from omegaconf import OmegaConf
 
 from rlconf.agents.dqn import DQN, DQNConfig
@@ -46,16 +47,7 @@ def test_the_env_family_picks_the_agents_preset():
     """configs/preset/classic/ppo.yaml is applied without naming it: every value it sets reaches Settings."""
     settings = validate(composed(agent="ppo"))
     assert isinstance(settings.agent, PPOConfig)
-    preset = OmegaConf.to_container(OmegaConf.load(config_dir() / "preset" / "classic" / "ppo.yaml"))
-    assert preset, "the classic PPO preset sets something"
-    for key, value in preset.get("agent", {}).items():
-        assert getattr(settings.agent, key) == value, key
-    for key, value in preset.get("hardware", {}).items():
-        assert getattr(settings.hardware, key) == value, key
-    for key, value in preset.get("approximation", {}).items():
-        assert settings.approximation[key] == value, key
-    if "steps" in preset:
-        assert settings.run.steps == preset["steps"]
+    assert_preset_reaches(settings, "classic", "ppo")
 
 
 def learning_benchmark_rows() -> dict[str, dict]:
@@ -189,6 +181,7 @@ def test_the_registry_declares_what_each_built_in_component_declares():
         assert env_class.kind is spec.kind, name  # the loop reads an env's kind from the env itself
         assert not {"image_observations", "lives", "test_bounds"} & {k for c in env_class.__mro__ for k in vars(c)}
     for name in registry.names("body"):
-        taken = [p for p in inspect.signature(registry.get("body", name)).parameters if p not in ("agent", "name")]
+        taken = [p for p in inspect.signature(registry.get("body", name)).parameters
+                 if p not in ("agent", "name", "observation_space")]  # the space it is built for: not a setting
         assert registry.declared("body", name, "options") == tuple(taken), name
     assert tuple(ACTIVATIONS) == ACTIVATION_NAMES

@@ -174,13 +174,15 @@ def test_bad_export_input_is_one_line_and_writes_nothing(run_cli, workdir, cartp
     assert sorted(p.name for p in cartpole_run.iterdir()) == before
 
 
-def test_a_recurrent_policy_is_refused_saying_how_to_act_with_it(tmp_path, monkeypatch):
+def test_a_recurrent_policy_exports_with_its_state_as_inputs_and_outputs(tmp_path, monkeypatch):
+    """Once refused; now its graph takes and returns the recurrent state (tests/test_export_recurrent.py plays
+    such graphs against their agents)."""
     monkeypatch.chdir(tmp_path)
     run_dir = train(["agent=ppo", "env=classic/cartpole", "approximation.recurrent=lstm", "steps=256",
                      "hardware.n_envs=2", "agent.n_steps=64"], tmp_path / "runs")
-    with pytest.raises(PlaybackError, match=r"agent=ppo cannot be exported: its network is recurrent.*rlconf.load"):
-        export_run(run_dir, "torchscript")
-    assert not (run_dir / "policy.pt").exists()
+    description = export_run(run_dir, "torchscript")
+    assert [part["name"] for part in description["state"]["inputs"]] == ["state_h", "state_c"]
+    assert (run_dir / "policy.pt").exists() and (run_dir / "policy.pt.json").exists()
 
 
 def test_a_tabular_agent_is_refused(tmp_path, monkeypatch):

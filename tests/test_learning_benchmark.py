@@ -38,6 +38,7 @@ def test_scores_are_shown_with_the_precision_a_target_needs():
     assert score(17.67) == "17.7", "a rounding to 18 would read as meeting a target of 18"
     assert score("-3.04") == "-3.0"
     assert score(7557.45) == "7,557"
+    assert score(0.9543, 0.9) == "0.954", "a return of at most 1 against a target of 0.9 needs its third place"
 
 
 def test_the_table_marks_seeds_trained_off_the_cpu_and_averages_seeds():

@@ -87,11 +87,18 @@ def test_a_spec_that_declares_nothing_plays_single_agent_envs_of_any_action_spac
     assert compatible(undeclared, envs["bernoulli"], "mine").startswith("agent=mine: learns from episodes")
 
 
-def test_policy_gradient_agents_declare_both_action_kinds():
-    plays = registry.agent_spec("ppo").plays
-    assert not plays.refuses_actions(gym.spaces.Discrete(3))
-    assert not plays.refuses_actions(gym.spaces.Box(-1, 1, (2,)))
-    assert plays.refuses_actions(gym.spaces.MultiBinary(2))
+@pytest.mark.parametrize("agent", ["vpg", "vac", "a2c", "ppo"])
+def test_policy_gradient_agents_declare_every_action_kind_they_play(agent):
+    plays = registry.agent_spec(agent).plays
+    for space in (gym.spaces.Discrete(3), gym.spaces.Box(-1, 1, (2,)), gym.spaces.MultiDiscrete([2, 3]),
+                  gym.spaces.MultiBinary(2)):
+        assert not plays.refuses_actions(space)
+    tuple_space = gym.spaces.Tuple((gym.spaces.Discrete(2),))
+    assert plays.refuses_actions(tuple_space)
+    assert plays.actions_refusal(agent, tuple_space).endswith(
+        "allowed: envs with Discrete or MultiDiscrete or MultiBinary or Box actions, e.g. env=classic/cartpole or "
+        "env=atari/<game> or env=gym env.id=<an id with MultiDiscrete actions> or env=gym env.id=<an id with "
+        "MultiBinary actions> or env=classic/pendulum or env=mujoco/half_cheetah (rlconf list env)")
 
 
 def test_a_plugin_declares_what_it_plays_as_a_built_in_agent_does(monkeypatch):

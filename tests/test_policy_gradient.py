@@ -108,8 +108,8 @@ def test_the_policy_factory_follows_the_action_space():
     assert torch.equal(softmax.env_actions(torch.tensor([2, 0])), torch.tensor([2, 0]))
     space = box([-1.0, -1.0, 0.0], [1.0, 1.0, 5.0])
     assert policy_outputs(space) == 3 and action_layout(space) == ((3,), torch.float32)
-    with pytest.raises(ConfigError, match="allowed: Discrete, Box"):
-        policy_outputs(gym.spaces.MultiDiscrete([2, 2]))
+    with pytest.raises(ConfigError, match="allowed: Discrete, MultiDiscrete, MultiBinary, Box"):
+        policy_outputs(gym.spaces.Tuple((gym.spaces.Discrete(2), gym.spaces.Discrete(2))))
 
 
 # -- agents through the platform ----------------------------------------------------------------------------

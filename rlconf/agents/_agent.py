@@ -141,10 +141,6 @@ class NotExportable(Exception):
     """A test agent that ``rlconf export`` cannot write as a graph; the message says why, in a few words."""
 
 
-RECURRENT_REFUSAL = ("its network is recurrent, and each action depends on the episode so far (a graph of one "
-                     "observation would drop that): act with rlconf.load(RUN), which carries the state")
-
-
 class PolicyGraph(torch.nn.Module):
     """A test agent as a function of a batch of observations: what ``rlconf export`` writes as a TorchScript
     module or an ONNX graph.
@@ -153,13 +149,21 @@ class PolicyGraph(torch.nn.Module):
     it reads, registered here so that their weights are the graph's parameters. Bodies put their preprocessing
     in front (``preceded_by``). What a body keeps per environment (a frame stack, an episode's time) is not a
     function of one observation: the graph takes it as already done, ``feeding`` says how, for the caller, and
-    ``input_space`` gives the observations the graph then takes.
+    ``input_space`` gives the observations the graph then takes. Where the environment masks actions, the graph
+    takes the states' ``action_mask`` too (``forward(observation, action_mask)``) and hands it to ``act``.
+
+    A recurrent policy's graph is given its ``core`` (rlconf.nn.recurrent.RecurrentCore): ``act(observations,
+    state, mask)`` then maps the flat state ``[batch, state_size]`` too and returns ``(actions, state after)``,
+    and ``forward(observation, action_mask, state)`` takes and returns the state as its parts (``state_parts``:
+    ``h`` and ``c`` of an LSTM, ``h`` of a GRU), each ``[batch, state_width]``: zeros at an episode's start.
     """
 
-    def __init__(self, act: Callable[[torch.Tensor], torch.Tensor], networks: dict[str, torch.nn.Module]):
+    def __init__(self, act: Callable[..., Any], networks: dict[str, torch.nn.Module], core: Any = None):
         super().__init__()
         self._act = act
         self.networks = torch.nn.ModuleDict(networks)
+        self.state_parts: tuple[str, ...] = () if core is None else core.state_parts
+        self.state_width = 0 if core is None else core.hidden
         self._preprocessing: list[Callable[[torch.Tensor], torch.Tensor]] = []
         self.feeding: list[str] = []
         self._fed_spaces: list[Callable[[gym.Space], gym.Space]] = []
@@ -180,10 +184,14 @@ class PolicyGraph(torch.nn.Module):
             observation_space = transform(observation_space)
         return observation_space
 
-    def forward(self, observation: torch.Tensor) -> torch.Tensor:
+    def forward(self, observation: torch.Tensor, action_mask: torch.Tensor | None = None,
+                state: tuple[torch.Tensor, ...] | None = None) -> Any:
         for step in self._preprocessing:
             observation = step(observation)
-        return self._act(observation)
+        if self.state_parts:  # recurrent: (actions, the state's parts after this step)
+            actions, after = self._act(observation, torch.cat(state, dim=-1), action_mask)
+            return actions, after.split(self.state_width, dim=-1)
+        return self._act(observation) if action_mask is None else self._act(observation, action_mask)
 
 
 @dataclass

@@ -237,10 +237,12 @@ def action_bounds(context: BuildContext, agent: str) -> ActionBounds:
 def critic(config: Any, context: BuildContext, bounds: ActionBounds, name: str, every: int = 1) -> QContinuous:
     """Q(s, a): the approximation group's network on the observation and action side by side, with Adam at
     ``lr_q`` and a Polyak target moved after every ``every``-th update."""
-    inputs = int(np.prod(context.observation_space.shape)) + bounds.dim
-    space = gym.spaces.Box(-np.inf, np.inf, (inputs,), np.float32)
-    model = model_settings(context.approximation).head(space, 1).to(context.device)
-    return QContinuous(model, optimizer(model, config.lr_q, config), name=name,
+    settings = model_settings(context.approximation)
+    encoder, width = settings.observation_encoder(context.observation_space)  # Dict observations: encoded first
+    space = gym.spaces.Box(-np.inf, np.inf, (width + bounds.dim,), np.float32)
+    model = settings.head(space, 1).to(context.device)
+    parts = torch.nn.ModuleList([part.to(context.device) for part in (encoder, model) if part is not None])
+    return QContinuous(model, optimizer(parts, config.lr_q, config), name=name, encoder=encoder,
                        target=PolyakTarget(config.polyak_rate, every), logger=context.logger)
 
 

@@ -3,11 +3,14 @@ algorithm: what it learns from and when.
 
 - ``PolicyGradientConfig``: the hyperparameters of the networks and their optimisation.
 - ``build_networks``: features, a stochastic policy head and a value head. The policy is a softmax over a
-  Discrete action space and a Gaussian over a Box (``rlconf.policies.stochastic_policy``), so every agent
-  here acts in both through one code path. With ``approximation.shared`` (the Nature CNN's default) both
-  heads sit on one trunk, a ``FeatureNetwork``; otherwise each head is a network of its own. With
-  ``approximation.recurrent`` (A2C and PPO) the features are a recurrent trunk (``RecurrentFeatureNetwork``),
-  one shared or an actor's and a critic's side by side, and both heads are linear layers on it.
+  Discrete action space (independent categoricals over a MultiDiscrete one, Bernoullis over a MultiBinary one)
+  and a Gaussian over a Box (``rlconf.policies.stochastic_policy``), so every agent here acts in all of them
+  through one code path. Where states say which actions are legal (``action_mask``), the policy's logits are
+  masked in acting, in the update (the buffers keep each step's mask) and in the greedy test agent. With
+  ``approximation.shared`` (the Nature CNN's default) both heads sit on one trunk, a ``FeatureNetwork``;
+  otherwise each head is a network of its own. With ``approximation.recurrent`` (A2C and PPO) the features are
+  a recurrent trunk (``RecurrentFeatureNetwork``), one shared or an actor's and a critic's side by side, and
+  both heads are linear layers on it.
 - ``PolicyGradient``: the agent base with sampling, the advantage actor-critic step, the greedy test agent
   and checkpoints.
 - ``RolloutPolicyGradient``: agents that learn from fixed-length rollouts of every environment (A2C, PPO):
@@ -25,11 +28,9 @@ import torch
 from torch import nn
 
 from rlconf.agents._agent import (
-    RECURRENT_REFUSAL,
     Buildable,
     BuildContext,
     Checkpointed,
-    NotExportable,
     ParallelAgent,
     PolicyGraph,
     TestAgent,
@@ -46,9 +47,10 @@ from rlconf.approximation import (
     reinforce_together,
 )
 from rlconf.core import StateArray
+from rlconf.core.layout import ACTION_MASK
 from rlconf.memory import CompleteEpisodeBuffer, GeneralizedAdvantageBuffer, RecurrentAdvantageBuffer
 from rlconf.nn import ModelSettings, model_settings
-from rlconf.nn.recurrent import Part
+from rlconf.nn.recurrent import Part, SideBySide
 from rlconf.optim import Clock, LinearScheduler, schedule
 from rlconf.policies import StochasticPolicy, action_layout, policy_network, policy_outputs, stochastic_policy
 
@@ -115,6 +117,11 @@ def acting_features(forward: Callable, states: StateArray, carried: CarriedState
     return forward(states.as_input()) if carried is None else carried.step(forward, states)
 
 
+def action_mask(states: StateArray) -> torch.Tensor | None:
+    """``[n_envs, width]`` bool: the legal actions of ``states``, where the environment masks them (else None)."""
+    return states.as_input(ACTION_MASK) if ACTION_MASK in states else None
+
+
 def normalized(advantages: torch.Tensor) -> torch.Tensor:
     """Advantages shifted and scaled to mean 0 and std 1 over the batch (as Stable-Baselines3 and CleanRL do
     when asked): the step size no longer follows the scale of the rewards. One sample is left as it is."""
@@ -176,21 +183,23 @@ class PolicyGradient(Checkpointed, ParallelAgent, Buildable):
         return {}
 
     def _sample(self, states: StateArray) -> tuple[torch.Tensor, torch.Tensor]:
-        """Actions for ``states`` from the current policy, without gradients, and their log-probabilities.
-        The actions are the policy's own (normalised, for a Box); ``policy.env_actions`` maps them."""
+        """Actions for ``states`` from the current policy (among their legal ones), without gradients, and their
+        log-probabilities. The actions are the policy's own (normalised, for a Box); ``policy.env_actions`` maps
+        them."""
         with torch.no_grad():
-            distribution = self.policy.no_grad(acting_features(self.features.no_grad, states, self.carried))
+            features = acting_features(self.features.no_grad, states, self.carried)
+            distribution = self.policy.no_grad(features, mask=action_mask(states))
             actions = distribution.sample(self.generator)
             return actions, distribution.log_prob(actions)
 
     def _actor_critic_step(self, features: torch.Tensor, actions: torch.Tensor, returns: torch.Tensor,
-                           advantages: torch.Tensor | None = None) -> None:
+                           advantages: torch.Tensor | None = None, legal: torch.Tensor | None = None) -> None:
         """One update of policy, value head and features on a batch of steps with their return estimates G:
         the advantage is ``G - V(s)`` unless given, the policy ascends ``A * log pi(a|s)`` plus the entropy
         bonus, and V regresses on G. ``features`` come from ``self.features(...)`` (with gradients) for these
-        steps."""
+        steps; ``legal``: their action masks, if any (pi is then the masked distribution acting sampled from)."""
         values = self.v(features)
-        distribution = self.policy(features)
+        distribution = self.policy(features, mask=legal)
         if advantages is None:
             advantages = returns - values.detach()
         policy_loss = -(advantages * distribution.log_prob(actions)).mean()
@@ -303,10 +312,24 @@ class PolicyGradientTestAgent(TestAgent):
 
     def act(self, states: StateArray) -> torch.Tensor:
         features = acting_features(self.features.eval, states, self.carried)
-        return self.policy.env_actions(self.policy.greedy(features))
+        return self.policy.env_actions(self.policy.greedy(features, mask=action_mask(states)))
 
     def policy_graph(self) -> PolicyGraph:
         if self.carried is not None:
-            raise NotExportable(RECURRENT_REFUSAL)
-        return PolicyGraph(lambda observations: self.policy.env_actions(self.policy.greedy(
-            self.features.eval(observations))), {"features": self.features.model, "policy": self.policy.model})
+            return self._recurrent_graph()
+        return PolicyGraph(lambda observations, mask=None: self.policy.env_actions(self.policy.greedy(
+            self.features.eval(observations), mask=mask)),
+            {"features": self.features.model, "policy": self.policy.model})
+
+    def _recurrent_graph(self) -> PolicyGraph:
+        """The greedy action and the actor's state after the step. Of a side-by-side pair only the actor's trunk
+        (the first) is in the graph: the critic's chooses nothing, and its features are the ones the policy's
+        ``Part(0, width)`` keeps anyway."""
+        model = self.features.model
+        actor = model.networks[0] if isinstance(model, SideBySide) else model
+
+        def act(observations: torch.Tensor, state: torch.Tensor, mask: torch.Tensor | None = None):
+            features, after = actor.step(observations, state)
+            return self.policy.env_actions(self.policy.greedy(features, mask=mask)), after
+
+        return PolicyGraph(act, {"features": actor, "policy": self.policy.model}, core=actor.core)

@@ -55,5 +55,5 @@ class A2C(RolloutPolicyGradient):
         steps = features[:-1][valid]
         # Without normalisation the step takes A = G - V(s) itself, from the values it computes with gradients.
         advantages = normalized(rollout.advantage) if self.config.normalize_advantages else None
-        self._actor_critic_step(steps, rollout.action, rollout.returns, advantages)
+        self._actor_critic_step(steps, rollout.action, rollout.returns, advantages, rollout.action_mask)
 

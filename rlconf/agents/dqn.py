@@ -190,5 +190,6 @@ class DQNTestAgent(TestAgent):
         return self.q.eval(states.as_input())
 
     def policy_graph(self) -> PolicyGraph:
-        """The greedy action (``eval_epsilon``'s random actions are left to the caller)."""
-        return PolicyGraph(lambda observations: self.q.eval(observations).argmax(-1), {"q": self.q.model})
+        """The greedy (legal) action (``eval_epsilon``'s random actions are left to the caller)."""
+        return PolicyGraph(lambda observations, mask=None: legal_argmax(self.q.eval(observations), mask),
+                           {"q": self.q.model})

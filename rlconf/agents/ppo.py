@@ -77,7 +77,7 @@ class PPO(RolloutPolicyGradient):
         for _ in range(self.config.epochs):
             order = torch.randperm(n, generator=self.generator, device=self.generator.device)
             for part in minibatch_indices(order, size, count):
-                batch = self._normalized(Rollout(*(x[part] for x in rollout)))
+                batch = self._normalized(rollout.rows(part))
                 self._update(batch, self.features(batch.observation))
 
     def _train_on_sequences(self, rollout: SequenceRollout) -> None:
@@ -108,7 +108,7 @@ class PPO(RolloutPolicyGradient):
     def _update(self, batch: Rollout, features: torch.Tensor) -> None:
         """One clipped-surrogate step on ``batch``, whose ``features`` (with gradients) the caller computed."""
         advantages = batch.advantage
-        distribution = self.policy(features)
+        distribution = self.policy(features, mask=batch.action_mask)  # the masked distribution acting sampled
         ratio = torch.exp(distribution.log_prob(batch.action) - batch.log_prob)
         clip = float(self.clip)
         surrogate = torch.min(ratio * advantages, ratio.clamp(1.0 - clip, 1.0 + clip) * advantages)

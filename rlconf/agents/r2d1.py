@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import torch
 
-from rlconf.agents._agent import RECURRENT_REFUSAL, BuildContext, NotExportable, PolicyGraph, TestAgent
+from rlconf.agents._agent import BuildContext, PolicyGraph, TestAgent
 from rlconf.agents._off_policy import training_settings
 from rlconf.agents._recurrent import CarriedState
 from rlconf.agents.dqn import DQN, DQNTestAgent
@@ -150,7 +150,14 @@ class R2D1TestAgent(DQNTestAgent):
         self.carried = CarriedState(q.model.state_size, device)
 
     def policy_graph(self) -> PolicyGraph:
-        raise NotExportable(RECURRENT_REFUSAL)
+        """The greedy (legal) action and the state after the step, from the state the caller carries."""
+        model = self.q.model
+
+        def act(observations: torch.Tensor, state: torch.Tensor, mask: torch.Tensor | None = None):
+            values, after = model.step(observations, state)
+            return legal_argmax(values, mask), after
+
+        return PolicyGraph(act, {"q": model}, core=model.core)
 
     def _values(self, states: StateArray) -> torch.Tensor:
         values, after = self.q.eval(states.as_input().unsqueeze(0), self.carried.current(states))

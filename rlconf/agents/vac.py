@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import torch
 
-from rlconf.agents._policy_gradient import PolicyGradient
+from rlconf.agents._policy_gradient import PolicyGradient, action_mask
 from rlconf.agents.specs.vac import VACConfig
 from rlconf.approximation import Approximation, VNetwork
 from rlconf.core import StateArray
@@ -32,17 +32,20 @@ class VAC(PolicyGradient):
     def __init__(self, features: Approximation, policy: StochasticPolicy, v: VNetwork, clock: Clock,
                  config: VACConfig, device: torch.device | str = "cpu", seed: int = 0):
         super().__init__(features, policy, v, clock, config, device, seed)
-        # The previous step: features of its states (with their graph), its actions, which envs had ended.
+        # The previous step: features of its states (with their graph), its actions, which envs had ended, and
+        # its states' legal actions where the environment masks them.
         self._features: torch.Tensor | None = None
         self._actions: torch.Tensor | None = None
         self._done: torch.Tensor | None = None
+        self._legal: torch.Tensor | None = None
 
     def act(self, states: StateArray) -> torch.Tensor:
         self.clock.tick(len(states))
         if self._features is not None:
             self._train(states)
         self._features = self.features(states.as_input())
-        self._actions = self.policy.no_grad(self._features).sample(self.generator)
+        self._legal = action_mask(states)
+        self._actions = self.policy.no_grad(self._features, mask=self._legal).sample(self.generator)
         self._done = states["done"]
         return self.policy.env_actions(self._actions)
 
@@ -52,7 +55,9 @@ class VAC(PolicyGradient):
             returns = states["reward"] + self.config.discount_factor * states["mask"] * next_values
         # An environment that had ended was reset by this step: no transition, nothing to learn.
         learn = ~self._done
+        legal = self._legal
         if learn.all():
-            self._actor_critic_step(self._features, self._actions, returns)
+            self._actor_critic_step(self._features, self._actions, returns, legal=legal)
         elif learn.any():
-            self._actor_critic_step(self._features[learn], self._actions[learn], returns[learn])
+            self._actor_critic_step(self._features[learn], self._actions[learn], returns[learn],
+                                    legal=None if legal is None else legal[learn])

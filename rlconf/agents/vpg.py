@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from rlconf.agents._agent import BuildContext
-from rlconf.agents._policy_gradient import PolicyGradient
+from rlconf.agents._policy_gradient import PolicyGradient, action_mask
 from rlconf.agents.specs.vpg import VPGConfig
 from rlconf.core import StateArray
 from rlconf.memory import CompleteEpisodeBuffer
@@ -42,7 +42,7 @@ class VPG(PolicyGradient):
         if self.buffer.completed_steps >= self.config.min_batch_size:
             self._train()
         actions, _ = self._sample(states)
-        self.buffer.store_action(actions)
+        self.buffer.store_action(actions, action_mask(states))
         return self.policy.env_actions(actions)
 
     def _train(self) -> None:
@@ -50,5 +50,6 @@ class VPG(PolicyGradient):
         # episodes (no gradient), their features carry the loss of every step.
         features = self.features(self.buffer.observations())
         episodes = self.buffer.episodes(self.v.no_grad(features))
-        self._actor_critic_step(features[episodes.index], episodes.action, episodes.returns)
+        self._actor_critic_step(features[episodes.index], episodes.action, episodes.returns,
+                                legal=episodes.action_mask)
 

@@ -11,15 +11,17 @@ from rlconf.approximation.approximation import Approximation
 class QContinuous(Approximation):
     """``q(observations [B, n], actions [B, d]) -> values [B]``: the model sees the two concatenated.
 
-    ``model`` maps ``[B, n + d]`` to ``[B, 1]`` (any MLP head will do). Besides the usual forward passes,
-    ``frozen`` is the pass actor-critics differentiate their policy through: gradients flow to the actions
-    but not into the critic's weights, so the policy's loss can share one backward pass with the critic's
+    ``model`` maps ``[B, n + d]`` to ``[B, 1]`` (any MLP head will do); with an ``encoder`` (Dict and Tuple
+    observations: rlconf.nn.encoders) the observations are encoded first, ``n`` its width. Besides the usual
+    forward passes, ``frozen`` is the pass actor-critics differentiate their policy through: gradients flow to
+    the actions but not into the critic's weights, so the policy's loss can share one backward pass with the critic's
     own (``reinforce_together``) without touching the critic's gradients, and no weight gradients of the
     critic are computed for it.
     """
 
-    def __init__(self, model: nn.Module, optimizer=None, name: str = "q", **kwargs):
-        super().__init__(_StateAction(model), optimizer, name=name, **kwargs)
+    def __init__(self, model: nn.Module, optimizer=None, name: str = "q", encoder: nn.Module | None = None,
+                 **kwargs):
+        super().__init__(_StateAction(model, encoder), optimizer, name=name, **kwargs)
 
     def frozen(self, observations: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         """Q(s, a) with gradients with respect to ``actions`` (and ``observations``) only."""
@@ -35,9 +37,12 @@ class QContinuous(Approximation):
 
 
 class _StateAction(nn.Module):
-    def __init__(self, model: nn.Module):
+    def __init__(self, model: nn.Module, encoder: nn.Module | None = None):
         super().__init__()
         self.model = model
+        self.encoder = encoder  # None (plain observations) registers nothing: their checkpoints are as they were
 
     def forward(self, observations: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        if self.encoder is not None:
+            observations = self.encoder(observations)
         return self.model(torch.cat((observations, actions), dim=-1)).squeeze(-1)

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from rlconf.agents import TestAgent
-from rlconf.bodies.body import Body
+from rlconf.bodies.body import Body, refuse_structured
 from rlconf.core import StateArray
 
 
@@ -38,6 +38,9 @@ class FrameStack(Body):
 
     @classmethod
     def transform_space(cls, space: gym.Space, size: int = 4) -> gym.Space:
+        # The image keys of a structured observation are stacked by body=frame_stack (bodies.stack).
+        refuse_structured(space, "frames (a Box observation) to stack",
+                          "; stacks of its image keys: body=frame_stack")
         if not isinstance(space, gym.spaces.Box):
             raise TypeError(f"FrameStack stacks Box observations, not {space}")
         return gym.spaces.Box(np.concatenate([space.low] * size), np.concatenate([space.high] * size),

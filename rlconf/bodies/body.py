@@ -12,6 +12,7 @@ import torch
 
 from rlconf.agents import AgentWrapper, NotExportable, ParallelAgent, PolicyGraph, TestAgent
 from rlconf.core import StateArray
+from rlconf.core.layout import layout_of
 
 
 class Body(AgentWrapper, ParallelAgent):
@@ -98,6 +99,17 @@ class Lane(AgentWrapper, ParallelAgent):
         return self.agent.test_agent()
 
 
+def refuse_structured(space: gym.Space, needs: str, instead: str = "") -> None:
+    """A TypeError (the user's choice of body: one line, ``body=NAME: ...``) when ``space`` is a structured
+    observation's packed rows, which a body that works on one array cannot take. ``needs``: what it needs;
+    ``instead``: what gives a structured observation what the body would have given."""
+    layout = layout_of(space)
+    if layout is not None:
+        raise TypeError(f"needs {needs}; the observation is a {type(layout.space).__name__} of "
+                        f"{', '.join(layout.without_mask().keys)}; allowed: body=none or body=frame_stack (with "
+                        f"body.normalize_observations=true to normalise its float vector keys){instead}")
+
+
 def body_options(body_class: type[Body], settings: Any) -> dict[str, Any]:
     """The body settings (a ``BodySettings`` or a dict) that ``body_class`` takes as keyword arguments:
 
@@ -106,7 +118,9 @@ def body_options(body_class: type[Body], settings: Any) -> dict[str, Any]:
         body = body_class(agent, **options)
 
     The body config is one flat group, so a setting another body uses (``frame_stack`` with body none)
-    is simply not passed."""
+    is simply not passed. A body that reads packed rows also takes ``observation_space``, the space it is built
+    for (not a setting: build.agent passes it)."""
     values = settings if isinstance(settings, dict) else vars(settings)
     accepted = inspect.signature(body_class).parameters
-    return {key: value for key, value in values.items() if key in accepted and key not in ("agent", "name")}
+    return {key: value for key, value in values.items()
+            if key in accepted and key not in ("agent", "name", "observation_space")}

@@ -13,7 +13,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from rlconf.bodies.body import Body
+from rlconf.bodies.body import Body, refuse_structured
 from rlconf.core import StateArray
 
 
@@ -29,6 +29,7 @@ class MaskVelocity(Body):
 
     @classmethod
     def transform_space(cls, space: gym.Space, masked: list[int] | tuple[int, ...] = ()) -> gym.Space:
+        refuse_structured(space, "a vector (Box) observation")
         if not (isinstance(space, gym.spaces.Box) and len(space.shape) == 1):
             raise TypeError(f"it masks components of vector observations, not of {space}")
         kept = _kept(space.shape[0], masked)

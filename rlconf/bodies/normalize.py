@@ -12,6 +12,10 @@ statistics are learned from training data like the agent's weights, so they live
 (``state_dict``) and are restored with it; and the test agent shares them without updating them (frozen).
 Off-policy agents store what they saw: observations normalised by the statistics of their time, which
 settle within the first thousands of steps.
+
+A structured observation (packed rows, rlconf.core.layout) is normalised key by key: each float vector key has
+statistics of its own (``PackedStatistics``), images and discrete values pass as they are, and the agent is
+handed a new row (the environment's rows are left untouched: storage may hold them).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from rlconf import distributed
 from rlconf.agents import TestAgent
 from rlconf.bodies.body import Body
 from rlconf.core import StateArray
+from rlconf.core.layout import VECTOR, Field, ObservationLayout, layout_of
 
 CLIP = 10.0  # normalised observations are clipped to +-CLIP standard deviations (as Stable-Baselines3)
 EPSILON = 1e-8  # added to the variance: a constant component becomes 0, not NaN
@@ -62,6 +67,54 @@ class RunningMeanStd:
         self.count = state["count"]
 
 
+def normalized_fields(layout: ObservationLayout) -> tuple[Field, ...]:
+    """The leaves of ``layout`` that observation normalisation scales: float vectors (not images, not discrete
+    values, not the action mask)."""
+    return tuple(field for field in layout.inputs if field.kind == VECTOR and field.dtype.kind == "f")
+
+
+class PackedStatistics:
+    """``RunningMeanStd`` for each float vector key of packed rows (``normalized_fields``), with its interface:
+    ``update`` and ``normalize`` take rows, ``normalize`` returns new rows whose other keys are the same bytes."""
+
+    def __init__(self, layout: ObservationLayout, device: torch.device | str = "cpu"):
+        self.layout = layout
+        self.fields = normalized_fields(layout)
+        self.keys = {field.key: RunningMeanStd(field.shape, device) for field in self.fields}
+
+    @property
+    def count(self) -> int:
+        return next(iter(self.keys.values())).count
+
+    def update(self, rows: torch.Tensor) -> None:
+        for field in self.fields:
+            self.keys[field.key].update(self.layout.view(rows, field))
+
+    def normalize(self, rows: torch.Tensor | dict[str, torch.Tensor]) -> torch.Tensor | dict[str, torch.Tensor]:
+        if isinstance(rows, dict):  # the leaves themselves (an exported graph's inputs, one per key)
+            return {key: self.keys[key].normalize(value) if key in self.keys else value for key, value in rows.items()}
+        scaled = rows.clone()
+        for field in self.fields:
+            values = self.keys[field.key].normalize(self.layout.view(rows, field))
+            scaled[..., field.offset:field.offset + field.nbytes] = \
+                values.reshape(*rows.shape[:-1], -1).contiguous().view(torch.uint8)
+        return scaled
+
+    def state_dict(self) -> dict:
+        return {key: statistics.state_dict() for key, statistics in self.keys.items()}
+
+    def load_state_dict(self, state: dict) -> None:
+        for key, statistics in self.keys.items():
+            statistics.load_state_dict(state[key])
+
+
+def observation_statistics(space: gym.Space, device: torch.device | str = "cpu") -> RunningMeanStd | PackedStatistics:
+    """The statistics ``NormalizeObservations`` keeps for observations of ``space``: one set for a plain Box,
+    one a float vector key for packed rows."""
+    layout = layout_of(space)
+    return RunningMeanStd(space.shape, device) if layout is None else PackedStatistics(layout, device)
+
+
 class _LearnedStatistics(Body):
     """A body whose running statistics learn in training, are read only in tests, and are part of what the
     agent has learned: they travel in its checkpoints under ``key``."""
@@ -93,6 +146,13 @@ class NormalizeObservations(_LearnedStatistics):
 
     @classmethod
     def transform_space(cls, space: gym.Space, **settings) -> gym.Space:
+        layout = layout_of(space)
+        if layout is not None:
+            if not normalized_fields(layout):
+                raise TypeError(f"normalises float vector keys; the observation's keys are "
+                                f"{', '.join(field.describe() for field in layout.inputs)}; allowed: "
+                                f"body.normalize_observations=false")
+            return _normalized_layout(layout).packed_space()
         if not (isinstance(space, gym.spaces.Box) and np.issubdtype(space.dtype, np.floating)):
             raise TypeError(f"observation normalisation needs float Box observations, not {space}")
         return gym.spaces.Box(-CLIP, CLIP, space.shape, np.float32)
@@ -104,7 +164,16 @@ class NormalizeObservations(_LearnedStatistics):
         return states.update("observation", self.transform_observation(observation))
 
     def transform_observation(self, observations: torch.Tensor) -> torch.Tensor:
+        if isinstance(self.statistics, PackedStatistics):  # rows of bytes: the float keys scaled in a new row
+            return self.statistics.normalize(observations)
         return self.statistics.normalize(observations.float())
+
+
+def _normalized_layout(layout: ObservationLayout) -> ObservationLayout:
+    """``layout`` with its normalised keys bounded by +-CLIP: the same bytes at the same offsets (they are
+    float32 before and after), the space the agent's networks are told about."""
+    return layout.replaced({field.key: gym.spaces.Box(-CLIP, CLIP, field.shape, np.float32)
+                            for field in normalized_fields(layout)})
 
 
 class NormalizeRewards(_LearnedStatistics):

@@ -14,7 +14,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from rlconf.bodies.body import Body
+from rlconf.bodies.body import Body, refuse_structured
 from rlconf.core import StateArray
 
 
@@ -34,6 +34,7 @@ class TimeFeature(Body):
 
     @classmethod
     def transform_space(cls, space: gym.Space, time_feature_scale: float = 0.001) -> gym.Space:
+        refuse_structured(space, "a vector (Box) observation to append the time to")
         if not (isinstance(space, gym.spaces.Box) and len(space.shape) == 1):
             raise TypeError(f"TimeFeature appends to vector observations, not {space}")
         low = np.append(space.low, 0.0).astype(space.dtype)

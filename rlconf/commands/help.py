@@ -14,6 +14,7 @@ from rlconf.registry import choices
 RUN_USAGE = "usage: rlconf run [-m] [--cfg {job,hydra,all}] [--config-dir DIR] [--hydra-help] key=value ..."
 USAGE = f"""{RUN_USAGE}
        rlconf list [GROUP | components]
+       rlconf check-env ID | module:Class [--plugins M,...]   (what rlconf makes of an environment)
        rlconf status DIR [--lines N]   (a run, a sweep, or a folder of them)
        rlconf eval RUN_DIR [--episodes N] [--seed S] [--device D] [--plugins M,...]
        rlconf watch RUN_DIR [--episodes N] [--video OUT.mp4] [--fps F] [--seed S] [--device D] [--plugins M,...]

@@ -119,8 +119,20 @@ def export_line(exported: dict) -> str:
     def shape(part: dict) -> str:
         return f"{part['dtype']} [{', '.join(map(str, part['shape']))}]"
 
+    # One observation input, or one a key of a Dict or Tuple observation; then the action mask where there is one.
+    inputs = [f"observation {shape(exported['input'])}"] if "input" in exported else \
+        [f"{part['name']} {shape(part)}" for part in exported["inputs"]]
+    if "action_mask" in exported:
+        inputs.append(f"action_mask {shape(exported['action_mask'])}")
+    # A recurrent policy's state: inputs after those, returned after the action, fed back by the caller.
+    state = exported.get("state", {"inputs": [], "outputs": []})
+    inputs += [f"{part['name']} {shape(part)}" for part in state["inputs"]]
+    outputs = [f"action {shape(exported['output'])}", *(part["name"] for part in state["outputs"])]
+    checked = f"{exported['checked_observations']} observations" + (
+        f" x {exported['checked_steps']} steps" if "checked_steps" in exported else "")
     feeding = "".join(f"; feed it: {how}" for how in exported["feeding"])
+    if state["inputs"]:
+        feeding += f"; feed {', '.join(part['name'] for part in state['inputs'])}: {state['start']}"
     return (f"{exported['agent']} {exported['env']} at step {exported['checkpoint_step']:,}: {exported['format']} "
-            f"policy, observation {shape(exported['input'])} -> action {shape(exported['output'])}, the same "
-            f"actions as the policy on {exported['checked_observations']} observations -> {exported['file']}"
-            f"{feeding}")
+            f"policy, {', '.join(inputs)} -> {', '.join(outputs)}, the same actions as the policy on {checked} "
+            f"-> {exported['file']}{feeding}")

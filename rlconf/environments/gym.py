@@ -23,8 +23,10 @@ import numpy as np
 import torch
 
 from rlconf.core import EnvKind, StateArray
+from rlconf.core.layout import ACTION_MASK, PLAIN, PackedSpace, packed
 from rlconf.environments.base import Environment
 from rlconf.environments.parallel import SharedMemoryVectorEnv, sampled_vector_env
+from rlconf.environments.registered import find_spec
 from rlconf.settings import VECTORIZATION_MODES
 
 
@@ -46,15 +48,20 @@ def simulator_seed(seed: int) -> int:
     return seed % SIMULATOR_SEEDS
 
 
-def make_vector_env(env_id: str, n_envs: int, kwargs: dict, vectorization: str, max_episode_steps: int | None,
-                    render_mode: str | None = None, wrappers: Sequence[Callable[[gym.Env], gym.Env]] = ()
+def make_vector_env(env_id: str | gym.envs.registration.EnvSpec, n_envs: int, kwargs: dict, vectorization: str,
+                    max_episode_steps: int | None, render_mode: str | None = None,
+                    wrappers: Sequence[Callable[[gym.Env], gym.Env]] = ()
                     ) -> gym.vector.VectorEnv:
     """Gymnasium's fastest vectorisation that fits: its native vector version when there is one and more
     than one copy is asked for (CartPole's is 3x faster than stepping copies at 8 envs), subprocesses on
     request (``async``), else copies stepped in this process (``sync``, always when rendering or wrapped)."""
     if vectorization not in VECTORIZATION_MODES:
         raise ValueError(f"hardware.vectorization={vectorization}: allowed: {', '.join(VECTORIZATION_MODES)}")
-    spec = gym.spec(env_id)
+    # ``env_id`` may be gymnasium's EnvSpec itself, with the config's wrappers (environments.registered), which a
+    # native vector env, one simulator stepping arrays, has no copies to apply to: those copies are stepped.
+    spec = find_spec(env_id)
+    if vectorization in ("auto", "native") and spec.additional_wrappers:
+        vectorization = "sync"
     if vectorization == "auto":
         vectorization = "native" if spec.vector_entry_point is not None and n_envs > 1 else "sync"
     if render_mode or wrappers:  # a window or a recorder per copy, in this process
@@ -67,7 +74,10 @@ def make_vector_env(env_id: str, n_envs: int, kwargs: dict, vectorization: str, 
         extra["render_mode"] = render_mode
     if mode == "sync":
         return SerialVectorEnv([partial(make_wrapped, env_id, extra, tuple(wrappers))] * n_envs)
-    return gym.make_vec(env_id, num_envs=n_envs, vectorization_mode=mode, **extra)
+    # Async copies are packed in their processes (structured observations, action masks: core.layout); a
+    # native vector env is one simulator stepping arrays, plain by construction.
+    wrappers = [packed] if mode == "async" else None
+    return gym.make_vec(env_id, num_envs=n_envs, vectorization_mode=mode, wrappers=wrappers, **extra)
 
 
 def make_wrapped(env_id: str, kwargs: dict, wrappers: tuple[Callable[[gym.Env], gym.Env], ...]) -> gym.Env:
@@ -75,7 +85,7 @@ def make_wrapped(env_id: str, kwargs: dict, wrappers: tuple[Callable[[gym.Env], 
     env = gym.make(env_id, **kwargs)
     for wrapper in wrappers:
         env = wrapper(env)
-    return env
+    return packed(env)
 
 
 class SerialVectorEnv(gym.vector.SyncVectorEnv):
@@ -157,7 +167,7 @@ class GymVectorEnvironment(Environment):
         self.groups = len(env.groups) if isinstance(env, SharedMemoryVectorEnv) else 1
         if isinstance(env, SerialVectorEnv):  # batch only the infos _state reads
             env.info_keys = tuple(self.info_keys)
-        self.observation_space = _float32(self.env.single_observation_space)
+        self._adopt_space(self.env.single_observation_space)
         self.action_space = self.env.single_action_space
         # Continuous actions are clipped to the Box here, the one place every agent's actions pass.
         self._action_bounds = _bounds(self.action_space)
@@ -171,6 +181,19 @@ class GymVectorEnvironment(Environment):
         self.stall_steps: int | None = None
         self._idle = np.zeros(n_envs, dtype=np.int64)  # steps since each copy's last reward
         self._restart = np.zeros(n_envs, dtype=bool)  # copies cut short on the last step: reset before the next
+
+    def _adopt_space(self, space: gym.Space) -> None:
+        """The observation space agents see. Packed rows (core.layout) carry a structured observation, an action
+        mask or both: the mask goes to the states' ``action_mask``, and a plain observation that only travelled
+        with one is handed over plain again."""
+        self.layout = space.layout if isinstance(space, PackedSpace) else None
+        self._row_dtype = np.uint8 if self.layout is not None else _float32(space).dtype
+        if self.layout is None:
+            self.observation_space = _float32(space)
+        elif self.layout.plain:
+            self.observation_space = _float32(self.layout.space)
+        else:
+            self.observation_space = self.layout.without_mask().packed_space()
 
     def reset(self, seed: int | None = None) -> StateArray:
         observation, info = self.env.reset(seed=None if seed is None else simulator_seed(seed))
@@ -264,13 +287,25 @@ class GymVectorEnvironment(Environment):
                copies: slice = slice(None)) -> StateArray:
         """The StateArray of one reset or step of ``copies`` (``done``: terminated or truncated); ``info`` is
         there for families that report more keys."""
-        state = StateArray({
-            "observation": torch.from_numpy(np.asarray(observation, dtype=self.observation_space.dtype)),
+        x = {
+            "observation": torch.from_numpy(np.asarray(observation, dtype=self._row_dtype)),
             "reward": torch.from_numpy(np.asarray(reward, dtype=np.float32)),
             "done": torch.from_numpy(done),
             "mask": torch.from_numpy((~terminated).astype(np.float32)),
-        }, (len(reward),))  # built where numpy's arrays are, then moved: labelled cuda, .to() would not move it
-        return state.to(self.device)
+        }
+        if self.layout is not None and self.layout.has_mask:
+            self._unpack_mask(x)
+        state = StateArray(x, (len(reward),))  # built where numpy's arrays are, then moved: labelled cuda,
+        return state.to(self.device)           # .to() would not move it
+
+    def _unpack_mask(self, x: dict[str, torch.Tensor]) -> None:
+        """Split packed rows into the observation agents read and the ``action_mask`` (True: legal)."""
+        rows = x["observation"]
+        x[ACTION_MASK] = self.layout.view(rows, ACTION_MASK).bool()
+        if self.layout.plain:
+            x["observation"] = self.layout.view(rows, PLAIN).clone()
+        else:
+            x["observation"] = rows[:, :self.layout.input_bytes].contiguous()
 
     def close(self) -> None:
         self.env.close()

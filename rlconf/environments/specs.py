@@ -33,6 +33,10 @@ class EnvSpec:
     lives: bool = False  # states carry life_lost, which the atari body's episodic lives read
     test_bounds: bool = False  # built with test=True, the adapter bounds the games of tests (AtariEnvironment)
     extra: str | None = None  # the pip extra that installs its simulator (pip install 'rlconf[EXTRA]')
+    # env.id is a gymnasium id, looked up in gymnasium's registry before anything is built, once these modules
+    # are imported (they register the family's ids: ale_py, minigrid); None: ids of the family's own.
+    gymnasium_ids: tuple[str, ...] | None = None
+    wrappers: bool = False  # takes env.wrappers: its adapter makes every copy with gym.make (environments.registered)
 
     def __post_init__(self):
         if self.observations not in OBSERVATIONS:
@@ -47,16 +51,18 @@ class EnvSpec:
 SINGLE, MULTI, BANDIT = EnvKind.SINGLE_AGENT, EnvKind.MULTI_AGENT, EnvKind.BANDIT
 GYM = "rlconf.environments.gym:GymVectorEnvironment"
 PETTINGZOO = "rlconf.environments.pettingzoo"
+PACKAGES = "rlconf.environments.packages"
+ANY_GYM = {"gymnasium_ids": (), "wrappers": True}  # gymnasium's own ids, copies made by gym.make
 
 for spec in (
-    EnvSpec("classic", GYM, "gymnasium environments, vectorised", SINGLE),
+    EnvSpec("classic", GYM, "gymnasium environments, vectorised", SINGLE, **ANY_GYM),
     EnvSpec("atari", "rlconf.environments.atari:AtariEnvironment",
             "Atari 2600 games (ale-py), DeepMind preprocessing", SINGLE, observations="image", lives=True,
-            test_bounds=True, extra="atari"),
+            test_bounds=True, extra="atari", gymnasium_ids=("ale_py",)),
     EnvSpec("continuous", GYM, "gymnasium tasks with continuous (Box) actions: Pendulum, MountainCarContinuous",
-            SINGLE),
+            SINGLE, **ANY_GYM),
     EnvSpec("mujoco", "rlconf.environments.mujoco:MujocoEnvironment", "MuJoCo robots (gymnasium v5), vectorised",
-            SINGLE, extra="mujoco"),
+            SINGLE, extra="mujoco", **ANY_GYM),
     EnvSpec("pettingzoo_classic", f"{PETTINGZOO}:MultiagentEnvironment",
             "PettingZoo board games (tictactoe, connect four): turns, action masks", MULTI, extra="pettingzoo"),
     EnvSpec("pettingzoo_atari", f"{PETTINGZOO}:MultiagentAtariEnvironment",
@@ -67,7 +73,17 @@ for spec in (
     EnvSpec("pettingzoo_butterfly", f"{PETTINGZOO}:MultiagentFrameEnvironment",
             "PettingZoo butterfly pixel games (pistonball): grey 84x84 frames", MULTI, observations="image",
             extra="pettingzoo"),
-    EnvSpec("tabular", GYM, "gymnasium's toy text: discrete states (FrozenLake, Taxi, CliffWalking)", SINGLE),
+    EnvSpec("box2d", f"{PACKAGES}:Box2DEnvironment",
+            "gymnasium's Box2D tasks: LunarLander (discrete and continuous), BipedalWalker", SINGLE, extra="box2d",
+            **ANY_GYM),
+    EnvSpec("minigrid", f"{PACKAGES}:MinigridEnvironment",
+            "MiniGrid grid worlds: Dict observations (a 7x7 partial view, a direction), discrete actions", SINGLE,
+            extra="minigrid", gymnasium_ids=("minigrid",), wrappers=True),
+    EnvSpec("highway", f"{PACKAGES}:HighwayEnvironment",
+            "highway-env driving: kinematics observations, discrete meta-actions or continuous control", SINGLE,
+            extra="highway", gymnasium_ids=("highway_env",), wrappers=True),
+    EnvSpec("tabular", GYM, "gymnasium's toy text: discrete states (FrozenLake, Taxi, CliffWalking)", SINGLE,
+            **ANY_GYM),
     EnvSpec("bandit", "rlconf.environments.bandit:MultiArmedBandit",
             "multi-armed bandits (Bernoulli, Gaussian): no observation, one pull per step", BANDIT),
     EnvSpec("contextual_bandit", "rlconf.environments.bandit:ContextualBandit",

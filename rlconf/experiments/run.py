@@ -28,6 +28,7 @@ from omegaconf import DictConfig, OmegaConf
 from rlconf import distributed, registry
 from rlconf.agents import Multiagent, ParallelAgent
 from rlconf.core import EnvKind
+from rlconf.core.layout import mask_width
 from rlconf.environments import Environment
 from rlconf.errors import ConfigError, first_line
 from rlconf.experiments.build.agent import build_agent
@@ -312,8 +313,9 @@ def choose_experiment(settings: Settings, built: Built, run_dir: Path, resolved:
     experiment_class, options = EXPERIMENTS[env.kind], {}
     if settings.hardware.runner == "async":  # the environment steps in an acting process; this one learns
         experiment_class = AsyncExperiment
+        masked = getattr(env, "layout", None) is not None and env.layout.has_mask
         acting = Acting(resolved, built.agent, settings.hardware.n_envs, settings.run.steps,
-                        settings.hardware.sync_every)
+                        settings.hardware.sync_every, mask_width(env.action_space) if masked else None)
         env.close()
         env, options = ActingEnvironment(env, acting), {"acting": acting}
     if built.videos is not None:

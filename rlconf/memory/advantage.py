@@ -1,4 +1,9 @@
-"""Rollout storage for on-policy agents, with generalised advantage estimation (GAE)."""
+"""Rollout storage for on-policy agents, with generalised advantage estimation (GAE).
+
+Where the environment says which actions are legal (``state["action_mask"]``), each state's mask is stored with
+it: an update recomputes the same masked distribution the action was sampled from (as sb3-contrib's
+MaskablePPO). The mask's rows are allocated on the first masked state, so plain environments store nothing more.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ from typing import NamedTuple
 import torch
 
 from rlconf.core import State
+from rlconf.core.layout import ACTION_MASK
 
 
 class Rollout(NamedTuple):
@@ -17,10 +23,15 @@ class Rollout(NamedTuple):
     log_prob: torch.Tensor
     advantage: torch.Tensor
     returns: torch.Tensor
+    action_mask: torch.Tensor | None = None  # [size, mask width] bool where the environment masks actions
 
     @property
     def size(self) -> int:  # not __len__: a NamedTuple's own machinery (_replace) relies on len()
         return len(self.action)
+
+    def rows(self, index: torch.Tensor) -> Rollout:
+        """The transitions at ``index`` (a minibatch)."""
+        return Rollout(*(None if x is None else x[index] for x in self))
 
 
 class GeneralizedAdvantageBuffer:
@@ -47,6 +58,7 @@ class GeneralizedAdvantageBuffer:
         self.done = torch.zeros((rows, n_envs), dtype=torch.bool, device=device)
         self.action = torch.zeros((n_steps, n_envs, *action_shape), dtype=action_dtype, device=device)
         self.log_prob = torch.zeros((n_steps, n_envs), device=device)
+        self.action_mask: torch.Tensor | None = None  # [rows, n_envs, mask width] bool, from the first masked state
         self.t = 0
 
     @property
@@ -60,6 +72,12 @@ class GeneralizedAdvantageBuffer:
         self.reward[t, columns] = states["reward"]
         self.mask[t, columns] = states["mask"]
         self.done[t, columns] = states["done"]
+        if ACTION_MASK in states:
+            legal = states[ACTION_MASK]
+            if self.action_mask is None:
+                self.action_mask = torch.ones((*self.done.shape, legal.shape[-1]), dtype=torch.bool,
+                                              device=self.done.device)
+            self.action_mask[t, columns] = legal
 
     def store_action(self, actions: torch.Tensor, log_prob: torch.Tensor, columns: slice | None = None,
                      t: int | None = None) -> None:
@@ -95,16 +113,23 @@ class GeneralizedAdvantageBuffer:
         """The flattened valid transitions with their advantages; then start the next rollout."""
         advantages, returns = self.advantages(values)
         valid = self.valid
+        legal = None if self.action_mask is None else self.action_mask[:-1][valid]
         rollout = Rollout(self.observation[:-1][valid], self.action[valid], self.log_prob[valid],
-                          advantages[valid], returns[valid])
+                          advantages[valid], returns[valid], legal)
         self._carry_last_row()
         return rollout
 
+    def _stored(self) -> tuple[str, ...]:
+        """The per-step tensors a checkpoint keeps: the action masks only where the environment has them."""
+        names = ("observation", "reward", "mask", "done", "action", "log_prob")
+        return names if self.action_mask is None else (*names, "action_mask")
+
     def _carry_last_row(self) -> None:
         """The states the rollout ended in are the first states of the next one."""
-        for name in ("observation", "reward", "mask", "done"):
+        for name in ("observation", "reward", "mask", "done", "action_mask"):
             tensor = getattr(self, name)
-            tensor[0] = tensor[-1]
+            if tensor is not None:
+                tensor[0] = tensor[-1]
         self.t = 0
 
     def state_dict(self) -> dict:
@@ -112,15 +137,17 @@ class GeneralizedAdvantageBuffer:
         and row 0 carried over from the last rollout is written again by the first step of the next one).
         Cloned, since torch.save writes a view's whole storage: an Atari rollout's preallocated frames are
         29 MB."""
-        return {name: getattr(self, name)[: self.t].clone() for name in ("observation", "reward", "mask", "done",
-                                                                          "action", "log_prob")} | {"t": self.t}
+        return {name: getattr(self, name)[: self.t].clone() for name in self._stored()} | {"t": self.t}
 
     def load_state_dict(self, state: dict) -> None:
         """Restore a checkpoint's rollout (its leading rows; older checkpoints hold every row). A resumed run
         starts from an environment reset, so the newest stored state's action never gets its outcome: marked
         as the end of its episode, it is left out of training and the advantages before it bootstrap from
         its value."""
-        for name in ("observation", "reward", "mask", "done", "action", "log_prob"):
+        if "action_mask" in state and self.action_mask is None:
+            self.action_mask = torch.ones((*self.done.shape, state["action_mask"].shape[-1]), dtype=torch.bool,
+                                          device=self.done.device)
+        for name in self._stored():
             getattr(self, name)[: len(state[name])].copy_(state[name])
         self.t = state["t"]
         if self.t:
@@ -133,7 +160,7 @@ class SequenceRollout(NamedTuple):
     each chunk starts from (zero where an episode begins at its first row), ``resets`` marks the rows where an
     episode begins later in the chunk (the state is zeroed before them), ``valid`` the rows that are
     transitions (not the reset step after an episode's end): the unroll runs through every row, the losses
-    count the valid ones."""
+    count the valid ones. ``action_mask``: each row's legal actions, where the environment masks them."""
 
     observation: torch.Tensor
     action: torch.Tensor
@@ -143,6 +170,7 @@ class SequenceRollout(NamedTuple):
     valid: torch.Tensor
     resets: torch.Tensor
     start: torch.Tensor
+    action_mask: torch.Tensor | None = None
 
     @property
     def n_envs(self) -> int:
@@ -150,14 +178,14 @@ class SequenceRollout(NamedTuple):
 
     def columns(self, envs: torch.Tensor) -> SequenceRollout:
         """The chunks of environments ``envs`` (indices): a minibatch of whole sequences."""
-        *steps, start = self
-        return SequenceRollout(*(x[:, envs] for x in steps), start[envs])
+        *steps, start, legal = self
+        return SequenceRollout(*(x[:, envs] for x in steps), start[envs], None if legal is None else legal[:, envs])
 
     def transitions(self) -> Rollout:
         """The valid steps, flattened in time-major order (as ``features[valid]`` orders them)."""
         valid = self.valid
         return Rollout(self.observation[valid], self.action[valid], self.log_prob[valid], self.advantage[valid],
-                       self.returns[valid])
+                       self.returns[valid], None if self.action_mask is None else self.action_mask[valid])
 
 
 class RecurrentAdvantageBuffer(GeneralizedAdvantageBuffer):
@@ -184,8 +212,9 @@ class RecurrentAdvantageBuffer(GeneralizedAdvantageBuffer):
         """Rows 0..n_steps-1 of every environment with their advantages (given V of rows 0..n_steps); then
         start the next rollout. Copies: the next rollout overwrites the buffer's rows."""
         advantages, returns = self.advantages(values)
+        legal = None if self.action_mask is None else self.action_mask[:-1].clone()
         sequences = SequenceRollout(self.observation[:-1].clone(), self.action.clone(), self.log_prob.clone(),
-                                    advantages, returns, self.valid, self.resets[:-1], self.start)
+                                    advantages, returns, self.valid, self.resets[:-1], self.start, legal)
         self._carry_last_row()
         return sequences
 

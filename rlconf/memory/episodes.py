@@ -15,6 +15,7 @@ class EpisodeSteps(NamedTuple):
     index: torch.Tensor  # positions of the steps among the rows ``observations()`` returned
     action: torch.Tensor
     returns: torch.Tensor
+    action_mask: torch.Tensor | None = None  # the legal actions of each step, where the environment masks them
 
     @property
     def size(self) -> int:
@@ -46,6 +47,7 @@ class CompleteEpisodeBuffer:
         self._mask: list[torch.Tensor] = []
         self._done: list[torch.Tensor] = []
         self._action: list[torch.Tensor] = []
+        self._action_mask: list[torch.Tensor] = []  # with the actions, where states have an ``action_mask``
         self._start = torch.zeros(n_envs, dtype=torch.int64, device=self.device)  # first row not learned from
         self._length = torch.zeros(n_envs, dtype=torch.int64, device=self.device)  # steps of running episodes
         self._region: torch.Tensor | None = None
@@ -63,8 +65,11 @@ class CompleteEpisodeBuffer:
             self._length[done] = 0
         self._length += ~done
 
-    def store_action(self, actions: torch.Tensor) -> None:
+    def store_action(self, actions: torch.Tensor, action_mask: torch.Tensor | None = None) -> None:
+        """The actions taken in the last stored states, and those states' legal actions if they are masked."""
         self._action.append(actions.clone())
+        if action_mask is not None:
+            self._action_mask.append(action_mask.clone())
 
     def observations(self) -> torch.Tensor:
         """The states of the complete episodes not learned from yet, flattened (time-major)."""
@@ -91,7 +96,9 @@ class CompleteEpisodeBuffer:
             returns[t] = running
         steps = region & ~done
         actions = torch.stack(self._action)
-        batch = EpisodeSteps(steps[region].nonzero().squeeze(1), actions[steps[: len(actions)]], returns[steps])
+        taken = steps[: len(actions)]
+        legal = torch.stack(self._action_mask)[taken] if self._action_mask else None
+        batch = EpisodeSteps(steps[region].nonzero().squeeze(1), actions[taken], returns[steps], legal)
         self._forget(region, done)
         return batch
 
@@ -101,20 +108,22 @@ class CompleteEpisodeBuffer:
         learned = region.any(0)
         self._start = torch.where(learned, torch.where(done & region, rows, -1).max(0).values + 1, self._start)
         cut = int(self._start.min())
-        for rows_list in (self._observation, self._reward, self._mask, self._done, self._action):
+        for rows_list in (self._observation, self._reward, self._mask, self._done, self._action, self._action_mask):
             del rows_list[:cut]
         self._start -= cut
         self._region = None
         self.completed_steps = 0
 
     def state_dict(self) -> dict:
-        return {"observation": self._observation, "reward": self._reward, "mask": self._mask, "done": self._done,
-                "action": self._action, "start": self._start, "length": self._length,
-                "completed_steps": self.completed_steps}
+        state = {"observation": self._observation, "reward": self._reward, "mask": self._mask, "done": self._done,
+                 "action": self._action, "start": self._start, "length": self._length,
+                 "completed_steps": self.completed_steps}
+        return state | {"action_mask": self._action_mask} if self._action_mask else state
 
     def load_state_dict(self, state: dict) -> None:
         for name in ("observation", "reward", "mask", "done", "action"):
             setattr(self, f"_{name}", list(state[name]))
+        self._action_mask = list(state.get("action_mask", []))
         self._start = state["start"].to(self.device)
         self._length = state["length"].to(self.device)
         self.completed_steps = state["completed_steps"]

@@ -40,9 +40,14 @@ class SharedReplay:
         self.lock = lock
 
     @classmethod
-    def share(cls, replay, context=None) -> SharedReplay:
-        """Move ``replay``'s rows into shared memory (the rows written so far are copied)."""
+    def share(cls, replay, context=None, mask_width: int | None = None) -> SharedReplay:
+        """Move ``replay``'s rows into shared memory (the rows written so far are copied). ``mask_width``: where
+        the environment masks actions, the rows of their masks (``[rows, n_envs, mask_width]``), allocated now
+        so that the acting process writes them too."""
         base = _base(replay)
+        if mask_width is not None and base.action_mask is None:
+            base.action_mask = torch.zeros((base.rows, base.n_envs, mask_width), dtype=torch.bool,
+                                           device=base.device)
         for name in base._STATE:
             tensor = getattr(base, name)
             if tensor is None or tensor.is_cuda or tensor.is_shared():
@@ -63,7 +68,7 @@ class SharedReplay:
         """``replay`` (built like the learner's) writing into the learner's shared rows."""
         base = _base(replay)
         for name, tensor in handles["tensors"].items():
-            if getattr(base, name) is None:
+            if getattr(base, name) is None and name != "action_mask":  # masks: allocated as the first is stored
                 raise ValueError(f"the shared replay has {name}, this one does not")
             setattr(base, name, tensor)
         shared = cls(replay, handles["counters"], handles["lock"])

@@ -5,8 +5,9 @@ the networks agents ask for: ``q`` (action values), ``q_dist`` (return-distribut
 network of its own with any number of outputs), ``trunk`` (shared features) and ``linear`` (a head layer on a
 trunk); with ``recurrent`` (lstm, gru), ``recurrent_q`` and ``recurrent_trunk`` build the same networks around
 a recurrent core (rlconf.nn.recurrent). Agents call these methods and never name a layer, so every agent runs on
-every model: DQN on an MLP for CartPole and on the Nature CNN for Atari with the same code. ``model_settings``
-picks the class from the registry.
+every model: DQN on an MLP for CartPole and on the Nature CNN for Atari with the same code. Dict and Tuple
+observations (a PackedSpace: rlconf.core.layout) begin with the multi-input encoder of rlconf.nn.encoders, one
+encoder per key, and the model's own layers follow. ``model_settings`` picks the class from the registry.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ import numpy as np
 from torch import nn
 
 from rlconf import registry
+from rlconf.core.layout import layout_of
 from rlconf.errors import require
+from rlconf.nn.encoders import multi_input, nature_convs
 from rlconf.nn.layers import (
     CategoricalDueling,
     ChannelsLast,
@@ -103,6 +106,17 @@ class ModelSettings:
         if self.shared:
             return trunk(), self.recurrent_hidden
         return SideBySide(trunk(), trunk()), 2 * self.recurrent_hidden
+
+    def observation_encoder(self, space: gym.Space) -> tuple[nn.Module | None, int]:
+        """What a network that takes more than the observation (a critic's Q(s, a)) reads the observation with:
+        for Dict and Tuple observations the multi-input encoder (rlconf.nn.encoders) and its width, its features
+        then concatenated with the rest; None and the flat size for plain ones, which are concatenated as
+        they are."""
+        layout = layout_of(space)
+        if layout is None:
+            return None, flat_size(space)
+        encoder, width = multi_input(layout, self)
+        return self._initialised(encoder, {}), width
 
     # -- what a model defines -----------------------------------------------------------------------------
     def _features(self, space: gym.Space) -> tuple[list[nn.Module], int]:
@@ -202,6 +216,11 @@ class MLPSettings(MLPConfig, ModelSettings):
     zero_output: ClassVar[bool] = False
 
     def _features(self, space: gym.Space) -> tuple[list[nn.Module], int]:
+        layout = layout_of(space)
+        if layout is not None:  # Dict and Tuple observations: each key encoded, then the hidden layers
+            encoder, width = multi_input(layout, self)
+            hidden, width = self._dense(width, self.hidden[:-1], noisy=False)
+            return [encoder, *hidden], width
         # Vector observations need no Flatten: one module fewer on the per-step path.
         flatten = [Flatten()] if len(space.shape) > 1 else []
         hidden, width = self._dense(flat_size(space), self.hidden[:-1], noisy=False)
@@ -214,23 +233,21 @@ class MLPSettings(MLPConfig, ModelSettings):
         return activation(self.activation)()
 
 
-# (out_channels, kernel, stride) of the Nature DQN's convolutions (Mnih et al. 2015).
-NATURE_CONVS = ((32, 8, 4), (64, 4, 2), (64, 3, 1))
-
-
 class NatureCNNSettings(NatureCNNConfig, ModelSettings):
     """The Nature DQN convolutions on channels-first frames, then a fully connected layer per head (the
     settings: ``schemas.NatureCNNConfig``)."""
 
     def _features(self, space: gym.Space) -> tuple[list[nn.Module], int]:
+        layout = layout_of(space)
+        if layout is not None:  # Dict and Tuple observations: images by these convolutions, the rest by theirs
+            encoder, width = multi_input(layout, self)
+            return [encoder], width
         require(len(space.shape) == 3, "approximation.model", self.model,
                 f"needs image observations [channels, height, width]; got shape {tuple(space.shape)}")
         channels, *size = space.shape
         # The layout first: uint8 copies cheaply.
-        layers: list[nn.Module] = [ChannelsLast(), *input_layers(space, self.scale_frames)]
-        for out_channels, kernel, stride in NATURE_CONVS:
-            layers += [nn.Conv2d(channels, out_channels, kernel, stride=stride), nn.ReLU()]
-            channels, size = out_channels, [(n - kernel) // stride + 1 for n in size]
+        convs, channels, size = nature_convs(channels, size)
+        layers: list[nn.Module] = [ChannelsLast(), *input_layers(space, self.scale_frames), *convs]
         require(min(size) >= 1, "approximation.model", self.model,
                 f"frames of {tuple(space.shape[1:])} are too small for its convolutions (at least 36x36)")
         return [*layers, Flatten()], channels * size[0] * size[1]

@@ -40,6 +40,12 @@ class RecurrentCore(nn.Module):
     def state_size(self) -> int:
         return 2 * self.hidden if self.kind == "lstm" else self.hidden
 
+    @property
+    def state_parts(self) -> tuple[str, ...]:
+        """The parts of the flat state, in its order, each ``hidden`` wide: an LSTM's ``h`` and ``c``, a GRU's
+        ``h`` (what an exported graph takes and returns as inputs of their own)."""
+        return ("h", "c") if self.kind == "lstm" else ("h",)
+
     def forward(self, x: torch.Tensor, state: torch.Tensor,
                 resets: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """``x [T, B, inputs]`` from ``state [B, state_size]`` -> ``([T, B, hidden], state after step T)``.
@@ -93,6 +99,15 @@ class RecurrentNetwork(nn.Module):
         y, state = self.core(features.view(steps, batch, -1), state, resets)
         out = self.head(y.flatten(0, 1))
         return out.view(steps, batch, *out.shape[1:]), state
+
+    def step(self, x: torch.Tensor | dict[str, torch.Tensor],
+             state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """One step of a batch without its time axis, ``x [B, *obs]`` or a Dict observation's ``{key: [B, ...]}``
+        (what an exported graph takes), from ``state``: the outputs ``[B, ...]`` and the state after it, as
+        ``forward`` computes them for a sequence of one step."""
+        features = self.encoder(x)
+        y, state = self.core(features.reshape(1, features.shape[0], -1), state)
+        return self.head(y[0]), state
 
 
 class SideBySide(nn.Module):

@@ -13,8 +13,9 @@ from rlconf.policies.greedy import (
     random_actions,
     random_legal,
 )
+from rlconf.policies.multi import Bernoullis, MultiCategorical, MultiDiscreteLayout
 from rlconf.policies.soft_deterministic import SoftDeterministicPolicy
-from rlconf.policies.softmax import Categorical, SoftmaxPolicy
+from rlconf.policies.softmax import MASKED_LOGIT, Categorical, SoftmaxPolicy, masked_logits
 from rlconf.policies.stochastic import (
     StochasticPolicy,
     action_layout,
@@ -23,7 +24,8 @@ from rlconf.policies.stochastic import (
     stochastic_policy,
 )
 
-__all__ = ["ActionBounds", "Categorical", "DeterministicPolicy", "DiagonalNormal", "GaussianHead", "GaussianPolicy",
+__all__ = ["ActionBounds", "Bernoullis", "Categorical", "MASKED_LOGIT", "MultiCategorical", "MultiDiscreteLayout",
+           "masked_logits", "DeterministicPolicy", "DiagonalNormal", "GaussianHead", "GaussianPolicy",
            "GreedyPolicy", "ParallelGreedyPolicy", "SoftDeterministicPolicy", "SoftmaxPolicy", "StochasticPolicy",
            "TanhActionBound", "action_layout", "legal_argmax", "legal_max", "policy_network", "policy_outputs",
            "random_legal", "stochastic_policy", "ACTION_MASK", "random_actions", "global_random_actions"]

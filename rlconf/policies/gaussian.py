@@ -80,15 +80,16 @@ class GaussianPolicy(Approximation):
         super().__init__(model, optimizer, name=name, **kwargs)
         self.bounds = bounds
 
-    def __call__(self, *inputs) -> DiagonalNormal:
+    # ``mask``: the softmax policies' action mask, which a Box never has (rlconf.core.layout.check_mask refuses one).
+    def __call__(self, *inputs, mask: None = None) -> DiagonalNormal:
         return DiagonalNormal(*self._forward(*inputs))
 
     @torch.no_grad()
-    def no_grad(self, *inputs) -> DiagonalNormal:
+    def no_grad(self, *inputs, mask: None = None) -> DiagonalNormal:
         mean, log_std = self._forward(*inputs)
         return DiagonalNormal(mean, log_std.detach())  # a parameter handed through keeps requires_grad
 
-    def greedy(self, *inputs) -> torch.Tensor:
+    def greedy(self, *inputs, mask: None = None) -> torch.Tensor:
         """The mean action (normalised), evaluated without gradients (for test agents)."""
         mean, _ = self.eval(*inputs)
         return mean

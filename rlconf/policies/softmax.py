@@ -1,4 +1,6 @@
-"""Softmax (categorical) policies for discrete actions."""
+"""Softmax (categorical) policies for discrete actions: Discrete, and with ``rlconf.policies.multi``'s
+distributions MultiDiscrete and MultiBinary; each optionally masked by the states' ``action_mask`` (True =
+legal; its conventions and checks: ``rlconf.core.layout.check_mask``)."""
 
 from __future__ import annotations
 
@@ -6,6 +8,17 @@ import torch
 import torch.nn.functional as F
 
 from rlconf.approximation import Approximation
+from rlconf.policies.greedy import legal_argmax
+
+# A masked logit, as sb3-contrib's MaskablePPO sets it: far below any logit, so the softmax gives the action
+# probability 0 and sampling never draws it; finite, so that the entropy's p * log p is 0 for it (not NaN).
+MASKED_LOGIT = -1e8
+
+
+def masked_logits(logits: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
+    """``logits`` with those of illegal actions (``legal`` False) set to ``MASKED_LOGIT`` (the dtype's lowest
+    where that is higher: half precision)."""
+    return logits.masked_fill(~legal, max(MASKED_LOGIT, torch.finfo(logits.dtype).min))
 
 
 class Categorical:
@@ -14,10 +27,20 @@ class Categorical:
     Holds the normalised log-probabilities once and answers ``sample``, ``log_prob``, ``entropy`` and
     ``mode`` from them: a third of the tensor operations of ``torch.distributions.Categorical``, which
     matters when small policies are evaluated thousands of times a second.
+
+    With ``mask`` (bool, True = legal) the illegal actions' logits are masked before the softmax, as
+    MaskablePPO does: sampling, ``log_prob``, ``entropy`` and ``mode`` are those of the masked distribution.
     """
 
-    def __init__(self, logits: torch.Tensor):
+    def __init__(self, logits: torch.Tensor, mask: torch.Tensor | None = None):
+        if mask is not None:
+            logits = masked_logits(logits, mask)
         self.log_probs = F.log_softmax(logits, dim=-1)
+
+    @staticmethod
+    def greedy(logits: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """The most probable (legal) action of each row of ``logits``, without building the distribution."""
+        return legal_argmax(logits, mask)
 
     @property
     def probs(self) -> torch.Tensor:
@@ -39,22 +62,29 @@ class Categorical:
 
 
 class SoftmaxPolicy(Approximation):
-    """A policy network whose outputs are action logits; calling it gives a ``Categorical`` distribution."""
+    """A policy network whose outputs are action logits; calling it on features (and the states' action
+    ``mask``, if any) gives a distribution: a ``Categorical`` over a Discrete space, or what ``distribution``
+    makes of the logits (``multi.distributions``: independent categoricals or Bernoullis). ``offset``: what the
+    environment's actions add to the sampled indices (a MultiDiscrete space's ``start``; None: nothing)."""
 
-    def __init__(self, model, optimizer=None, name: str = "policy", **kwargs):
+    def __init__(self, model, optimizer=None, name: str = "policy", distribution=Categorical,
+                 offset: torch.Tensor | None = None, **kwargs):
         super().__init__(model, optimizer, name=name, **kwargs)
+        self.distribution = distribution
+        self.offset = offset
 
-    def __call__(self, *inputs) -> Categorical:
-        return Categorical(self._forward(*inputs))
+    def __call__(self, *inputs, mask: torch.Tensor | None = None):
+        return self.distribution(self._forward(*inputs), mask)
 
     @torch.no_grad()
-    def no_grad(self, *inputs) -> Categorical:
-        return Categorical(self._forward(*inputs))
+    def no_grad(self, *inputs, mask: torch.Tensor | None = None):
+        return self.distribution(self._forward(*inputs), mask)
 
-    def greedy(self, *inputs) -> torch.Tensor:
-        """The most probable action, evaluated without gradients (for test agents)."""
-        return self.eval(*inputs).argmax(-1)
+    def greedy(self, *inputs, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """The most probable (legal) action, evaluated without gradients (for test agents)."""
+        return self.distribution.greedy(self.eval(*inputs), mask)
 
     def env_actions(self, actions: torch.Tensor) -> torch.Tensor:
-        """The environment's actions for sampled ones: the same indices (GaussianPolicy rescales)."""
-        return actions
+        """The environment's actions for sampled ones: the same indices, shifted by ``offset`` if any
+        (GaussianPolicy rescales)."""
+        return actions if self.offset is None else actions + self.offset

@@ -7,6 +7,7 @@ that cannot work is one line naming what the agent needs, never an error from de
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +18,8 @@ from rlconf.core.kinds import EnvKind
 ACTION_KINDS: dict[str, tuple[str, str, str]] = {
     "discrete": ("discrete", "Discrete", "env=classic/cartpole or env=atari/<game>"),
     "box": ("continuous (Box)", "Box", "env=classic/pendulum or env=mujoco/half_cheetah"),
+    "multi_discrete": ("multi-discrete", "MultiDiscrete", "env=gym env.id=<an id with MultiDiscrete actions>"),
+    "multi_binary": ("multi-binary", "MultiBinary", "env=gym env.id=<an id with MultiBinary actions>"),
     "any": ("any", "any", "any env"),
 }
 
@@ -26,7 +29,8 @@ def _space_class(action_kind: str) -> type:
     an agent), never where a spec is only read."""
     import gymnasium as gym
 
-    return {"discrete": gym.spaces.Discrete, "box": gym.spaces.Box, "any": gym.Space}[action_kind]
+    return {"discrete": gym.spaces.Discrete, "box": gym.spaces.Box, "multi_discrete": gym.spaces.MultiDiscrete,
+            "multi_binary": gym.spaces.MultiBinary, "any": gym.Space}[action_kind]
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,9 @@ class Plays:
 
     kinds: frozenset[EnvKind]
     actions: tuple[str, ...] = ("any",)
+    # Dict and Tuple observations (packed rows, rlconf.core.layout): every agent whose networks come from
+    # rlconf.nn reads them through its multi-input encoder; a table or a bandit's arms do not.
+    structured: bool = True
 
     def __post_init__(self):
         unknown = [a for a in self.actions if a not in ACTION_KINDS]
@@ -53,6 +60,14 @@ class Plays:
     def refuses_actions(self, space: Any) -> bool:
         return not isinstance(space, tuple(_space_class(kind) for kind in self.actions))
 
+    def refuses_observations(self, space: Any) -> bool:
+        return not self.structured and _structured(space)
+
+    def observations_refusal(self, agent: str, space: Any) -> str:
+        """The one line saying that ``agent`` cannot read the structured observations of ``space``."""
+        return (f"agent={agent}: reads plain observations (a Box or Discrete), not {space.original}; allowed: an "
+                f"agent with networks, e.g. agent=dqn or agent=ppo (rlconf check-env ID lists all that can play it)")
+
     def actions_refusal(self, agent: str, space: Any) -> str:
         """The one line saying that ``agent`` cannot act in ``space``."""
         words, names, examples = zip(*(ACTION_KINDS[kind] for kind in self.actions), strict=True)
@@ -60,8 +75,17 @@ class Plays:
                 f"{' or '.join(names)} actions, e.g. {' or '.join(examples)} (rlconf list env)")
 
 
-DISCRETE = Plays.single_agent("discrete")  # the value-based and tabular agents
+DISCRETE = Plays.single_agent("discrete")  # the value-based agents
+TABULAR = Plays(frozenset({EnvKind.SINGLE_AGENT}), ("discrete",), structured=False)  # a table of Discrete states
 CONTINUOUS = Plays.single_agent("box")  # DDPG, TD3, SAC
-BOTH = Plays.single_agent("discrete", "box")  # the policy gradients: softmax or Gaussian policies
-BANDITS = Plays(frozenset({EnvKind.BANDIT}), ("discrete",))  # the bandit agents: bandits, and only those
+# The policy gradients: softmax policies (independent categoricals, Bernoullis) or Gaussian ones.
+STOCHASTIC = Plays.single_agent("discrete", "multi_discrete", "multi_binary", "box")
+BANDITS = Plays(frozenset({EnvKind.BANDIT}), ("discrete",), structured=False)  # bandits, and only those
 MULTIAGENT = Plays(frozenset({EnvKind.MULTI_AGENT}))  # a whole game's players; each player's agent checks its own
+
+
+def _structured(space: Any) -> bool:
+    """Whether ``space`` is a structured observation's PackedSpace. Its module imports torch, which reading specs
+    must not: a PackedSpace exists only once that module is imported, so none is there before it is."""
+    layout = sys.modules.get("rlconf.core.layout")
+    return layout is not None and isinstance(space, layout.PackedSpace)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from rlconf import registry
 from rlconf.agents.specs._defaults import agent_defaults
-from rlconf.agents.specs._plays import BOTH
+from rlconf.agents.specs._plays import STOCHASTIC
 from rlconf.agents.specs._policy_gradient import PolicyGradientConfig
 from rlconf.agents.specs._spec import AgentSpec
 from rlconf.errors import require
@@ -27,6 +27,6 @@ class A2CConfig(PolicyGradientConfig):
 
 # One update per rollout of n_steps steps (data-parallel learners step together); a rollout's columns are
 # acted on a group at a time (the alternating sampler); with or without a recurrent core.
-ROLLOUT = {"plays": BOTH, "recurrent": "optional", "data_parallel": True, "alternates": True}
+ROLLOUT = {"plays": STOCHASTIC, "recurrent": "optional", "data_parallel": True, "alternates": True}
 registry.register(AgentSpec("a2c", "rlconf.agents.a2c:A2C", A2CConfig,
                             "Advantage Actor-Critic: n-step returns, entropy bonus, parallel envs", **ROLLOUT))

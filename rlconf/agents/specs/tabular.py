@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from rlconf import registry
 from rlconf.agents.specs._defaults import agent_defaults, require_epsilon_schedule
-from rlconf.agents.specs._plays import DISCRETE
+from rlconf.agents.specs._plays import TABULAR
 from rlconf.agents.specs._spec import AgentSpec
 from rlconf.errors import require
 
@@ -65,10 +65,10 @@ class DynaQConfig(TabularConfig):
 AGENT = "rlconf.agents.tabular"
 for spec in (
     AgentSpec("q_learning", f"{AGENT}:QLearning", QLearningConfig, "tabular Q-learning, epsilon-greedy",
-              plays=DISCRETE),
+              plays=TABULAR),
     AgentSpec("sarsa_lambda", f"{AGENT}:SarsaLambda", SarsaLambdaConfig,
-              "tabular SARSA(lambda) with eligibility traces", plays=DISCRETE),
+              "tabular SARSA(lambda) with eligibility traces", plays=TABULAR),
     AgentSpec("dyna_q", f"{AGENT}:DynaQ", DynaQConfig,
-              "tabular Dyna-Q: Q-learning plus planning steps from a learned model", plays=DISCRETE),
+              "tabular Dyna-Q: Q-learning plus planning steps from a learned model", plays=TABULAR),
 ):
     registry.register(spec)

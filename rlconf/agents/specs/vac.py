@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from rlconf import registry
 from rlconf.agents.specs._defaults import agent_defaults
-from rlconf.agents.specs._plays import BOTH
+from rlconf.agents.specs._plays import STOCHASTIC
 from rlconf.agents.specs._policy_gradient import PolicyGradientConfig
 from rlconf.agents.specs._spec import AgentSpec
 
@@ -18,4 +18,4 @@ class VACConfig(PolicyGradientConfig):
 
 
 registry.register(AgentSpec("vac", "rlconf.agents.vac:VAC", VACConfig,
-                            "vanilla actor-critic: one-step TD advantages every step, parallel envs", plays=BOTH))
+                            "vanilla actor-critic: one-step TD advantages every step, parallel envs", plays=STOCHASTIC))

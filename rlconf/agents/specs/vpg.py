@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from rlconf import registry
 from rlconf.agents.specs._defaults import agent_defaults
-from rlconf.agents.specs._plays import BOTH
+from rlconf.agents.specs._plays import STOCHASTIC
 from rlconf.agents.specs._policy_gradient import PolicyGradientConfig
 from rlconf.agents.specs._spec import AgentSpec
 from rlconf.errors import require
@@ -23,4 +23,4 @@ class VPGConfig(PolicyGradientConfig):
 
 
 registry.register(AgentSpec("vpg", "rlconf.agents.vpg:VPG", VPGConfig,
-                            "REINFORCE with a value baseline: complete episodes, parallel envs", plays=BOTH))
+                            "REINFORCE with a value baseline: complete episodes, parallel envs", plays=STOCHASTIC))

@@ -3,6 +3,7 @@ choices (learners, runner, sampler) that the capabilities its spec declares deci
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import replace
 
 import numpy as np
@@ -10,11 +11,11 @@ import torch
 
 from rlconf import distributed, registry
 from rlconf.agents import AgentSpec, BuildContext, Multiagent, MultiagentBuildContext, ParallelAgent, SingleEnvAgent
-from rlconf.bodies import NormalizeObservations, NormalizeRewards, RunningMeanStd, body_options
+from rlconf.bodies import NormalizeObservations, NormalizeRewards, RunningMeanStd, body_options, observation_statistics
 from rlconf.config import Settings
 from rlconf.core import EnvKind
 from rlconf.errors import ConfigError
-from rlconf.experiments.build.pairing import compatible
+from rlconf.experiments.build.pairing import check_observations, compatible
 from rlconf.logging import ScopedLogger
 
 
@@ -28,6 +29,7 @@ def build_agent(settings: Settings, env, logger) -> ParallelAgent | Multiagent:
         raise ConfigError(refusal)
     if env.kind is EnvKind.MULTI_AGENT:
         return build_multiagent(settings, env, logger)
+    check_observations(env, settings.approximation)
     learners = settings.hardware.learners
     context = BuildContext(
         observation_space=env.observation_space, action_space=env.action_space, n_envs=settings.hardware.n_envs,
@@ -60,11 +62,13 @@ def embodied_agent(settings: Settings, spec: AgentSpec, config, context: BuildCo
             raise ConfigError(f"hardware.n_envs={context.n_envs}: agent {name} acts on one state at a time; "
                               "allowed: 1")
         agent = SingleEnvAgent(agent)
+    if "observation_space" in inspect.signature(body_class).parameters:  # a body that unpacks rows (stack.py)
+        options = {**options, "observation_space": space}
     body = body_class(agent, **options)
     if settings.body.normalize_rewards:
         body = NormalizeRewards(body, RunningMeanStd((), settings.hardware.device), spec.discount(config))
     if settings.body.normalize_observations:
-        body = NormalizeObservations(body, RunningMeanStd(env_space.shape, settings.hardware.device))
+        body = NormalizeObservations(body, observation_statistics(env_space, settings.hardware.device))
     return body
 
 

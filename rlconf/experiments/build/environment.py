@@ -7,6 +7,7 @@ from rlconf import registry
 from rlconf.config import Settings
 from rlconf.core import EnvKind
 from rlconf.environments import Environment
+from rlconf.environments.registered import wrapped_spec
 from rlconf.errors import ConfigError
 
 
@@ -29,8 +30,11 @@ def make_env(settings: Settings, n_envs: int, render_mode: str | None = None, wr
     if spec.kind is EnvKind.BANDIT:  # the arms' parameters are drawn from the run's seed
         extra["seed"] = settings.run.seed
     env_class = registry.import_path(spec.class_path)
+    # A family that makes its copies with gym.make takes gymnasium's spec, with env.wrappers, in place of the id.
+    env_id = wrapped_spec(settings.env.id, settings.env.wrappers, settings.run.plugins) if spec.wrappers else (
+        settings.env.id)
     try:
-        return env_class(settings.env.id, n_envs, kwargs=settings.env.kwargs,
+        return env_class(env_id, n_envs, kwargs=settings.env.kwargs,
                          vectorization=settings.hardware.vectorization,
                          max_episode_steps=settings.env.max_episode_steps, device=settings.hardware.device,
                          name=settings.env.name, **extra)

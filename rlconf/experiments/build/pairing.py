@@ -1,7 +1,8 @@
 """Which agents can play which environments: every refusal of an agent and environment pairing, one place.
 
 An environment declares its kind (``Environment.kind``), an agent's spec what it plays (``AgentSpec.plays``:
-kinds of environment and of action space); ``compatible`` compares the two before anything is built.
+kinds of environment and of action space, and whether it reads Dict and Tuple observations); ``compatible``
+compares the two before anything is built.
 """
 
 from __future__ import annotations
@@ -19,7 +20,18 @@ def compatible(spec: AgentSpec, env: Environment, agent: str) -> str | None:
         return _kind_refusal(declared, env, agent)
     if env.kind is not EnvKind.MULTI_AGENT and declared.refuses_actions(env.action_space):
         return declared.actions_refusal(agent, env.action_space)
+    if env.kind is not EnvKind.MULTI_AGENT and declared.refuses_observations(env.observation_space):
+        return declared.observations_refusal(agent, env.observation_space)
     return None  # a multi-agent game's players' spaces are each player's agent's to check as it is built
+
+
+def check_observations(env: Environment, approximation: dict) -> None:
+    """A ConfigError, one line, for ``approximation.encoders`` that name keys the env's observations lack, or
+    that cannot read theirs (``rlconf.nn.encoders.check_encoders``): the env's space is first known here."""
+    from rlconf.nn.encoders import check_encoders  # torch: imported here, so that rlconf check-env reads a plain
+    # environment's pairings without it
+
+    check_encoders(env.observation_space, approximation)
 
 
 def _kind_refusal(declared: Plays, env: Environment, agent: str) -> str:

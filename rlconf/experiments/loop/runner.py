@@ -99,7 +99,9 @@ class SharedWeights:
 class Acting:
     """The learner's handle on the acting process: starting it, learning behind it, pausing it."""
 
-    def __init__(self, config: dict, agent, n_envs: int, budget: int, sync_every: int):
+    def __init__(self, config: dict, agent, n_envs: int, budget: int, sync_every: int,
+                 mask_width: int | None = None):
+        """``mask_width``: the width of the environment's action masks, if it has them (they are replayed)."""
         self.config = config
         self.agent = agent  # the learner's, in its body
         self.learner = off_policy_agent(agent)
@@ -112,7 +114,7 @@ class Acting:
         # per act it learns after), and room for more (taken by the acting process, given back by the learner).
         self.acted = self.context.Semaphore(0)
         self.room = self.context.Semaphore(self.lag)
-        self.replay = SharedReplay.share(self.learner.replay, self.context)
+        self.replay = SharedReplay.share(self.learner.replay, self.context, mask_width)
         self.learner.replay = self.replay
         self.weights = SharedWeights(self.learner)
         self.control = torch.zeros(5, dtype=torch.int64).share_memory_()

@@ -110,7 +110,10 @@ def check_same_choice(run_dir: str | Path, group: str, was: Any, now: Any) -> No
 
 
 def flatten(node: Any, prefix: str = "") -> dict[str, Any]:
-    """A nested config as {"a.b.c": value} (empty mappings leave no key)."""
+    """A nested config as {"a.b.c": value} (empty mappings, and empty lists, leave no key: a run saved before a
+    list key such as env.wrappers existed resumes with it empty)."""
+    if isinstance(node, list) and not node:
+        return {}
     if isinstance(node, dict):
         out: dict[str, Any] = {}
         for key, value in node.items():
