@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rlconf.commands import runs
+from rlconf.commands.check_env import USAGE as CHECK_ENV_USAGE
+from rlconf.commands.check_env import check_env_command
 from rlconf.commands.help import (
     EVAL_HELP,
     EVAL_USAGE,
@@ -138,9 +140,6 @@ def cmd_export(args: list[str]) -> int:
 
 def cmd_check_env(args: list[str]) -> int:
     """``rlconf check-env ID | module:Class [--plugins M,...]``: what rlconf will make of an environment."""
-    from rlconf.commands.check_env import USAGE as CHECK_ENV_USAGE
-    from rlconf.commands.check_env import check_env_command
-
     if "-h" in args or "--help" in args:
         print(CHECK_ENV_USAGE)
         return 0

@@ -436,7 +436,7 @@ def test_a_game_config_composes_the_shared_settings_under_its_name_and_id(run_cl
     result = run_cli("run", "agent=dqn", "env=atari/breakout", "env.kwargs.noop_max=0", "--cfg", "job", cwd=workdir)
     assert result.returncode == 0, result.stderr
     env = OmegaConf.create(result.stdout).env
-    assert list(env) == ["name", "family", "id", "kwargs", "max_episode_steps"]
+    assert list(env) == ["wrappers", "name", "family", "id", "kwargs", "max_episode_steps"]  # wrappers: every env's
     assert (env.name, env.family, env.id) == ("atari/breakout", "atari", "ALE/Breakout-v5")
     assert env.kwargs.noop_max == 0 and env.kwargs.frame_skip == 4
 

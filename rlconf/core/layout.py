@@ -420,8 +420,9 @@ def packed(env: gym.Env) -> gym.Env:
 def _info_has_mask(env: gym.Env) -> bool:
     """Whether ``env`` gives ``info["action_mask"]``: seen on one reset (a run seeds its first reset, so this
     extra one changes no episode). A faulty mask there, or in the observation's ``action_mask`` key, is refused
-    now, as the environment is made: before a run writes anything."""
-    observation, info = env.reset()
+    now, as the environment is made: before a run writes anything. The environment itself is asked (its
+    ``unwrapped`` reset), so that a recorder wrapped around it for ``rlconf watch`` records no extra frame."""
+    observation, info = env.unwrapped.reset()
     if ACTION_MASK in info:
         check_mask(info[ACTION_MASK], env.action_space)
         return True
