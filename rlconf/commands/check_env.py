@@ -67,6 +67,9 @@ def check_env_command(target: str, plugins: list[str]) -> int:
         kind=EnvKind.SINGLE_AGENT, name=found.shown, observation_space=observation_space, action_space=action_space)
     try:
         print(f"action mask: {masked or 'none'}")
+        if masked and failure:  # the checker steps with random actions, blind to the mask
+            print("  note: gymnasium's checker takes random actions, masked ones too: an environment that refuses "
+                  "an illegal action fails it, and rlconf never takes one")
         if structured:
             print_layout(seen)
         print_agents(seen, found)
