@@ -47,12 +47,18 @@ from rlconf.approximation import (
     reinforce_together,
 )
 from rlconf.core import StateArray
-from rlconf.core.layout import ACTION_MASK
 from rlconf.memory import CompleteEpisodeBuffer, GeneralizedAdvantageBuffer, RecurrentAdvantageBuffer
 from rlconf.nn import ModelSettings, model_settings
 from rlconf.nn.recurrent import Part, SideBySide
 from rlconf.optim import Clock, LinearScheduler, schedule
-from rlconf.policies import StochasticPolicy, action_layout, policy_network, policy_outputs, stochastic_policy
+from rlconf.policies import (
+    StochasticPolicy,
+    action_layout,
+    legal_actions,
+    policy_network,
+    policy_outputs,
+    stochastic_policy,
+)
 
 
 def build_networks(config: PolicyGradientConfig, context: BuildContext,
@@ -115,11 +121,6 @@ def acting_features(forward: Callable, states: StateArray, carried: CarriedState
     """The features of ``states`` as an agent acts on them: ``forward`` (the features' ``no_grad`` or ``eval``)
     on the batch, or, with memory, one step of the recurrent trunk from each environment's carried state."""
     return forward(states.as_input()) if carried is None else carried.step(forward, states)
-
-
-def action_mask(states: StateArray) -> torch.Tensor | None:
-    """``[n_envs, width]`` bool: the legal actions of ``states``, where the environment masks them (else None)."""
-    return states.as_input(ACTION_MASK) if ACTION_MASK in states else None
 
 
 def normalized(advantages: torch.Tensor) -> torch.Tensor:
@@ -188,7 +189,7 @@ class PolicyGradient(Checkpointed, ParallelAgent, Buildable):
         them."""
         with torch.no_grad():
             features = acting_features(self.features.no_grad, states, self.carried)
-            distribution = self.policy.no_grad(features, mask=action_mask(states))
+            distribution = self.policy.no_grad(features, mask=legal_actions(states))
             actions = distribution.sample(self.generator)
             return actions, distribution.log_prob(actions)
 
@@ -312,7 +313,7 @@ class PolicyGradientTestAgent(TestAgent):
 
     def act(self, states: StateArray) -> torch.Tensor:
         features = acting_features(self.features.eval, states, self.carried)
-        return self.policy.env_actions(self.policy.greedy(features, mask=action_mask(states)))
+        return self.policy.env_actions(self.policy.greedy(features, mask=legal_actions(states)))
 
     def policy_graph(self) -> PolicyGraph:
         if self.carried is not None:

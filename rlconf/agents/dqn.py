@@ -27,7 +27,7 @@ from rlconf.core import StateArray
 from rlconf.memory import ReplayBuffer, Transitions
 from rlconf.nn import model_settings
 from rlconf.optim import Clock, schedule
-from rlconf.policies import ACTION_MASK, ParallelGreedyPolicy, global_random_actions, legal_argmax, legal_max
+from rlconf.policies import ParallelGreedyPolicy, global_random_actions, legal_actions, legal_argmax, legal_max
 
 # Element-wise, so prioritized replay can weight each sample.
 LOSS_FUNCTIONS = {"mse": lambda x, y: F.mse_loss(x, y, reduction="none"),
@@ -176,7 +176,7 @@ class DQNTestAgent(TestAgent):
         self.epsilon = float(epsilon)
 
     def act(self, states: StateArray) -> torch.Tensor:
-        mask = states.as_input(ACTION_MASK) if ACTION_MASK in states else None
+        mask = legal_actions(states)
         actions = legal_argmax(self._values(states), mask)
         if not self.epsilon:
             return actions

@@ -14,7 +14,7 @@ from rlconf.agents.specs.random_agent import RandomConfig
 from rlconf.core import StateArray
 from rlconf.core.generators import generators_state, load_generators_state
 from rlconf.errors import ConfigError
-from rlconf.policies import ACTION_MASK, global_random_actions, random_actions
+from rlconf.policies import global_random_actions, legal_actions, random_actions
 
 
 def check_space(space: gym.Space) -> gym.Space:
@@ -69,9 +69,9 @@ class RandomAgent(ParallelAgent, Buildable):
             actions = torch.from_numpy(self.rng.uniform(space.low, space.high, (n, *space.shape)).astype(np.float32))
         elif (sizes := _choice_sizes(space)) is not None:
             keys = torch.from_numpy(self.rng.random((n, int(sizes.sum()))))
-            actions = _offset(space, _per_dimension(keys, sizes, _mask(states)))
+            actions = _offset(space, _per_dimension(keys, sizes, legal_actions(states)))
         else:
-            actions = random_actions(self.rng, n, int(space.n), _mask(states))
+            actions = random_actions(self.rng, n, int(space.n), legal_actions(states))
         return actions.to(states.device)
 
     def test_agent(self) -> TestAgent:
@@ -97,11 +97,7 @@ class RandomTestAgent(TestAgent):
             low, high = torch.as_tensor(space.low), torch.as_tensor(space.high)
             actions = low + torch.rand(n, *space.shape) * (high - low)
         elif (sizes := _choice_sizes(space)) is not None:
-            actions = _offset(space, _per_dimension(torch.rand(n, int(sizes.sum())), sizes, _mask(states)))
+            actions = _offset(space, _per_dimension(torch.rand(n, int(sizes.sum())), sizes, legal_actions(states)))
         else:
-            actions = global_random_actions(n, int(space.n), _mask(states))
+            actions = global_random_actions(n, int(space.n), legal_actions(states))
         return actions.to(states.device)
-
-
-def _mask(states: StateArray) -> torch.Tensor | None:
-    return states.as_input(ACTION_MASK) if ACTION_MASK in states else None

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import torch
 
-from rlconf.agents._policy_gradient import PolicyGradient, action_mask
+from rlconf.agents._policy_gradient import PolicyGradient
 from rlconf.agents.specs.vac import VACConfig
 from rlconf.approximation import Approximation, VNetwork
 from rlconf.core import StateArray
 from rlconf.optim import Clock
-from rlconf.policies import StochasticPolicy
+from rlconf.policies import StochasticPolicy, legal_actions
 
 
 class VAC(PolicyGradient):
@@ -44,7 +44,7 @@ class VAC(PolicyGradient):
         if self._features is not None:
             self._train(states)
         self._features = self.features(states.as_input())
-        self._legal = action_mask(states)
+        self._legal = legal_actions(states)
         self._actions = self.policy.no_grad(self._features, mask=self._legal).sample(self.generator)
         self._done = states["done"]
         return self.policy.env_actions(self._actions)

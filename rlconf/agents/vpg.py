@@ -22,11 +22,12 @@ from typing import Any
 import torch
 
 from rlconf.agents._agent import BuildContext
-from rlconf.agents._policy_gradient import PolicyGradient, action_mask
+from rlconf.agents._policy_gradient import PolicyGradient
 from rlconf.agents.specs.vpg import VPGConfig
 from rlconf.core import StateArray
 from rlconf.memory import CompleteEpisodeBuffer
 from rlconf.optim import Clock
+from rlconf.policies import legal_actions
 
 
 class VPG(PolicyGradient):
@@ -42,7 +43,7 @@ class VPG(PolicyGradient):
         if self.buffer.completed_steps >= self.config.min_batch_size:
             self._train()
         actions, _ = self._sample(states)
-        self.buffer.store_action(actions, action_mask(states))
+        self.buffer.store_action(actions, legal_actions(states))
         return self.policy.env_actions(actions)
 
     def _train(self) -> None:

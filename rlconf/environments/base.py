@@ -37,6 +37,8 @@ class Environment(Protocol):
     stall_steps: int | None = None
     # The rewards a step can give, (low, high); None: unknown (gymnasium dropped reward_range). Bandits know.
     reward_range: tuple[float, float] | None = None
+    # Whether its single-agent states carry ``action_mask`` (rlconf.core.layout: a Dict key or info["action_mask"]).
+    masks_actions: bool = False
     groups: int = 1  # groups of copies that step on their own (the alternating sampler's two)
     agents: Sequence[str] = ()  # the players of a multi-agent game; other kinds have none
     arms: int = 0  # the arms of a bandit; other kinds have none

@@ -80,7 +80,8 @@ def make_vector_env(env_id: str | gym.envs.registration.EnvSpec, n_envs: int, kw
     return gym.make_vec(env_id, num_envs=n_envs, vectorization_mode=mode, wrappers=wrappers, **extra)
 
 
-def make_wrapped(env_id: str, kwargs: dict, wrappers: tuple[Callable[[gym.Env], gym.Env], ...]) -> gym.Env:
+def make_wrapped(env_id: str | gym.envs.registration.EnvSpec, kwargs: dict,
+                 wrappers: tuple[Callable[[gym.Env], gym.Env], ...]) -> gym.Env:
     """One copy, as gym.make_vec makes each of its copies: ``wrappers`` around it, outermost last."""
     env = gym.make(env_id, **kwargs)
     for wrapper in wrappers:
@@ -188,6 +189,7 @@ class GymVectorEnvironment(Environment):
         with one is handed over plain again."""
         self.layout = space.layout if isinstance(space, PackedSpace) else None
         self._row_dtype = np.uint8 if self.layout is not None else _float32(space).dtype
+        self.masks_actions = self.layout is not None and self.layout.has_mask  # read every step
         if self.layout is None:
             self.observation_space = _float32(space)
         elif self.layout.plain:
@@ -293,7 +295,7 @@ class GymVectorEnvironment(Environment):
             "done": torch.from_numpy(done),
             "mask": torch.from_numpy((~terminated).astype(np.float32)),
         }
-        if self.layout is not None and self.layout.has_mask:
+        if self.masks_actions:
             self._unpack_mask(x)
         state = StateArray(x, (len(reward),))  # built where numpy's arrays are, then moved: labelled cuda,
         return state.to(self.device)           # .to() would not move it

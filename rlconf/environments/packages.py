@@ -24,8 +24,7 @@ from functools import partial
 import gymnasium as gym
 from gymnasium.envs.registration import EnvSpec
 
-from rlconf.core.layout import packed
-from rlconf.environments.gym import GymVectorEnvironment, make_vector_env
+from rlconf.environments.gym import GymVectorEnvironment, make_vector_env, make_wrapped
 
 Wrapper = Callable[[gym.Env], gym.Env]
 
@@ -51,10 +50,7 @@ def make_package_env(package: str, env_id: str | EnvSpec, kwargs: dict, max_epis
     observations: core.layout); module-level so that AsyncVectorEnv can pickle it."""
     importlib.import_module(package)
     extra = {} if max_episode_steps is None else {"max_episode_steps": max_episode_steps}
-    env = gym.make(env_id, **kwargs, **extra)
-    for wrapper in copy_wrappers:
-        env = wrapper(env)
-    return packed(env)
+    return make_wrapped(env_id, {**kwargs, **extra}, copy_wrappers)
 
 
 ARRAY_SPACES = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary,

@@ -313,9 +313,8 @@ def choose_experiment(settings: Settings, built: Built, run_dir: Path, resolved:
     experiment_class, options = EXPERIMENTS[env.kind], {}
     if settings.hardware.runner == "async":  # the environment steps in an acting process; this one learns
         experiment_class = AsyncExperiment
-        masked = getattr(env, "layout", None) is not None and env.layout.has_mask
         acting = Acting(resolved, built.agent, settings.hardware.n_envs, settings.run.steps,
-                        settings.hardware.sync_every, mask_width(env.action_space) if masked else None)
+                        settings.hardware.sync_every, mask_width(env.action_space) if env.masks_actions else None)
         env.close()
         env, options = ActingEnvironment(env, acting), {"acting": acting}
     if built.videos is not None:

@@ -8,6 +8,7 @@ from rlconf.policies.greedy import (
     GreedyPolicy,
     ParallelGreedyPolicy,
     global_random_actions,
+    legal_actions,
     legal_argmax,
     legal_max,
     random_actions,
@@ -27,5 +28,6 @@ from rlconf.policies.stochastic import (
 __all__ = ["ActionBounds", "Bernoullis", "Categorical", "MASKED_LOGIT", "MultiCategorical", "MultiDiscreteLayout",
            "masked_logits", "DeterministicPolicy", "DiagonalNormal", "GaussianHead", "GaussianPolicy",
            "GreedyPolicy", "ParallelGreedyPolicy", "SoftDeterministicPolicy", "SoftmaxPolicy", "StochasticPolicy",
-           "TanhActionBound", "action_layout", "legal_argmax", "legal_max", "policy_network", "policy_outputs",
-           "random_legal", "stochastic_policy", "ACTION_MASK", "random_actions", "global_random_actions"]
+           "TanhActionBound", "action_layout", "legal_actions", "legal_argmax", "legal_max", "policy_network",
+           "policy_outputs", "random_legal", "stochastic_policy", "ACTION_MASK", "random_actions",
+           "global_random_actions"]

@@ -16,8 +16,12 @@ import torch
 from rlconf.approximation import QNetwork
 from rlconf.core import State
 from rlconf.core.generators import generators_state, load_generators_state
+from rlconf.core.layout import ACTION_MASK
 
-ACTION_MASK = "action_mask"
+
+def legal_actions(states: State) -> torch.Tensor | None:
+    """The legal actions of ``states`` as a batch (bool, True: legal) where the environment masks them, else None."""
+    return states.as_input(ACTION_MASK) if ACTION_MASK in states else None
 
 
 def legal_argmax(values: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
@@ -106,7 +110,7 @@ class ParallelGreedyPolicy(GreedyPolicy):
         environment exploits. A recurrent agent computes them anyway (its state must advance every step) and
         hands them over."""
         n = len(states)
-        mask = states.as_input(ACTION_MASK) if ACTION_MASK in states else None
+        mask = legal_actions(states)
         explore = self.rng.random(n) < float(self.epsilon)
         if explore.all():
             return random_actions(self.rng, n, self.n_actions, mask).to(states.device)
@@ -117,5 +121,5 @@ class ParallelGreedyPolicy(GreedyPolicy):
         return actions
 
     def eval(self, states: State) -> torch.Tensor:
-        mask = states.as_input(ACTION_MASK) if ACTION_MASK in states else None
+        mask = legal_actions(states)
         return legal_argmax(self.q.eval(states.as_input()), mask)

@@ -70,7 +70,7 @@ def export_run(run_dir: str | Path, fmt: str, out: str | Path | None = None, whi
     try:
         agent = playback.agent(env)
         observation_space, action_space = env.observation_space, env.action_space
-        masked = getattr(env, "layout", None) is not None and env.layout.has_mask
+        masked = env.masks_actions
     finally:
         env.close()
     try:
