@@ -4,6 +4,7 @@
     python benchmarks/bench.py --workloads dqn-breakout rainbow-breakout --seeds 2
     python benchmarks/bench.py --quick      # 1 seed, a tenth of the budgets: a smoke test, not a measurement
     nox -s bench -- --seeds 5
+    python benchmarks/bench.py --device cuda --workloads dqn-breakout rainbow-breakout --seeds 1   # on a GPU
 
 Workloads (presets.WORKLOADS) are rlconf's presets plus a few overrides, read at run time; presets.py maps
 them to SB3's arguments, env and wrappers. rlconf trains through ``rlconf run`` and SB3 through
@@ -58,6 +59,7 @@ class Plan:
     test_episodes: int
     sb3_kwargs: dict[str, Any] | None  # None: SB3 has no such algorithm
 
+    device: str = "cpu"  # where both libraries put their networks: cpu, or cuda (rlconf's hardware=gpu)
     variant: str = ""  # what sets the workload apart from the agent's plain one: " + LSTM of 128, velocities hidden"
     limit: bool = False  # limit.py has the workload's arithmetic in plain PyTorch
 
@@ -70,7 +72,7 @@ def plural(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
-def plan(workload: Workload, quick: bool, test_episodes: int) -> Plan:
+def plan(workload: Workload, quick: bool, test_episodes: int, device: str = "cpu") -> Plan:
     steps = load_settings(workload).run.steps
     if quick:
         steps //= QUICK_DIVISOR
@@ -80,8 +82,10 @@ def plan(workload: Workload, quick: bool, test_episodes: int) -> Plan:
         test_episodes = workload.test_episodes
     sb3 = describe(sb3_kwargs(settings)) if workload.sb3 else None
     return Plan(workload.name, workload.agent, settings.env.id, settings.env.family,
-                workload.command_overrides(steps), steps, settings.hardware.n_envs, test_episodes, sb3,
-                variant(settings), limit.implements(settings))
+                workload.command_overrides(steps), steps, settings.hardware.n_envs, test_episodes, sb3, device,
+                variant(settings),
+                # limit.py is the eager arithmetic on a CPU core: it has no GPU twin to compare with
+                limit.implements(settings) and device == "cpu")
 
 
 def variant(settings: Settings) -> str:
@@ -133,7 +137,8 @@ def train_rlconf(plan: Plan, seed: int, scratch: Path, compiled: bool = False) -
     ``compiled``: with ``hardware.compile=true`` (otherwise false: auto would decide by itself), in a fresh
     compiler cache so that every trial pays its compilation, as a first run does."""
     logdir = scratch / f"rlconf{'-compiled' if compiled else ''}-{plan.name}-s{seed}"
-    command = [sys.executable, "-m", "rlconf", "run", *plan.overrides, f"seed={seed}",
+    hardware = ["hardware=gpu"] if plan.device == "cuda" else []
+    command = [sys.executable, "-m", "rlconf", "run", *hardware, *plan.overrides, f"seed={seed}",
                f"test_episodes={plan.test_episodes}", "quiet=true", f"logdir={logdir}", "hardware.torch_threads=1",
                f"hardware.compile={str(compiled).lower()}",
                # No periodic evaluation or checkpoints inside the timed loop: SB3's learn() does neither.
@@ -158,7 +163,7 @@ def run_trial(args: list[str], label: str, scratch: Path) -> dict[str, Any]:
 def train_in_trial(library: str, plan: Plan, seed: int, scratch: Path) -> dict[str, Any]:
     """Train ``library`` (``sb3`` or ``limit``: trial.py's sb3-train and limit-train) on the plan's workload."""
     args = [f"{library}-train", plan.name, "--steps", str(plan.steps), "--seed", str(seed),
-            "--test-episodes", str(plan.test_episodes)]
+            "--test-episodes", str(plan.test_episodes), "--device", plan.device]
     return run_trial(args, f"{'SB3' if library == 'sb3' else library:6} {plan.name} seed {seed}", scratch)
 
 
@@ -258,6 +263,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--scaling", nargs="*", choices=list(SCALING), default=None, metavar="NAME",
                         help="instead of the comparison with SB3, rlconf against itself: samplers, the async "
                              f"runner and data-parallel learners (all, or some of: {', '.join(SCALING)})")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                        help="where both libraries train: cuda puts rlconf on hardware=gpu and SB3 on device=cuda "
+                             "(default: %(default)s)")
     parser.add_argument("--no-compile", action="store_true",
                         help="skip the trials of rlconf with hardware.compile=true")
     parser.add_argument("--out", type=Path, default=RESULTS, help="folder for the results (default: %(default)s)")
@@ -297,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
                    "machine": machine_info(), "training": [], "rates": [], "scaling": scaling_rows,
                    "errors": errors, "bench_seconds": round(time.perf_counter() - start, 1)}
         return finish(results, args.out)
-    plans = [plan(WORKLOADS[name], args.quick, test_episodes) for name in args.workloads]
+    plans = [plan(WORKLOADS[name], args.quick, test_episodes, args.device) for name in args.workloads]
     with tempfile.TemporaryDirectory(prefix="rlconf-bench-") as tmp:
         print("loop rates:", file=sys.stderr)
         rate_rows = rates(plans, window_seconds, Path(tmp), errors)
@@ -306,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
         training_rows = training(plans, args.seeds, Path(tmp), errors, compile_too=not args.no_compile)
     results = {
         "options": {"seeds": args.seeds, "quick": args.quick, "test_episodes": test_episodes,
-                    "window_seconds": window_seconds, "workloads": args.workloads},
+                    "window_seconds": window_seconds, "workloads": args.workloads, "device": args.device},
         "machine": machine_info(),
         "training": training_rows,
         "rates": rate_rows,

@@ -48,7 +48,15 @@ def machine_info() -> dict[str, Any]:
         "platform": platform.platform(),
         "versions": versions,
         "commit": git_commit(),
+        "gpu": gpu_name(),
     }
+
+
+def gpu_name() -> str | None:
+    """The CUDA device a ``--device cuda`` benchmark trains on (None where none is visible)."""
+    import torch
+
+    return torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
 
 
 # -- formatting ------------------------------------------------------------------------------------------
@@ -151,7 +159,8 @@ def _gb(bytes_per_transition: float) -> str:
 def machine_line(machine: dict[str, Any]) -> str:
     v = machine["versions"]
     commit = f" @ {machine['commit']}" if machine["commit"] else ""
-    return (f"{machine['cpu']}, {machine['cores']} cores ({machine['usable_cores']} usable); "
+    gpu = f", GPU {machine['gpu']}" if machine.get("gpu") else ""
+    return (f"{machine['cpu']}, {machine['cores']} cores ({machine['usable_cores']} usable){gpu}; "
             f"Python {machine['python']}, torch {v['torch']}, SB3 {v['stable_baselines3']}, "
             f"gymnasium {v['gymnasium']}, rlconf {v['rlconf']}{commit}; {machine['date']}")
 
@@ -208,7 +217,9 @@ def render(results: dict[str, Any]) -> str:
         return render_scaling(results)
     options = results["options"]
     mode = " (quick: shortened budgets, smoke test only)" if options["quick"] else ""
-    lines = [f"## rlconf vs Stable-Baselines3{mode}", "",
+    cuda = options.get("device") == "cuda"
+    where = " on the GPU (rlconf: hardware=gpu; SB3: device=cuda)" if cuda else ""
+    lines = [f"## rlconf vs Stable-Baselines3{where}{mode}", "",
              f"Machine: {machine_line(results['machine'])}", "",
              f"Training at the hyperparameters of rlconf's presets (plus each workload's overrides in "
              f"benchmarks/presets.py), {options['seeds']} seed(s) per library, one process per trial, run one after "
@@ -218,7 +229,8 @@ def render(results: dict[str, Any]) -> str:
              "agents are not tested.", ""]
     lines += training_table(results["training"])
     if any(row.get("compiled") for row in results["training"]):
-        lines += ["", "rlconf with `hardware.compile=true` (torch.compile's default mode on a CPU; a fresh compiler "
+        mode = "mode reduce-overhead: CUDA graphs" if cuda else "torch.compile's default mode on a CPU"
+        lines += ["", f"rlconf with `hardware.compile=true` ({mode}; a fresh compiler "
                   "cache per trial, so each pays its compilation as a first run does): its training rate with the "
                   "compilation counted, and without it."]
         lines += compile_table(results["training"])

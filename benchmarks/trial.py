@@ -48,18 +48,18 @@ def sb3_algorithm(settings):
     return algorithms[settings.agent_name]
 
 
-def sb3_model(name: str, steps: int | None, seed: int):
+def sb3_model(name: str, steps: int | None, seed: int, device: str = "cpu"):
     """An untrained SB3 model with the workload's hyperparameters, on an SB3 vector env of the preset's size."""
     settings = load_settings(WORKLOADS[name], steps)
     env = sb3_env(settings, settings.hardware.n_envs, seed)
     algorithm = sb3_algorithm(settings)
-    return algorithm(sb3_policy(settings), env, seed=seed, device="cpu", **sb3_kwargs(settings)), settings
+    return algorithm(sb3_policy(settings), env, seed=seed, device=device, **sb3_kwargs(settings)), settings
 
 
-def sb3_train(name: str, steps: int, seed: int, test_episodes: int) -> dict[str, Any]:
+def sb3_train(name: str, steps: int, seed: int, test_episodes: int, device: str = "cpu") -> dict[str, Any]:
     from stable_baselines3.common.evaluation import evaluate_policy
 
-    model, settings = sb3_model(name, steps, seed)
+    model, settings = sb3_model(name, steps, seed, device)
     start = time.perf_counter()
     model.learn(total_timesteps=steps)  # timed alone, as rlconf times only its training loop
     wall = time.perf_counter() - start
@@ -223,6 +223,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seconds", type=float, default=2.0, help="rate measurements: length of a timed window")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--test-episodes", type=int, default=100)
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="sb3-train: where SB3 trains")
     parser.add_argument("--out", type=Path, required=True)
     return parser.parse_args(argv)
 
@@ -230,7 +231,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     kinds: dict[str, Callable[[], dict[str, Any]]] = {
-        "sb3-train": lambda: sb3_train(args.workload, args.steps, args.seed, args.test_episodes),
+        "sb3-train": lambda: sb3_train(args.workload, args.steps, args.seed, args.test_episodes, args.device),
         "limit-train": lambda: limit_train(args.workload, args.steps, args.seed, args.test_episodes),
         "env-rlconf": lambda: env_rlconf(args.workload, args.n_envs, args.seconds),
         "env-sb3": lambda: env_sb3(args.workload, args.n_envs, args.seconds),

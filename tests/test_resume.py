@@ -268,6 +268,23 @@ def test_components_save_their_own_generators_and_the_globals_are_captured_apart
         assert np.array_equal(np.asarray(a), np.asarray(b))
 
 
+def test_a_generator_saved_on_another_device_keeps_its_seeded_stream():
+    """A GPU run's policy generator is CUDA's Philox (16 bytes: seed and offset); ``rlconf eval --device cpu``
+    builds a CPU generator (Mersenne Twister, 5,056 bytes) that cannot take that state. It draws from its seed,
+    and the generators whose states do fit are still restored."""
+    from rlconf.core.generators import generators_state, load_generators_state
+
+    cuda_state = torch.zeros(16, dtype=torch.uint8)  # the layout torch.cuda's generators save
+    policy, replay = torch.Generator().manual_seed(5), torch.Generator().manual_seed(6)
+    saved_replay = generators_state({"replay": replay})
+    expected_replay = torch.rand(3, generator=replay)
+    expected_policy = torch.rand(3, generator=torch.Generator().manual_seed(5))
+
+    load_generators_state({"policy": policy, "replay": replay}, {"policy": cuda_state, **saved_replay})
+    assert torch.equal(torch.rand(3, generator=policy), expected_policy)
+    assert torch.equal(torch.rand(3, generator=replay), expected_replay)
+
+
 def _saved(state: dict):
     """``state`` through torch.save, as a checkpoint writes it."""
     import io

@@ -30,7 +30,8 @@ def generators_state(owned: dict[str, Generator | OwnsGenerators | None]) -> dic
 
 
 def load_generators_state(owned: dict[str, Generator | OwnsGenerators | None], state: dict[str, Any]) -> None:
-    """The inverse of ``generators_state``. A name the checkpoint does not hold keeps its seeded state."""
+    """The inverse of ``generators_state``. A name the checkpoint does not hold keeps its seeded state, and so
+    does a torch generator whose saved state is another device's (see ``_load``)."""
     for name, item in owned.items():
         if item is not None and name in state:
             _load(item, state[name])
@@ -62,7 +63,11 @@ def _load(item: Generator | OwnsGenerators, state: Any) -> None:
     if isinstance(item, np.random.Generator):
         item.bit_generator.state = state
     elif isinstance(item, torch.Generator):
-        item.set_state(state)
+        # A CPU generator (Mersenne Twister) and a CUDA one (Philox: a seed and an offset) keep states of other
+        # sizes, and neither can continue the other's stream: a run trained on the GPU and evaluated, loaded or
+        # resumed on the CPU (or the other way) draws from its seeded generator instead.
+        if state.numel() == item.get_state().numel():
+            item.set_state(state)
     elif isinstance(item, random.Random):
         item.setstate(state)
     else:
