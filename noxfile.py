@@ -1,5 +1,5 @@
-"""Developer tasks: ``nox -s tests``, ``nox -s lint``, ``nox -s slurm``, ``nox -s bench`` (plain ``nox`` runs lint
-and tests).
+"""Developer tasks: ``nox -s tests``, ``nox -s lint``, ``nox -s slurm``, ``nox -s bench``, ``nox -s learning``,
+``nox -s teams`` (plain ``nox`` runs lint and tests).
 
 Every session that installs rlconf installs torch first, pinned by constraints.txt: left to itself, pip
 would resolve ``torch>=2.2`` to the newest wheel on PyPI, a multi-gigabyte CUDA build, on machines that
@@ -23,7 +23,7 @@ def install_rlconf(session: nox.Session) -> None:
     launchers and the sweeper (submitit, Optuna), the loggers and players (wandb, matplotlib, moviepy) and export
     (onnx, onnxruntime)."""
     session.install("-c", CONSTRAINTS, "torch")
-    extras = "dev,atari,mujoco,pettingzoo,box2d,minigrid,highway,slurm,optuna,wandb,plot,video,export"
+    extras = "dev,atari,mujoco,pettingzoo,box2d,minigrid,highway,vmas,slurm,optuna,wandb,plot,video,export"
     session.install("-c", CONSTRAINTS, "-e", f".[{extras}]")
 
 
@@ -63,3 +63,13 @@ def learning(session: nox.Session) -> None:
     go to it, e.g. ``-- sac-half-cheetah --seeds 0 1 --jobs 2`` or ``-- --list``."""
     install_rlconf(session)
     session.run("python", "benchmarks/learning.py", *(session.posargs or ["--list"]))
+
+
+@nox.session
+def teams(session: nox.Session) -> None:
+    """rlconf's team agents against BenchMARL on VMAS at matched settings (benchmarks/teams.py), tens of minutes a
+    trial; BenchMARL, a benchmark peer and no dependency of rlconf, is installed here alone. posargs go to it,
+    e.g. ``-- mappo-balance --seeds 0 1 2`` or ``-- --report``."""
+    install_rlconf(session)
+    session.install("-c", CONSTRAINTS, "benchmarl==1.5.2")
+    session.run("python", "benchmarks/teams.py", *(session.posargs or ["--list"]))

@@ -11,7 +11,7 @@ samples is the update of one learner on their concatenation of N x B (for losses
 
 Running statistics that normalise observations or rewards are merged the same way (``merge_moments``), so the
 learners keep one normaliser. Loop decisions (evaluate, checkpoint, stop, the budget) are taken on all learners
-at once from numbers they share (``experiments.team``).
+at once from numbers they share (``experiments.loop.learner_group``).
 
 Outside a process group (every single-learner run) each function does the single-process thing at no cost.
 """

@@ -26,7 +26,7 @@ from test_resume import (
 from test_samplers import spawned_children, the_line_after_killing, wait_until_gone
 
 from rlconf import distributed
-from rlconf.experiments.loop.team import team_weights
+from rlconf.experiments.loop.learner_group import learner_group_weights
 from rlconf.memory import Rollout, Transitions
 
 UPDATES = 3
@@ -69,7 +69,7 @@ def updated_weights(agent_name: str, part: int, parts: int) -> dict[str, torch.T
         else:
             agent._update(batch)
     env.close()
-    return {name: tensor.clone() for name, tensor in team_weights(agent.state_dict()).items()}
+    return {name: tensor.clone() for name, tensor in learner_group_weights(agent.state_dict()).items()}
 
 
 def learner(rank: int, port: int, agent_name: str, out: str) -> None:
@@ -95,7 +95,7 @@ def test_two_learners_on_halves_of_a_batch_reach_the_weights_of_one_learner_on_a
     alone = updated_weights(agent_name, 0, 1)
     first, second = (torch.load(tmp_path / f"learner{rank}.pt") for rank in (0, 1))
     assert first.keys() == alone.keys() and len(alone) >= 4
-    before = team_weights_built(agent_name)
+    before = learner_group_weights_built(agent_name)
     moved = 0
     for name, weight in alone.items():
         assert torch.equal(first[name], second[name]), f"{name}: the learners differ"
@@ -104,10 +104,10 @@ def test_two_learners_on_halves_of_a_batch_reach_the_weights_of_one_learner_on_a
     assert moved >= len(alone) // 2, "the updates moved the weights"
 
 
-def team_weights_built(agent_name: str) -> dict[str, torch.Tensor]:
+def learner_group_weights_built(agent_name: str) -> dict[str, torch.Tensor]:
     _, env, body = build(*OVERRIDES[agent_name], "seed=3")
     env.close()
-    return team_weights(body.agent.state_dict())
+    return learner_group_weights(body.agent.state_dict())
 
 
 PPO_LEARNERS = ["agent=ppo", "env=classic/cartpole", "hardware.learners=2"]
@@ -119,7 +119,7 @@ def test_two_learners_train_resume_after_kill_9_and_lose_no_row(run_cli, workdir
             "test_episodes=5", "quiet=true", f"logdir={logdir}"]
     run_dir, saved, before = killed_after_checkpoint(args, workdir, logdir, 2048)
     assert len(saved["learners"]) == 1, "the second learner's state is in the checkpoint"
-    mine, theirs = team_weights(saved["agent"]), team_weights(saved["learners"][0]["agent"])
+    mine, theirs = learner_group_weights(saved["agent"]), learner_group_weights(saved["learners"][0]["agent"])
     assert mine.keys() == theirs.keys() and all(torch.equal(mine[name], theirs[name]) for name in mine)
     assert not torch.equal(saved["agent"]["generators"]["generator"],
                            saved["learners"][0]["agent"]["generators"]["generator"]), "each learner draws its own"

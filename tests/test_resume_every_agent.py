@@ -21,7 +21,7 @@ import torch
 from conftest import build, drive
 
 from rlconf import registry
-from rlconf.core import MultiagentState, rng
+from rlconf.core import MultiagentState, TeamState, rng
 
 CARTPOLE, PENDULUM = "env=classic/cartpole", "env=classic/pendulum"
 SMALL_REPLAY = "agent.replay_start_size=50"  # updates (and the replay's draws) start within the first half
@@ -37,6 +37,9 @@ RUNS = {
     **{name: ["env=bandit/linear"] for name in ("linear_posterior", "linucb", "neural_greedy", "neural_linear",
                                                "bootstrap_neural", "noise_sampling")},
     **{name: ["env=tabular/frozen_lake"] for name in ("q_learning", "sarsa_lambda", "dyna_q")},
+    # Teams: a shared learner per group (MAPPO), a learner per agent (IPPO without sharing)
+    "mappo": ["env=vmas/balance", "agent.n_steps=20", "agent.epochs=2"],
+    "ippo": ["env=vmas/balance", "agent.n_steps=20", "agent.epochs=2", "agent.share_parameters=false"],
 }
 # Agents with memory, as well: the carried recurrent states and the stored start of the rollout's chunks.
 RECURRENT_RUNS = {
@@ -76,7 +79,7 @@ def _check_resumed(name: str, overrides: list[str]) -> None:
     _assert_same(_generators(resumed.state_dict()), _generators(_loaded(checkpoint)["agent"]),
                  f"{name}: the generators resumed")
     for step, (a, b) in enumerate(zip(uninterrupted, _go_on(env, resumed), strict=True)):
-        assert torch.equal(torch.as_tensor(a), torch.as_tensor(b)), f"{name}: actions differ {step} steps in"
+        _assert_same(_as_tensors(a), _as_tensors(b), f"{name}: the actions {step} steps in")
     _assert_same(_through_a_file(resumed.state_dict()), _through_a_file(agent.state_dict()), name)
     env.close()
 
@@ -87,7 +90,7 @@ def _to_an_episode_end(env, agent, steps: int) -> None:
     state = env.reset(seed=0)
     while True:
         action = agent.act(state)
-        ended = bool(torch.as_tensor(state["done"]).all())
+        ended = bool(torch.as_tensor(state.done if isinstance(state, TeamState) else state["done"]).all())
         state = env.step(action)
         if isinstance(state, MultiagentState):
             ended = bool(env.completed)  # every player has seen its last state of the game
@@ -120,6 +123,13 @@ def _go_on(env, agent) -> list:
         actions.append(agent.act(state))
         state = env.step(actions[-1])
     return actions
+
+
+def _as_tensors(actions: Any) -> Any:
+    """Actions as tensors: a team's are a dict of each group's."""
+    if isinstance(actions, dict):
+        return {group: torch.as_tensor(each) for group, each in actions.items()}
+    return torch.as_tensor(actions)
 
 
 def _saved(state: Any) -> bytes:

@@ -214,6 +214,9 @@ class BuildContext:
     shared: dict[str, Any] | None = None
     # Data-parallel learners training this agent together (hardware.learners); total_steps is this one's share.
     learners: int = 1
+    # The last ``critic_inputs`` features of each observation are for the critic alone (a team's centralised
+    # critic reads the global state there, rlconf.agents._team); the actor reads the others. 0: one input.
+    critic_inputs: int = 0
 
     def generator(self, stream: str) -> np.random.Generator:
         """A generator of the agent's own, seeded from the run's seed and the name of its ``stream``. Not

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import gymnasium as gym
 import torch
 from torch import nn
 
@@ -49,6 +50,7 @@ from rlconf.approximation import (
 from rlconf.core import StateArray
 from rlconf.memory import CompleteEpisodeBuffer, GeneralizedAdvantageBuffer, RecurrentAdvantageBuffer
 from rlconf.nn import ModelSettings, model_settings
+from rlconf.nn.builders import part_space
 from rlconf.nn.recurrent import Part, SideBySide
 from rlconf.optim import Clock, LinearScheduler, schedule
 from rlconf.policies import (
@@ -86,15 +88,20 @@ def build_networks(config: PolicyGradientConfig, context: BuildContext,
         return dict(optimizer=optimizer, clip_grad=config.clip_grad, scheduler=lr_schedule, name=name,
                     logger=context.logger)
 
+    # With critic_inputs the actor must not see the critic's: a network (a recurrent trunk) each, whatever is shared.
     if settings.recurrent != "none":
-        trunk, width = settings.recurrent_trunk(space)
+        trunk, width = settings.recurrent_trunk(space, context.critic_inputs)
         trunk = trunk.to(device)
-        features = RecurrentFeatureNetwork(trunk, **training(trunk, "features", lr))
-        policy_layers, value_model = heads_on_recurrent_trunk(settings, width, outputs)
+        features: Approximation = RecurrentFeatureNetwork(trunk, **training(trunk, "features", lr))
+        side_by_side = bool(context.critic_inputs) or not settings.shared
+        policy_layers, value_model = heads_on_recurrent_trunk(settings, width, outputs, side_by_side)
+    elif context.critic_inputs:
+        features = Identity()
+        policy_layers, value_model = actor_and_critic_heads(settings, space, outputs, context.critic_inputs)
     elif settings.shared:
         trunk, width = settings.trunk(space)
         trunk = trunk.to(device)
-        features: Approximation = FeatureNetwork(trunk, **training(trunk, "features", lr))
+        features = FeatureNetwork(trunk, **training(trunk, "features", lr))
         policy_layers, value_model = settings.linear(width, outputs, 0.01), settings.linear(width, 1, 1.0)
     else:
         features = Identity()
@@ -107,10 +114,21 @@ def build_networks(config: PolicyGradientConfig, context: BuildContext,
     return features, policy, v
 
 
-def heads_on_recurrent_trunk(settings: ModelSettings, width: int, outputs: int) -> tuple[nn.Module, nn.Module]:
+def actor_and_critic_heads(settings: ModelSettings, space: gym.spaces.Box, outputs: int,
+                           critic_inputs: int) -> tuple[nn.Module, nn.Module]:
+    """A policy head on the first features of each observation and a value head on its last ``critic_inputs``
+    (a centralised critic's global state beside an agent's own view): each reads only its own part."""
+    actor = space.shape[0] - critic_inputs
+    return (nn.Sequential(Part(0, actor), settings.head(part_space(space, 0, actor), outputs, out_gain=0.01)),
+            nn.Sequential(Part(actor, critic_inputs),
+                          settings.head(part_space(space, actor, critic_inputs), 1, out_gain=1.0)))
+
+
+def heads_on_recurrent_trunk(settings: ModelSettings, width: int, outputs: int,
+                             side_by_side: bool) -> tuple[nn.Module, nn.Module]:
     """Linear policy and value layers on a recurrent trunk's ``width`` features: all of them when actor and
-    critic share the trunk, else each its own half of the side-by-side pair (the actor's first)."""
-    if settings.shared:
+    critic share the trunk, else (``side_by_side``) each its own half of the pair (the actor's first)."""
+    if not side_by_side:
         return settings.linear(width, outputs, 0.01), settings.linear(width, 1, 1.0)
     half = width // 2
     return (nn.Sequential(Part(0, half), settings.linear(half, outputs, 0.01)),

@@ -11,3 +11,5 @@ class EnvKind(Enum):
     SINGLE_AGENT = "single-agent"  # n_envs copies of one task, one action per copy and step (gymnasium's)
     MULTI_AGENT = "multi-agent"  # one game, its players taking turns (PettingZoo's)
     BANDIT = "bandit"  # n_envs bandits, every pull a finished one-step episode
+    # n_envs copies of a game whose agents all act at once, in groups (PettingZoo's parallel API, VMAS)
+    TEAM = "team"

@@ -7,7 +7,8 @@ honest default, so the loop reads it from every environment alike: a family that
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, ClassVar, Protocol
 
 import gymnasium as gym
@@ -42,6 +43,8 @@ class Environment(Protocol):
     groups: int = 1  # groups of copies that step on their own (the alternating sampler's two)
     agents: Sequence[str] = ()  # the players of a multi-agent game; other kinds have none
     arms: int = 0  # the arms of a bandit; other kinds have none
+    # The groups of a team's agents, by name (rlconf.core.team.AgentGroup); other kinds have none.
+    agent_groups: Mapping[str, Any] = MappingProxyType({})
 
     def reset(self, seed: int | None = None) -> Any:
         """The first state of every copy (a StateArray; a MultiagentState for the multi-agent kind)."""

@@ -48,7 +48,7 @@ class EnvSpec:
         return self.observations == "image"
 
 
-SINGLE, MULTI, BANDIT = EnvKind.SINGLE_AGENT, EnvKind.MULTI_AGENT, EnvKind.BANDIT
+SINGLE, MULTI, BANDIT, TEAM = EnvKind.SINGLE_AGENT, EnvKind.MULTI_AGENT, EnvKind.BANDIT, EnvKind.TEAM
 GYM = "rlconf.environments.gym:GymVectorEnvironment"
 PETTINGZOO = "rlconf.environments.pettingzoo"
 PACKAGES = "rlconf.environments.packages"
@@ -84,6 +84,12 @@ for spec in (
             extra="highway", gymnasium_ids=("highway_env",), wrappers=True),
     EnvSpec("tabular", GYM, "gymnasium's toy text: discrete states (FrozenLake, Taxi, CliffWalking)", SINGLE,
             **ANY_GYM),
+    EnvSpec("vmas", "rlconf.environments.vmas:VmasEnvironment",
+            "VMAS multi-robot scenarios (balance, navigation...): torch-vectorised copies, agents acting at once",
+            TEAM, extra="vmas"),
+    EnvSpec("pettingzoo_parallel", "rlconf.environments.pettingzoo_parallel:ParallelTeamEnvironment",
+            "PettingZoo parallel games (mpe2, sisl): copies in one process, agents acting at once, a global state",
+            TEAM, extra="pettingzoo"),
     EnvSpec("bandit", "rlconf.environments.bandit:MultiArmedBandit",
             "multi-armed bandits (Bernoulli, Gaussian): no observation, one pull per step", BANDIT),
     EnvSpec("contextual_bandit", "rlconf.environments.bandit:ContextualBandit",

@@ -47,11 +47,12 @@ from rlconf.experiments.loop.experiment import (
     Pruned,
     RunFailed,
 )
+from rlconf.experiments.loop.learner_group import LearnerGroupEnvironment, learner_group_weights
 from rlconf.experiments.loop.multiagent import MultiagentExperiment
 from rlconf.experiments.loop.runner import Acting, ActingEnvironment, AsyncExperiment
 from rlconf.experiments.loop.stopping import stop_callbacks
 from rlconf.experiments.loop.summary import summarize, summary_line
-from rlconf.experiments.loop.team import TeamEnvironment, team_weights
+from rlconf.experiments.loop.teams import TeamExperiment
 from rlconf.experiments.loop.video import TrainingVideos
 from rlconf.experiments.rundir import provenance, resume, warmstart
 from rlconf.experiments.rundir.checkpoint import load_checkpoint
@@ -239,13 +240,13 @@ def build(settings: Settings, where: resume.Plan) -> Built:
     before the run directory is touched."""
     logger = LoggerGroup([], verbose=settings.run.verbose, debug_every=settings.logger.debug_every)
     env = make_env(settings, settings.hardware.n_envs)
-    if distributed.active():  # one of several learners: the loop sees the team's steps and episodes
-        env = TeamEnvironment(env, distributed.size(), distributed.rank())
+    if distributed.active():  # one of several learners: the loop sees the group's steps and episodes
+        env = LearnerGroupEnvironment(env, distributed.size(), distributed.rank())
     agent = build_agent(settings, env, logger)
     if settings.run.init.run and not where.existing:  # a warm start; a resumed run has its own weights
         warmstart.warm_start(agent, settings.run.init.run, settings.run.init.optimizer)
     if distributed.active():  # built from the same seed: the same weights on every learner, checked once
-        distributed.check_same(team_weights(agent.state_dict()), "the learners' first weights")
+        distributed.check_same(learner_group_weights(agent.state_dict()), "the learners' first weights")
     checkpoint = _load_checkpoint(where.checkpoint) if where.checkpoint else None
     if checkpoint is not None:
         try:
@@ -296,7 +297,13 @@ def write_run_config(settings: Settings, run_dir: Path, where: resume.Plan, reso
 
 # The experiment loop of each kind of environment.
 EXPERIMENTS: dict[EnvKind, type[Experiment]] = {
-    EnvKind.SINGLE_AGENT: Experiment, EnvKind.MULTI_AGENT: MultiagentExperiment, EnvKind.BANDIT: BanditExperiment}
+    EnvKind.SINGLE_AGENT: Experiment, EnvKind.MULTI_AGENT: MultiagentExperiment, EnvKind.BANDIT: BanditExperiment,
+    EnvKind.TEAM: TeamExperiment}
+
+
+def _return_columns(env) -> list[str]:
+    """Whose returns episodes.csv keeps beside the run's own: a game's players, a team's groups (none: [])."""
+    return list(env.agent_groups) if env.kind is EnvKind.TEAM else list(env.agents)
 
 
 def choose_experiment(settings: Settings, built: Built, run_dir: Path, resolved: dict, resumed: bool,
@@ -307,7 +314,7 @@ def choose_experiment(settings: Settings, built: Built, run_dir: Path, resolved:
     env = built.env
     context = LoggerContext(run_dir, config=resolved, name=run_dir.name,
                             sweep=Path(sweep_dir).name if sweep_dir else None, frames_per_step=env.frames_per_step,
-                            resumed=resumed, quiet=settings.run.quiet, agents=list(env.agents), arms=env.arms)
+                            resumed=resumed, quiet=settings.run.quiet, agents=_return_columns(env), arms=env.arms)
     built.logger.loggers = [registry.get("logger", name).from_config(options, context)
                             for name, options in settings.logger.backends.items()]
     experiment_class, options = EXPERIMENTS[env.kind], {}

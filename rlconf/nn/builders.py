@@ -34,7 +34,7 @@ from rlconf.nn.layers import (
     Scale,
     activation,
 )
-from rlconf.nn.recurrent import RecurrentCore, RecurrentNetwork, SideBySide
+from rlconf.nn.recurrent import Part, RecurrentCore, RecurrentNetwork, SideBySide
 from rlconf.nn.schemas import MLPConfig, NatureCNNConfig
 
 HIDDEN_GAIN = math.sqrt(2)  # orthogonal gain of layers followed by a ReLU-like activation
@@ -94,15 +94,24 @@ class ModelSettings:
         head = self._action_values_on(layers=[], width=self.recurrent_hidden, n_actions=n_actions, atoms=atoms)
         return self._recurrent(nn.Sequential(*layers), core, head)
 
-    def recurrent_trunk(self, space: gym.Space) -> tuple[RecurrentNetwork | SideBySide, int]:
+    def recurrent_trunk(self, space: gym.Space, critic_inputs: int = 0) -> tuple[RecurrentNetwork | SideBySide, int]:
         """Sequences -> features ``[T, B, width]`` for policy and value heads (from ``linear``): every hidden
         layer, then the core, as CleanRL's LSTM PPO. Unless ``shared``, the actor and the critic each get a
         trunk and a core of their own (Stable-Baselines3's RecurrentPPO), side by side: the first half of the
-        features is the actor's (``rlconf.nn.recurrent.Part``)."""
-        def trunk() -> RecurrentNetwork:
-            layers, width = self._trunk_layers(space)
-            return self._recurrent(nn.Sequential(*layers), self._core(width), None)
+        features is the actor's (``rlconf.nn.recurrent.Part``). With ``critic_inputs`` (a centralised critic's
+        global state, the last features of each observation) they are side by side whatever ``shared`` says,
+        the actor's trunk reading the features before those and the critic's those alone."""
+        def trunk(start: int = 0, width: int | None = None) -> RecurrentNetwork:
+            if width is None:
+                layers, features = self._trunk_layers(space)
+            else:
+                layers, features = self._trunk_layers(part_space(space, start, width))
+                layers = [Part(start, width), *layers]
+            return self._recurrent(nn.Sequential(*layers), self._core(features), None)
 
+        if critic_inputs:
+            actor = flat_size(space) - critic_inputs
+            return SideBySide(trunk(0, actor), trunk(actor, critic_inputs)), 2 * self.recurrent_hidden
         if self.shared:
             return trunk(), self.recurrent_hidden
         return SideBySide(trunk(), trunk()), 2 * self.recurrent_hidden
@@ -262,3 +271,9 @@ class NatureCNNSettings(NatureCNNConfig, ModelSettings):
 def model_settings(approximation: Mapping[str, Any]) -> ModelSettings:
     """The settings object of the model ``approximation['model']`` names: what agents build networks from."""
     return registry.get("model", approximation.get("model", "mlp"))(**approximation)
+
+
+def part_space(space: gym.spaces.Box, start: int, width: int) -> gym.spaces.Box:
+    """The features ``[start, start + width)`` of a flat Box's observations, as a Box of their own (what a
+    network reading only that part, behind ``Part(start, width)``, is built for)."""
+    return gym.spaces.Box(space.low[start : start + width], space.high[start : start + width])

@@ -82,6 +82,8 @@ CONTINUOUS = Plays.single_agent("box")  # DDPG, TD3, SAC
 STOCHASTIC = Plays.single_agent("discrete", "multi_discrete", "multi_binary", "box")
 BANDITS = Plays(frozenset({EnvKind.BANDIT}), ("discrete",), structured=False)  # bandits, and only those
 MULTIAGENT = Plays(frozenset({EnvKind.MULTI_AGENT}))  # a whole game's players; each player's agent checks its own
+# Teams (MAPPO, IPPO): each group's agents act with softmax or Gaussian policies; vector observations
+TEAM_STOCHASTIC = Plays(frozenset({EnvKind.TEAM}), ("discrete", "box"), structured=False)
 
 
 def _structured(space: Any) -> bool:

@@ -29,6 +29,8 @@ def build_agent(settings: Settings, env, logger) -> ParallelAgent | Multiagent:
         raise ConfigError(refusal)
     if env.kind is EnvKind.MULTI_AGENT:
         return build_multiagent(settings, env, logger)
+    if env.kind is EnvKind.TEAM:
+        return build_team(settings, env, logger)
     check_observations(env, settings.approximation)
     learners = settings.hardware.learners
     context = BuildContext(
@@ -89,6 +91,17 @@ def build_multiagent(settings: Settings, env, logger) -> Multiagent:
         return embodied_agent(settings, spec, config, context, f"{agent} of {player}")
 
     context = MultiagentBuildContext(players, dict(env.observation_spaces), dict(env.action_spaces), build)
+    return settings.agent_class.from_config(settings.agent, context)
+
+
+def build_team(settings: Settings, env, logger):
+    """A team agent (``agent=mappo``...): its learners are built for the groups of ``env`` (``agent_groups``)."""
+    from rlconf.agents._team import TeamBuildContext
+
+    context = TeamBuildContext(groups=dict(env.agent_groups), n_envs=settings.hardware.n_envs,
+                               device=torch.device(settings.hardware.device), total_steps=settings.run.steps,
+                               approximation=settings.approximation, seed=settings.run.seed,
+                               logger_of=lambda name: ScopedLogger(logger, name))  # loss/policy/<group>
     return settings.agent_class.from_config(settings.agent, context)
 
 

@@ -27,7 +27,7 @@ def make_env(settings: Settings, n_envs: int, render_mode: str | None = None, wr
             raise ConfigError(f"hardware.sampler={hardware.sampler}: {spec.kind.value} environments "
                               f"(env={settings.env.name}) step in the run's process; allowed: serial")
         extra |= {"sampler": hardware.sampler, "workers": hardware.cpus_per_run}
-    if spec.kind is EnvKind.BANDIT:  # the arms' parameters are drawn from the run's seed
+    if spec.kind in (EnvKind.BANDIT, EnvKind.TEAM):  # the arms' parameters, VMAS's worlds: from the run's seed
         extra["seed"] = settings.run.seed
     env_class = registry.import_path(spec.class_path)
     # A family that makes its copies with gym.make takes gymnasium's spec, with env.wrappers, in place of the id.

@@ -18,6 +18,10 @@ def compatible(spec: AgentSpec, env: Environment, agent: str) -> str | None:
     declared = spec.plays
     if env.kind not in declared.kinds:
         return _kind_refusal(declared, env, agent)
+    if env.kind is EnvKind.TEAM:  # each group's agents act in their group's space
+        return next((f"{declared.actions_refusal(agent, group.action_space)} (group {name} of env={env.name})"
+                     for name, group in env.agent_groups.items() if declared.refuses_actions(group.action_space)),
+                    None)
     if env.kind is not EnvKind.MULTI_AGENT and declared.refuses_actions(env.action_space):
         return declared.actions_refusal(agent, env.action_space)
     if env.kind is not EnvKind.MULTI_AGENT and declared.refuses_observations(env.observation_space):
@@ -35,6 +39,12 @@ def check_observations(env: Environment, approximation: dict) -> None:
 
 
 def _kind_refusal(declared: Plays, env: Environment, agent: str) -> str:
+    if env.kind is EnvKind.TEAM:
+        return (f"agent={agent}: env={env.name} is a team of agents acting at once; allowed: a team agent, "
+                "agent=mappo or agent=ippo (rlconf list agent)")
+    if EnvKind.TEAM in declared.kinds:
+        return (f"agent={agent}: trains teams of agents acting at once, not env={env.name}; allowed: "
+                "env=vmas/<scenario> or env=mpe/<task> (rlconf list env)")
     if env.kind is EnvKind.MULTI_AGENT:
         return (f"agent={agent}: env={env.name} is a multi-agent env; train one {agent} per player with "
                 f"agent=independent agent.base={agent}")

@@ -41,8 +41,8 @@ from rlconf.experiments.console.progress import ConsoleProgress
 from rlconf.experiments.loop import bookkeeping
 from rlconf.experiments.loop.callbacks import Callback, Callbacks, Episode, Evaluation, Run
 from rlconf.experiments.loop.evaluate import evaluate
+from rlconf.experiments.loop.learner_group import LearnerGroupEnvironment
 from rlconf.experiments.loop.stopping import stop_requests
-from rlconf.experiments.loop.team import TeamEnvironment
 from rlconf.experiments.loop.video import TrainingVideos
 from rlconf.experiments.rundir.checkpoint import BEST, first_non_finite_weight, learner_state, write_checkpoint
 from rlconf.experiments.rundir.directory import CHECKPOINT
@@ -150,6 +150,7 @@ class Experiment:
         self.test_details: dict[str, Any] = {}  # what the last test found besides its returns (multi-agent)
         self.test_stalled = 0  # episodes of the last test cut short for want of rewards (Atari's tests)
         self.train_seconds = 0.0
+        self.eval_seconds = 0.0  # of train_seconds, those spent in periodic evaluations (summary.json says)
         self.started: float | None = None  # when this attempt's training began (perf_counter), while it trains
         self.start_steps = 0  # where this attempt began: 0, or the checkpoint's step when resumed
         self.resumes = 0  # how many times this run has been resumed from a checkpoint
@@ -157,12 +158,12 @@ class Experiment:
         self.next_eval = float(loop.eval_every or "inf")
         self.next_checkpoint = float(loop.checkpoint_every or "inf")
         self._test_env = None
-        # With several data-parallel learners (``env``: a TeamEnvironment) only the first one writes the run
+        # With several data-parallel learners (``env``: a LearnerGroupEnvironment) only the first one writes the run
         # directory and evaluates; every learner takes part in checkpoints (the first writes all their states).
         self.writer = distributed.rank() == 0
         # With the alternating sampler: the agent's body for each group of copies (bodies.Body.lane).
         self.lanes = [agent.lane(env.group_copies(g)) for g in range(env.groups)] if env.groups > 1 else None
-        self.team = env if isinstance(env, TeamEnvironment) else None
+        self.learner_group = env if isinstance(env, LearnerGroupEnvironment) else None
         self.view = Run(self)
         own = bookkeeping.own(self, videos, loop.keep, loop.scalars_every, trial)
         self._videos = next((c for c in own if isinstance(c, bookkeeping.Videos)), None)
@@ -179,8 +180,8 @@ class Experiment:
         # Signals only ask the loop to stop from before the first checkpoint on: one that comes while it is
         # written is answered at the first step (a checkpoint on disk means Ctrl-C is polite: tests wait for it).
         with stop_requests() as stop, self._stop_on_divergence():
-            if self.team is not None:  # a team of learners agrees on the signal to stop on
-                self.team.stop_request = stop
+            if self.learner_group is not None:  # a group of learners agrees on the signal to stop on
+                self.learner_group.stop_request = stop
             if self.checkpoint_steps is None:  # a fresh run: from now on there is always a checkpoint to go back to
                 self.save_checkpoint()
             step = self._stepping(env.reset(seed=self.reset_seed()), start)
@@ -229,7 +230,7 @@ class Experiment:
 
     def request_stop(self, reason: str) -> None:
         """End the run "done" at the end of this iteration (``Run.stop``); the first reason is kept."""
-        if self.team is not None:  # the learners would have to agree on it, as on a signal
+        if self.learner_group is not None:  # the learners would have to agree on it, as on a signal
             raise RuntimeError("a run of several learners (hardware.learners) cannot be stopped early by a callback")
         if self.stop_reason is None:
             self.stop_reason = reason
@@ -267,8 +268,8 @@ class Experiment:
         return alternate
 
     def _stopping(self, stop) -> int | None:
-        """The signal training stops on: this process's, or the one a team of learners agreed on."""
-        return stop.signum if self.team is None else self.team.stop
+        """The signal training stops on: this process's, or the one a group of learners agreed on."""
+        return stop.signum if self.learner_group is None else self.learner_group.stop
 
     @contextlib.contextmanager
     def _stop_on_divergence(self) -> Iterator[None]:
@@ -335,11 +336,13 @@ class Experiment:
         if not self.writer:  # the first learner evaluates; the others wait for it at their next exchange
             return
         episodes = self.eval_episodes
+        start = time.perf_counter()
         try:
             returns = self.test(episodes, self._reporter("eval", episodes,
                                                          lambda done, _: self.progress.evaluating(done, episodes)))
         finally:
             self.progress.evaluating(None)
+            self.eval_seconds += time.perf_counter() - start
         self.logger.add_evaluation(self.env.steps, returns)
         self.last_evaluation = Evaluation(self.env.steps, tuple(float(r) for r in returns))
         self.fire("on_evaluation", self.last_evaluation)
@@ -404,7 +407,7 @@ class Experiment:
         state: dict[str, Any] = {
             "format": CHECKPOINT_FORMAT, **learners[0], "steps": self.env.steps,
             "episodes": self.episodes, "last_return": self.last_return, "best_return": self.best_return,
-            "train_seconds": self.train_seconds, "best_eval": self.best_eval,
+            "train_seconds": self.train_seconds, "eval_seconds": self.eval_seconds, "best_eval": self.best_eval,
             "next_eval": self.next_eval, "next_checkpoint": self.next_checkpoint, "resumes": self.resumes,
             "logger": self.logger.state_dict(), **self._loop_state(), **self.checkpoint_extra}
         if callbacks := self.callbacks.state_dict():  # the user's that keep a state (stop.patience's)
@@ -461,6 +464,7 @@ class Experiment:
         self.best_return = state.get("best_return")
         self.best_eval = state.get("best_eval")
         self.train_seconds = state["train_seconds"]
+        self.eval_seconds = state.get("eval_seconds", 0.0)  # checkpoints before it was kept: none counted
         self.next_eval = state["next_eval"]
         self.next_checkpoint = state["next_checkpoint"]
         self.resumes = state["resumes"] + 1

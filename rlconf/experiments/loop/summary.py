@@ -15,7 +15,7 @@ import torch
 from rlconf.approximation import compiled
 from rlconf.experiments.loop.bandit import regret_line
 from rlconf.experiments.loop.experiment import Experiment
-from rlconf.experiments.loop.team import STEPS_PER_EXCHANGE
+from rlconf.experiments.loop.learner_group import STEPS_PER_EXCHANGE
 from rlconf.experiments.rundir.directory import slurm_job_id
 from rlconf.settings import Settings, redact
 
@@ -37,6 +37,7 @@ def summarize(settings: Settings, experiment: Experiment, returns: list[float], 
         "episodes": experiment.episodes,
         "wall_seconds": round(experiment.train_seconds, 3),
         "steps_per_second": round(steps / max(experiment.train_seconds, 1e-9), 1),
+        "eval_seconds": round(experiment.eval_seconds, 3),  # of wall_seconds: the periodic evaluations'
         "test_return_mean": float(r.mean()) if len(r) else None,
         "test_return_std": float(r.std()) if len(r) else None,
         "test_episodes": len(r),

@@ -137,7 +137,7 @@ class TrainingVideos:
             fps = video_fps(self._grabber, self._env)
             path = self.folder / f"video-{steps}.mp4"
             self.folder.mkdir(exist_ok=True)
-            _write_mp4(frames, fps, path)
+            write_mp4(frames, fps, path)
             self._finished.append((steps, self.logger.video_payload(frames, fps, path)))
         except BaseException as error:  # the loop reports it, on its own thread
             self._failure = error
@@ -173,7 +173,7 @@ def video_fps(wrapper: gym.Wrapper, env) -> float:
     return max(1, round(fps / env.frames_per_step))
 
 
-def _write_mp4(frames: np.ndarray, fps: float, path: Path) -> None:
+def write_mp4(frames: np.ndarray, fps: float, path: Path) -> None:
     """``frames`` as an H.264 mp4 at ``path``, every one of them (moviepy's clips may drop the last to a rounding
     of their duration: ffmpeg is fed directly), written beside it first (a reader never sees half a file)."""
     import imageio_ffmpeg  # moviepy's ffmpeg: there wherever the video extra is

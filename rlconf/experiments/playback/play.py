@@ -34,7 +34,7 @@ from rlconf.experiments.build.setup import check_device, prepare
 from rlconf.experiments.loop.evaluate import evaluate
 from rlconf.experiments.loop.experiment import TEST_SEED_OFFSET
 from rlconf.experiments.loop.multiagent import play_test
-from rlconf.experiments.loop.video import video_fps
+from rlconf.experiments.loop.video import video_fps, write_mp4
 from rlconf.experiments.rundir.checkpoint import checkpoint_path, load_checkpoint
 from rlconf.experiments.rundir.directory import CONFIG, check_trained_run
 from rlconf.experiments.rundir.saved import check_plugins, read_config
@@ -266,6 +266,8 @@ def watch_run(run_dir: str | Path, episodes: int = 1, video: str | Path | None =
     # Frames for a file need no window: pygame (classic control's renderer) must not look for a display server
     # (SDL complains in a line on stderr where there is none).
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+    if env_kind(playback.settings) is EnvKind.TEAM:
+        return _team_video(playback, out, episodes, seed, fps)
     folder = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))  # renamed into place: atomic
     try:
         recorder = _Recorder(folder / "video", playback.settings)  # made by RecordVideo, which warns otherwise
@@ -284,6 +286,42 @@ def watch_run(run_dir: str | Path, episodes: int = 1, video: str | Path | None =
         shutil.rmtree(folder, ignore_errors=True)
     return {"returns": returns, "step": playback.step, "title": playback.title, "video": str(out),
             "frames": frames, "size": recorder.size, "fps": recorder.video.frames_per_sec}
+
+
+class _TeamFrames:
+    """A team environment that keeps the frame of its copy (``render()``) after each reset and step: team
+    environments take no gymnasium wrappers, so RecordVideo cannot sit around their copies."""
+
+    def __init__(self, env, settings: Settings):
+        self.env = env
+        self.frames: list[np.ndarray] = [_check_render(env, settings)]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.env, name)
+
+    def reset(self, seed: int | None = None):
+        state = self.env.reset(seed=seed)
+        self.frames[:] = [self.env.render()]  # the check's frame was of another reset
+        return state
+
+    def step(self, actions):
+        state = self.env.step(actions)
+        self.frames.append(self.env.render())
+        return state
+
+
+def _team_video(playback: Playback, out: Path, episodes: int, seed: int, fps: float | None) -> dict[str, Any]:
+    """``episodes`` of a team's test agent in one copy, its frames written to ``out`` as they were rendered."""
+    env = _TeamFrames(playback.make_env(1, "rgb_array"), playback.settings)
+    try:
+        returns = evaluate(playback.test_agent(env.env), env, episodes, seed=seed)
+    finally:
+        env.close()
+    frames = np.stack(env.frames)
+    rate = fps or max(1, round(env.simulator_fps or 30))
+    write_mp4(frames, rate, out)
+    return {"returns": returns, "step": playback.step, "title": playback.title, "video": str(out),
+            "frames": _frames_in(out), "size": (frames.shape[2], frames.shape[1]), "fps": rate}
 
 
 def _frames_in(video: Path) -> int:

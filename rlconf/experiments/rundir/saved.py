@@ -246,7 +246,8 @@ CHECKPOINT_SCHEMA: Schema = {
     "format": Field((int,), f"one of the formats this rlconf reads: {', '.join(map(str, CHECKPOINT_FORMATS))}",
                     lambda value: value in CHECKPOINT_FORMATS),
     "agent": MAPPING, "steps": COUNT, "episodes": COUNT, "last_return": MAYBE_NUMBER, "best_return": MAYBE_NUMBER,
-    "best_eval": MAYBE_NUMBER, "eval_return": NUMBER, "train_seconds": SECONDS, "next_eval": STEP,
+    "best_eval": MAYBE_NUMBER, "eval_return": NUMBER, "train_seconds": SECONDS, "eval_seconds": SECONDS,
+    "next_eval": STEP,
     "next_checkpoint": STEP, "resumes": COUNT, "rng": MAPPING, "logger": MAPPING, "replay": MAPPING,
     "learners": MAPPING_LIST, "config": MAYBE_MAPPING}
 # A logger backend's part of a checkpoint's ``logger`` (rlconf.logging: CSVLogger's, TensorBoard's, W&B's).

@@ -7,7 +7,7 @@ shared every ``every`` iterations, in one all-gather, so that every learner take
 iteration: evaluate (the first learner, the others wait for it), checkpoint (all of them: the first writes
 every learner's state into the one checkpoint.pt), stop, or finish the budget.
 
-``TeamEnvironment`` wraps a learner's environment: ``steps`` is the team's total at the last exchange, and
+``LearnerGroupEnvironment`` wraps a learner's environment: ``steps`` is the group's total at the last exchange, and
 ``completed`` the episodes every learner ended since the one before (on the first learner, which logs them;
 empty on the others). Copies of learner ``r`` are seeded after those of the learners before it.
 """
@@ -23,8 +23,8 @@ from rlconf import distributed
 STEPS_PER_EXCHANGE = 256
 
 
-class TeamEnvironment:
-    """A learner's environment as the loop sees the team's (see the module's docstring)."""
+class LearnerGroupEnvironment:
+    """A learner's environment as the loop sees the group's (see the module's docstring)."""
 
     def __init__(self, env, learners: int, rank: int):
         self.env = env
@@ -34,7 +34,7 @@ class TeamEnvironment:
         self.stop_request: Any = None  # the loop's (stopping.stop_requests), set when training starts
         self.stop: int | None = None  # the signal the learners agreed to stop on, at the last exchange
         self.completed: list = []
-        self._total = 0  # the team's steps at the last exchange
+        self._total = 0  # the group's steps at the last exchange
         self._counted = 0  # this learner's steps counted in it
         self._pending: list = []  # this learner's episodes since the last exchange
         self._iterations = 0
@@ -64,7 +64,7 @@ class TeamEnvironment:
         return state
 
     def exchange(self) -> None:
-        """Share steps, episodes and stop signals: every learner learns the team's total and whether to stop;
+        """Share steps, episodes and stop signals: every learner learns the group's total and whether to stop;
         the first learner gets everyone's episodes."""
         signum = None if self.stop_request is None else self.stop_request.signum
         mine = (self.env.steps - self._counted, signum, self._pending)
@@ -77,7 +77,7 @@ class TeamEnvironment:
         self.completed = [episode for _, _, episodes in everyone for episode in episodes] if self.rank == 0 else []
 
 
-def team_weights(state: Any, path: str = "") -> dict[str, Any]:
+def learner_group_weights(state: Any, path: str = "") -> dict[str, Any]:
     """The weights in an agent's state dict (every tensor below a ``model`` key), by their path: what must be
     the same on every learner."""
     found: dict[str, Any] = {}
@@ -88,5 +88,5 @@ def team_weights(state: Any, path: str = "") -> dict[str, Any]:
                 found.update({f"{inner}.{name}": tensor for name, tensor in value.items()
                               if hasattr(tensor, "is_floating_point") and tensor.is_floating_point()})
             else:
-                found.update(team_weights(value, inner))
+                found.update(learner_group_weights(value, inner))
     return found

@@ -1,0 +1,43 @@
+"""MAPPO and IPPO (rlconf.agents.team_ppo): their schema and what they declare."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rlconf import registry
+from rlconf.agents.specs._defaults import agent_defaults
+from rlconf.agents.specs._plays import TEAM_STOCHASTIC
+from rlconf.agents.specs._spec import AgentSpec
+from rlconf.agents.specs.ppo import PPOConfig
+
+
+@dataclass(kw_only=True)  # fields without defaults after PPO's: the defaults come with each agent's YAML
+class TeamPPOConfig(PPOConfig):
+    """PPO's hyperparameters, for each group's learner, and how a team learns: ``centralised_critic`` (MAPPO's
+    critic reads the global state; IPPO's the agent's own view), ``share_parameters`` (a group's agents share
+    one actor and one critic) and ``agent_id`` (shared networks see a one-hot of the agent's index)."""
+
+    centralised_critic: bool
+    share_parameters: bool
+    agent_id: bool
+
+
+@dataclass
+@agent_defaults("mappo")
+class MAPPOConfig(TeamPPOConfig):
+    pass
+
+
+@dataclass
+@agent_defaults("ippo")
+class IPPOConfig(TeamPPOConfig):
+    pass
+
+
+for name, config, description in (
+    ("mappo", MAPPOConfig, "MAPPO: PPO for each group of a team, centralised critic on the global state"),
+    ("ippo", IPPOConfig, "IPPO: PPO for each group of a team, each agent's critic on its own observation"),
+):
+    registry.register(AgentSpec(name, f"rlconf.agents.team_ppo:{name.upper()}", config, description,
+                                plays=TEAM_STOCHASTIC,
+                                recurrent="optional"))  # approximation.recurrent=gru: MAPPO's recurrent variant

@@ -1,0 +1,125 @@
+"""The team agents (MAPPO, IPPO) on real team environments: VMAS's balance, and a small coordination game
+(tests/team_games.py) whose best return is known, so that learning can be asserted in seconds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import FAST_RUN, assert_run_refused, build, only_run_dir
+from test_resume import killed_after_checkpoint, read_rows
+
+from rlconf.agents._team import Lanes
+from rlconf.core import AgentGroup, StateArray
+
+TESTS = Path(__file__).parent
+BALANCE = ["env=vmas/balance", "hardware.n_envs=4", "agent.n_steps=20", "agent.epochs=1"]
+COORDINATION = ["env=pettingzoo_parallel", "env.id=team_games"]
+
+
+def summary_of(run_dir: Path) -> dict:
+    return json.loads((run_dir / "summary.json").read_text())
+
+
+@pytest.mark.parametrize("agent", ["mappo", "ippo"])
+def test_a_team_agent_trains_on_vmas_and_logs_the_team_and_its_group(agent, run_cli, workdir, tmp_path):
+    logdir = tmp_path / "runs"
+    result = run_cli("run", f"agent={agent}", *BALANCE, "steps=800", *FAST_RUN, f"logdir={logdir}", cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    run_dir = only_run_dir(logdir)
+    summary = summary_of(run_dir)
+    assert summary["steps"] >= 800 and summary["test_episodes"] == 2
+    assert -1e3 < summary["test_return_mean"] < 1e3
+    rows = read_rows(run_dir / "episodes.csv")
+    assert rows, "balance's episodes end within 100 steps"
+    # One group (agent_0..agent_3 are the group "agent"): the team's return is the group's.
+    assert all(row["return/agent"] == row["return"] for row in rows)
+
+
+def test_without_sharing_each_agent_has_a_learner_of_its_own():
+    _, env, agent = build("agent=ippo", *BALANCE, "agent.share_parameters=false")
+    env.close()
+    learners = agent.learners["agent"]
+    assert len(learners) == 4
+    assert len({id(learner.policy.model) for learner in learners}) == 4
+    shared = build("agent=ippo", *BALANCE)[2]
+    assert len(shared.learners["agent"]) == 1
+
+
+def test_lanes_give_the_actor_its_own_view_and_the_critic_the_global_state():
+    import gymnasium as gym
+
+    group = AgentGroup("agent", ("agent_0", "agent_1"), gym.spaces.Box(-1, 1, (3,)), gym.spaces.Discrete(2),
+                       gym.spaces.Box(-1, 1, (6,)))
+    observation = torch.arange(12.0).view(2, 2, 3)  # 2 copies x 2 agents x 3
+    states = StateArray({"observation": observation, "reward": torch.ones(2, 2),
+                         "done": torch.zeros(2, 2, dtype=torch.bool), "mask": torch.ones(2, 2),
+                         "alive": torch.tensor([[True, False], [True, True]]),
+                         "global_state": observation.flatten(1).unsqueeze(1).expand(2, 2, 6)}, (2, 2))
+    view = Lanes(group, shared=True, agent_id=True, critic="global_state")
+    assert (view.actor_inputs, view.critic_inputs) == (3 + 2, 6 + 2)
+    (lanes,) = view.of(states)
+    assert lanes.shape == (4,)
+    row = lanes["observation"][1]  # copy 0, agent 1: its view, its index, then the copy's state and the index
+    assert torch.equal(row, torch.cat([observation[0, 1], torch.tensor([0.0, 1.0]), observation[0].flatten(),
+                                       torch.tensor([0.0, 1.0])]))
+    # An agent that finished before its game is a lane whose episode is over: no transitions from it.
+    assert lanes["done"].tolist() == [False, True, False, False]
+    each = Lanes(group, shared=False, agent_id=True, critic="observation").of(states)
+    assert len(each) == 2 and each[0].shape == (2,) and each[0]["observation"].shape == (2, 6)
+
+
+def test_a_killed_team_run_resumes_without_losing_or_repeating_an_episode(run_cli, workdir, tmp_path):
+    logdir = tmp_path / "runs"
+    args = ["agent=mappo", *BALANCE, "steps=3000", "checkpoint_every=400", *FAST_RUN, f"logdir={logdir}"]
+    run_dir, saved, before = killed_after_checkpoint(args, workdir, logdir, 800)
+    resumed = run_cli("run", f"resume={run_dir}", cwd=workdir)
+    assert resumed.returncode == 0, resumed.stderr
+    summary = summary_of(run_dir)
+    assert summary["steps"] >= 3000 and summary["resumes"] == 1
+    rows = read_rows(run_dir / "episodes.csv")
+    assert [int(row["episode"]) for row in rows] == list(range(1, len(rows) + 1)), "an episode lost or repeated"
+    assert rows[: saved["episodes"]] == before[: saved["episodes"]]
+    assert len(rows) == summary["episodes"]
+
+
+def test_a_team_run_plays_back_with_eval_and_into_a_video(run_cli, workdir, tmp_path):
+    logdir = tmp_path / "runs"
+    trained = run_cli("run", "agent=mappo", *BALANCE, "steps=400", *FAST_RUN, f"logdir={logdir}", cwd=workdir)
+    assert trained.returncode == 0, trained.stderr
+    run_dir = only_run_dir(logdir)
+    evaluated = run_cli("eval", str(run_dir), "--episodes", "2", cwd=workdir)
+    assert evaluated.returncode == 0, evaluated.stderr
+    returns = json.loads((run_dir / "eval.json").read_text())["returns"]
+    assert sum(returns) / len(returns) == pytest.approx(summary_of(run_dir)["test_return_mean"]), "as the test"
+
+    import imageio_ffmpeg
+
+    video = tmp_path / "team.mp4"
+    watched = run_cli("watch", str(run_dir), "--video", str(video), cwd=workdir)
+    assert watched.returncode == 0, watched.stderr
+    frames = imageio_ffmpeg.count_frames_and_secs(str(video))[0]
+    assert f"wrote {video}: {frames} frames" in watched.stdout
+    assert 2 <= frames <= 101, "the first state, then one frame a step of balance's 100 at most"
+
+
+@pytest.mark.parametrize(("agent", "env", "words"), [
+    ("dqn", "vmas/balance", ["agent=dqn", "team", "agent=mappo"]),
+    ("mappo", "classic/cartpole", ["agent=mappo", "env=classic/cartpole", "env=vmas"]),
+])
+def test_a_team_agent_and_a_single_agent_env_are_refused_in_one_line(agent, env, words, run_cli, workdir,
+                                                                      tmp_path):
+    assert_run_refused(run_cli, [f"agent={agent}", f"env={env}"], words, workdir, tmp_path / "runs")
+
+
+@pytest.mark.slow
+def test_mappo_learns_to_coordinate(run_cli, workdir, tmp_path):
+    """Both agents must pick the target they are shown, together: 8 a game at best, about 0.9 at chance."""
+    logdir = tmp_path / "runs"
+    result = run_cli("run", "agent=mappo", *COORDINATION, "steps=20000", "hardware.n_envs=8", "agent.n_steps=16",
+                     "agent.batch_size=32", "agent.lr=1e-3", "test_episodes=16", "eval_every=0", "quiet=true",
+                     f"logdir={logdir}", cwd=workdir, pythonpath=[TESTS])
+    assert result.returncode == 0, result.stderr
+    assert summary_of(only_run_dir(logdir))["test_return_mean"] >= 7.5

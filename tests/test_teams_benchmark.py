@@ -1,0 +1,73 @@
+"""benchmarks/teams.py: the settings it gives BenchMARL are rlconf's preset's, as BenchMARL's built experiment
+holds them; rows rlconf cannot run yet are refused in one line. No training here (the quick run of the
+benchmark takes minutes); BenchMARL is a benchmark peer, not a dependency: its tests skip without it."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def _module(name: str):
+    spec = importlib.util.spec_from_file_location(f"teams_benchmark_{name}", BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(("row", "centralised"), [("mappo-balance", True), ("ippo-sampling", False)])
+def test_benchmarls_experiment_holds_the_settings_of_rlconfs_preset(row, centralised, tmp_path):
+    pytest.importorskip("benchmarl")
+    pytest.importorskip("vmas")
+    teams, runner = _module("teams"), _module("teams_benchmarl")
+    trial = teams.spec(teams.ROWS[row], frames=300_000, seed=0, evaluations=10, quick=False)
+    experiment = runner.build(trial, tmp_path)
+    seen = runner.observed(experiment, row.split("-")[0])
+    assert runner.differences(trial, seen) == []
+    preset = teams.settings_of([f"agent={row.split('-')[0]}", f"env=vmas/{row.split('-')[1]}"])
+    agent = preset.agent
+    assert seen["experiment"]["lr"] == agent.lr and seen["experiment"]["adam_eps"] == agent.adam_eps
+    assert seen["experiment"]["on_policy_collected_frames_per_batch"] == agent.n_steps * preset.hardware.n_envs
+    assert seen["experiment"]["on_policy_n_minibatch_iters"] == agent.epochs
+    assert seen["experiment"]["on_policy_minibatch_size"] == agent.batch_size
+    assert seen["model"] == {"num_cells": list(preset.approximation["hidden"]), "activation": "tanh"}
+    assert seen["critic_centralised"] is centralised
+    assert seen["task_config"]["max_steps"] == preset.env.max_episode_steps
+    assert trial["eval_every"] == 30_000 and trial["eval_every"] % 6_000 == 0  # BenchMARL evaluates at rollouts' ends
+
+
+def test_quick_scales_both_sides_alike(tmp_path):
+    pytest.importorskip("benchmarl")
+    teams, runner = _module("teams"), _module("teams_benchmarl")
+    trial = teams.spec(teams.ROWS["mappo-balance"], frames=12_000, seed=0, evaluations=4, quick=True)
+    seen = runner.observed(runner.build(trial, tmp_path), "mappo")
+    assert runner.differences(trial, seen) == []
+    assert seen["experiment"]["on_policy_collected_frames_per_batch"] == 600
+    assert seen["experiment"]["on_policy_n_minibatch_iters"] == 5
+    assert "agent.n_steps=60" in trial["rlconf_overrides"] and "agent.epochs=5" in trial["rlconf_overrides"]
+
+
+def test_a_preset_setting_benchmarl_cannot_take_is_refused():
+    teams = _module("teams")
+    settings = teams.settings_of(["agent=mappo", "env=vmas/balance", "agent.normalize_advantages=true"])
+    with pytest.raises(teams.Refused, match="agent.normalize_advantages=True"):
+        teams.on_policy(settings)
+
+
+def test_rows_rlconf_cannot_run_yet_are_refused_in_one_line(capsys):
+    teams = _module("teams")
+    assert teams.main(["qmix-navigation", "--results", "/nonexistent"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("teams: error: qmix-navigation: ") and "mappo-balance" in err
+
+
+def test_the_interval_over_seeds_is_students():
+    interval = _module("teams").interval
+    assert interval([1.0, 2.0, 3.0]) == "2.00 ± 2.48 (3 seeds)"  # t(2) = 4.303, sd 1, n 3
+    assert interval([4.0]) == "4.00 (1 seed)"
