@@ -130,12 +130,12 @@ def cmd_export(args: list[str]) -> int:
     if "-h" in args or "--help" in args:
         print(EXPORT_HELP)
         return 0
-    fmt, out, plugins, which = (_take_option(args, name) for name in ("--format", "--out", "--plugins",
-                                                                         "--checkpoint"))
+    fmt, out, plugins, which, group = (_take_option(args, name) for name in ("--format", "--out", "--plugins",
+                                                                                "--checkpoint", "--group"))
     run_dir = _run_dir_argument(args, EXPORT_USAGE)
     if fmt is None:
         raise UsageError(f"--format is required (torchscript or onnx); {EXPORT_USAGE}")
-    return runs.export(run_dir, fmt, out, which or "last", _modules(plugins))
+    return runs.export(run_dir, fmt, out, which or "last", _modules(plugins), group)
 
 
 def cmd_check_env(args: list[str]) -> int:

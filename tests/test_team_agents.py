@@ -87,7 +87,8 @@ def test_a_killed_team_run_resumes_without_losing_or_repeating_an_episode(run_cl
 
 def test_a_team_run_plays_back_with_eval_and_into_a_video(run_cli, workdir, tmp_path):
     logdir = tmp_path / "runs"
-    trained = run_cli("run", "agent=mappo", *BALANCE, "steps=400", *FAST_RUN, f"logdir={logdir}", cwd=workdir)
+    trained = run_cli("run", "agent=mappo", *BALANCE, "agent.agent_id=true", "steps=400", *FAST_RUN,
+                      f"logdir={logdir}", cwd=workdir)
     assert trained.returncode == 0, trained.stderr
     run_dir = only_run_dir(logdir)
     evaluated = run_cli("eval", str(run_dir), "--episodes", "2", cwd=workdir)
@@ -103,6 +104,14 @@ def test_a_team_run_plays_back_with_eval_and_into_a_video(run_cli, workdir, tmp_
     frames = imageio_ffmpeg.count_frames_and_secs(str(video))[0]
     assert f"wrote {video}: {frames} frames" in watched.stdout
     assert 2 <= frames <= 101, "the first state, then one frame a step of balance's 100 at most"
+
+    exported = run_cli("export", str(run_dir), "--format", "torchscript", cwd=workdir)
+    assert exported.returncode == 0, exported.stderr
+    description = json.loads((run_dir / "policy-agent.pt.json").read_text())
+    assert description["input"]["shape"] == ["batch", 16 + 4]  # balance's 16 observations, then 4 agents' one-hot
+    assert any("one-hot" in how for how in description["feeding"])
+    refused = run_cli("export", str(run_dir), "--format", "torchscript", "--group", "adversary", cwd=workdir)
+    assert refused.returncode == 2 and "allowed: --group agent" in refused.stderr
 
 
 @pytest.mark.parametrize(("agent", "env", "words"), [

@@ -73,16 +73,23 @@ class Lanes:
         return self.group.size if self.shared else 1
 
     @property
+    def actor_space(self) -> gym.spaces.Box:
+        """What the actor reads of each lane: the agent's own view (and its one-hot index)."""
+        return gym.spaces.Box(-np.inf, np.inf, (self.actor_inputs,), np.float32)
+
+    @property
     def observation_space(self) -> gym.spaces.Box:
         """What each lane's observation is to a learner: the actor's inputs, then the critic's."""
         return gym.spaces.Box(-np.inf, np.inf, (self.actor_inputs + self.critic_inputs,), np.float32)
 
     def of(self, states: StateArray) -> list[StateArray]:
         """Each learner's lanes of the group's ``(n_envs, agents)`` ``states``."""
-        lanes = self._lanes(states)
-        if self.shared:
-            return [lanes.flatten()]
-        return [lanes[:, a] for a in range(self.group.size)]
+        values = self._lanes(states)
+        n_envs, agents = states.shape
+        if self.shared:  # reshape, not view: a group's slice of a game's agents need not be contiguous
+            return [StateArray({k: v.reshape(n_envs * agents, *v.shape[2:]) for k, v in values.items()},
+                               (n_envs * agents,), states.device)]
+        return [StateArray({k: v[:, a] for k, v in values.items()}, (n_envs,), states.device) for a in range(agents)]
 
     def actions(self, each: list[torch.Tensor], n_envs: int) -> torch.Tensor:
         """The group's actions ``(n_envs, agents, ...)`` from each learner's actions for its lanes."""
@@ -90,7 +97,12 @@ class Lanes:
             return each[0].view(n_envs, self.group.size, *each[0].shape[1:])
         return torch.stack(each, dim=1)
 
-    def _lanes(self, states: StateArray) -> StateArray:
+    def grid(self, states: StateArray) -> StateArray:
+        """The group's lanes as a ``(n_envs, agents)`` ``StateArray``, for a learner that reads a whole copy's
+        agents side by side (QMIX's mixer)."""
+        return StateArray(self._lanes(states), states.shape, states.device)
+
+    def _lanes(self, states: StateArray) -> dict[str, torch.Tensor]:
         observation = states["observation"]
         n_envs, agents = observation.shape[:2]
         ids = None if self.ids is None else self.ids.to(observation.device).expand(n_envs, agents, agents)
@@ -102,7 +114,7 @@ class Lanes:
                   "done": states["done"] | ~alive, "mask": states["mask"]}
         if ACTION_MASK in states:
             values[ACTION_MASK] = states[ACTION_MASK]
-        return StateArray(values, (n_envs, agents), states.device)
+        return values
 
     @staticmethod
     def _with_id(values: torch.Tensor, ids: torch.Tensor | None) -> list[torch.Tensor]:

@@ -20,9 +20,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import gymnasium as gym
 import torch
 
-from rlconf.agents._agent import Buildable, BuildContext, Learner, NotExportable, TestAgent
+from rlconf.agents._agent import Buildable, BuildContext, Learner, NotExportable, PolicyGraph, TestAgent
 from rlconf.agents._team import Lanes, TeamBuildContext, lanes_act
 from rlconf.agents.ppo import PPO
 from rlconf.agents.specs.team_ppo import IPPOConfig, MAPPOConfig, TeamPPOConfig
@@ -97,4 +98,27 @@ class TeamTestAgent(TestAgent):
         return lanes_act(self.lanes, self.agents, team)
 
     def policy_graph(self):
-        raise NotExportable("a team acts with one policy per group of agents, not one graph")
+        raise NotExportable("a team acts with one policy per group of agents (rlconf export --group NAME)")
+
+    def group_graph(self, name: str) -> tuple[PolicyGraph, gym.Space]:
+        """Group ``name``'s greedy policy as a graph of its actor's inputs (each agent's view, then its one-hot
+        index where the group's networks read one), and the space of those inputs (``rlconf export --group``)."""
+        view, (agent, *others) = self.lanes[name], self.agents[name]
+        if others:
+            raise NotExportable(f"group {name}'s agents each learn a policy of their own "
+                                "(agent.share_parameters=false): there is no one policy of the group to export")
+        if agent.carried is not None:
+            raise NotExportable(f"group {name}'s policy is recurrent: a team's recurrent policies are not exported")
+        policy, critic_inputs = agent.policy, view.critic_inputs
+
+        def act(observations: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+            # The lane's critic inputs follow the actor's; the actor never reads them (Part), so zeros stand in.
+            lanes = torch.cat([observations, observations.new_zeros(observations.shape[0], critic_inputs)], dim=-1)
+            return policy.env_actions(policy.greedy(lanes, mask=mask))
+
+        graph = PolicyGraph(act, {"policy": policy.model})
+        if view.ids is not None:
+            graph.fed_by_caller(f"each agent's observation is followed by a one-hot of its index among the "
+                                f"{view.group.size} agents of group {name} ({', '.join(view.group.agents)})",
+                                lambda space: space)
+        return graph, view.actor_space

@@ -101,7 +101,7 @@ Watch a trained run's test agent play: in a window (needs a display), or into a 
 
 
 EXPORT_USAGE = ("usage: rlconf export RUN_DIR --format torchscript|onnx [--out FILE] [--checkpoint best|last|STEP] "
-                "[--plugins M,...]")
+                "[--group NAME] [--plugins M,...]")
 EXPORT_HELP = f"""{EXPORT_USAGE}
 
 Write a trained run's greedy test policy as one file that acts without rlconf: a TorchScript module
@@ -112,6 +112,9 @@ stack, a time feature) is the caller's to do: the command says how, and so does 
 with the input and output shapes and dtypes. The file is checked against the policy before it is kept.
   --format F      torchscript or onnx
   --out FILE      where to write (default: RUN_DIR/policy.pt or policy.onnx; policy-best.onnx for --checkpoint best)
+  --group NAME    a team's policy of that group of agents (needed where the team has several; default file
+                  policy-NAME.onnx): it maps each agent's own observation (then its one-hot index in the
+                  group, where the group's networks read one) to its action
 {CHECKPOINT_HELP}
 {PLUGINS_HELP}"""
 

@@ -101,14 +101,14 @@ def watch(run_dir: str, episodes: int, video: str | None, fps: float | None, see
     return 0
 
 
-def export(run_dir: str, fmt: str, out: str | None, which: str, plugins: list[str]) -> int:
+def export(run_dir: str, fmt: str, out: str | None, which: str, plugins: list[str], group: str | None = None) -> int:
     """``rlconf export``: the greedy policy as a TorchScript module or an ONNX graph, and a line saying how to
     feed it. A full disk or a read-only folder is bad input (exit status 2): nothing half-written is left."""
     from rlconf.experiments.playback.export import export_run
     from rlconf.files import write_failure
 
     try:
-        exported = export_run(run_dir, fmt, out, which, plugins)
+        exported = export_run(run_dir, fmt, out, which, plugins, group)
     except OSError as error:
         raise UsageError(write_failure(error)) from None
     print(export_line(exported))

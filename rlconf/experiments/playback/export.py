@@ -55,10 +55,11 @@ STATE_START = ("zeros at an episode's first step (after a step whose state ended
 
 
 def export_run(run_dir: str | Path, fmt: str, out: str | Path | None = None, which: str = "last",
-               plugins: list[str] | None = None) -> dict[str, Any]:
+               plugins: list[str] | None = None, group: str | None = None) -> dict[str, Any]:
     """Write the greedy test policy of ``run_dir`` (checkpoint ``which``) in format ``fmt`` to ``out``
-    (default: RUN_DIR/policy.onnx, policy.pt; policy-best.onnx for ``best``), and its description to
-    ``out`` + ``.json``; returns that description. PlaybackError (one line) for what cannot be exported."""
+    (default: RUN_DIR/policy.onnx, policy.pt; policy-best.onnx for ``best``; a team's policy-<group>.onnx), and
+    its description to ``out`` + ``.json``; returns that description. A team has a policy per group of agents:
+    ``group`` names it (needed where there are several). PlaybackError (one line) for what cannot be exported."""
     if fmt not in FORMATS:
         raise PlaybackError(f"--format {fmt}: unknown; allowed: {', '.join(FORMATS)}")
     if fmt == "onnx":
@@ -71,16 +72,22 @@ def export_run(run_dir: str | Path, fmt: str, out: str | Path | None = None, whi
         agent = playback.agent(env)
         observation_space, action_space = env.observation_space, env.action_space
         masked = env.masks_actions
+        groups = dict(env.agent_groups)
     finally:
         env.close()
+    group = _team_group(groups, group, playback.settings.env.name)
     try:
-        graph = agent.test_agent().policy_graph()
+        if group is None:
+            graph = agent.test_agent().policy_graph()
+        else:  # one group's policy, on each of its agents' own inputs
+            graph, observation_space = agent.test_agent().group_graph(group)
+            action_space, masked = groups[group].action_space, False
     except NotExportable as error:
         raise PlaybackError(f"{playback.run_dir}: agent={playback.settings.agent_name} cannot be exported: "
                             f"{error}") from None
     # Weights that need no gradient: whoever loads the file gets plain actions (.numpy() without torch.no_grad).
     module: torch.nn.Module = _InTheBox(graph, action_space).eval().requires_grad_(False)
-    path = Path(out) if out is not None else playback.run_dir / _default_name(fmt, which)
+    path = Path(out) if out is not None else playback.run_dir / _default_name(fmt, which, group)
     input_space = graph.input_space(observation_space)
     if graph.state_parts:  # a recurrent policy: the state goes in and out too, checked over several steps
         return _export_recurrent(playback, graph, module, (fmt, path, which), input_space, action_space, masked)
@@ -371,9 +378,24 @@ def _check_onnx_exporter() -> None:
         raise PlaybackError(ONNX_MISSING) from None
 
 
-def _default_name(fmt: str, which: str) -> str:
-    tag = "" if which == "last" else f"-{which}"
+def _default_name(fmt: str, which: str, group: str | None = None) -> str:
+    tag = ("" if group is None else f"-{group}") + ("" if which == "last" else f"-{which}")
     return f"policy{tag}{FORMATS[fmt]}"
+
+
+def _team_group(groups: dict[str, Any], group: str | None, env: str) -> str | None:
+    """The group whose policy a team's export writes: ``group``, or a team's only one; None for other runs."""
+    if not groups:
+        if group is not None:
+            raise PlaybackError(f"--group {group}: env={env} is not a team of agents; --group picks a team's group")
+        return None
+    if group is None and len(groups) == 1:
+        return next(iter(groups))
+    if group not in groups:
+        given = "no --group" if group is None else f"--group {group}"
+        raise PlaybackError(f"{given}: env={env} has a policy for each group of agents; allowed: "
+                            f"{', '.join(f'--group {name}' for name in groups)}")
+    return group
 
 
 def _observations(space: gym.Space, n: int, seed: int) -> np.ndarray:
