@@ -38,6 +38,23 @@ def test_a_team_agent_trains_on_vmas_and_logs_the_team_and_its_group(agent, run_
     assert all(row["return/agent"] == row["return"] for row in rows)
 
 
+def test_a_team_of_two_groups_learns_each_with_its_own_networks(run_cli, workdir, tmp_path):
+    """simple_adversary: an adversary (8 observations) against two agents (10), each group a learner."""
+    logdir = tmp_path / "runs"
+    result = run_cli("run", "agent=mappo", "env=mpe/simple_adversary", "hardware.n_envs=2", "agent.n_steps=20",
+                     "agent.epochs=1", "steps=200", *FAST_RUN, f"logdir={logdir}", cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    rows = read_rows(only_run_dir(logdir) / "episodes.csv")
+    assert rows and {"return/adversary", "return/agent"} <= set(rows[0])
+    for row in rows:  # the team's return: the mean over its 3 agents, the adversary's one and the agents' two
+        team = (float(row["return/adversary"]) + 2 * float(row["return/agent"])) / 3
+        assert float(row["return"]) == pytest.approx(team, abs=1e-3)
+    _, env, agent = build("agent=mappo", "env=mpe/simple_adversary")
+    env.close()
+    assert set(agent.learners) == {"adversary", "agent"}
+    assert agent.learners["adversary"][0].policy.model is not agent.learners["agent"][0].policy.model
+
+
 def test_without_sharing_each_agent_has_a_learner_of_its_own():
     _, env, agent = build("agent=ippo", *BALANCE, "agent.share_parameters=false")
     env.close()
