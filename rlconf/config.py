@@ -219,6 +219,7 @@ def check_hardware(settings: Settings) -> None:
     check_runner(settings)
     check_sampler(settings)
     check_videos(settings)
+    check_team_body(settings)
 
 
 def _env_kind(settings: Settings) -> EnvKind:
@@ -283,6 +284,19 @@ def check_sampler(settings: Settings) -> None:
     if settings.hardware.learners > 1:
         raise ConfigError(f"hardware.sampler=alternating: hardware.learners={settings.hardware.learners} count their "
                           "steps one step of all their environments at a time; allowed: hardware.sampler=parallel")
+
+
+def check_team_body(settings: Settings) -> None:
+    """Refuse, in one line, a body for a team: its agents read their groups' states as the environment gives
+    them (no body wraps a team agent), so a body or its normalisation would silently do nothing."""
+    if _env_kind(settings) is not EnvKind.TEAM:
+        return
+    body = settings.body
+    chosen = [f"body={body.name}"] if body.name != "none" else []
+    chosen += [f"body.{key}=true" for key in ("normalize_observations", "normalize_rewards") if getattr(body, key)]
+    if chosen:
+        raise ConfigError(f"{', '.join(chosen)}: env={settings.env.name} is a team environment, whose agents read "
+                          "their groups' states as it gives them; allowed: body=none, without normalisation")
 
 
 def check_videos(settings: Settings) -> None:

@@ -149,3 +149,10 @@ def test_mappo_learns_to_coordinate(run_cli, workdir, tmp_path):
                      f"logdir={logdir}", cwd=workdir, pythonpath=[TESTS])
     assert result.returncode == 0, result.stderr
     assert summary_of(only_run_dir(logdir))["test_return_mean"] >= 7.5
+
+
+@pytest.mark.parametrize("body", ["body=time_feature", "body.normalize_observations=true"])
+def test_a_body_for_a_team_is_refused_in_one_line(body, run_cli, workdir, tmp_path):
+    """No body wraps a team agent: one chosen would do nothing, so it is refused, not ignored."""
+    assert_run_refused(run_cli, ["agent=mappo", "env=vmas/balance", body], [body, "allowed: body=none"], workdir,
+                       tmp_path / "runs")
