@@ -44,8 +44,13 @@ def test_a_team_of_two_groups_learns_each_with_its_own_networks(run_cli, workdir
     result = run_cli("run", "agent=mappo", "env=mpe/simple_adversary", "hardware.n_envs=2", "agent.n_steps=20",
                      "agent.epochs=1", "steps=200", *FAST_RUN, f"logdir={logdir}", cwd=workdir)
     assert result.returncode == 0, result.stderr
-    rows = read_rows(only_run_dir(logdir) / "episodes.csv")
+    run_dir = only_run_dir(logdir)
+    rows = read_rows(run_dir / "episodes.csv")
     assert rows and {"return/adversary", "return/agent"} <= set(rows[0])
+    summary = summary_of(run_dir)
+    by_group = summary["test_return_by_group"]
+    assert set(by_group) == {"adversary", "agent"}
+    assert summary["test_return_mean"] == pytest.approx((by_group["adversary"] + 2 * by_group["agent"]) / 3)
     for row in rows:  # the team's return: the mean over its 3 agents, the adversary's one and the agents' two
         team = (float(row["return/adversary"]) + 2 * float(row["return/agent"])) / 3
         assert float(row["return"]) == pytest.approx(team, abs=1e-3)

@@ -13,12 +13,13 @@ from rlconf.core import rng
 
 
 def evaluate(test_agent, env, episodes: int, seed: int | None = None,
-             report: Callable[[int, int], None] | None = None) -> list[float]:
+             report: Callable[[int, int], None] | None = None, kept: list | None = None) -> list[float]:
     """Returns of exactly ``episodes`` episodes of ``test_agent`` in the vector environment ``env``.
 
     ``report(done, stalled)``, if given, is called before the first step and after every step with the
     episodes counted so far and how many of them the environment cut short for want of rewards
     (``Episode.stalled``: Atari's tests); it is cheap to call and must stay so (a progress bar, a status file).
+    ``kept``, if given, receives the episodes counted, whole (a team's: each group's return too).
 
     Each of the environment's copies is given a fixed quota of episodes up front. Counting the first
     episodes to finish instead would favour short episodes, and bias the mean.
@@ -47,6 +48,8 @@ def evaluate(test_agent, env, episodes: int, seed: int | None = None,
                         quota[episode.env_index] -= 1
                         returns.append(episode.returns)
                         stalled += episode.stalled
+                        if kept is not None:
+                            kept.append(episode)
     if report is not None:
         report(len(returns), stalled)
     return returns
