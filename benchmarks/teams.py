@@ -16,11 +16,13 @@ copies) per second of training (collection and updates; evaluations left out on 
 summary.json says how many of its seconds they took, ``eval_seconds``).
 
 The settings are rlconf's preset (configs/preset/vmas/<algorithm>.yaml, composed as ``rlconf run`` composes
-it), translated into BenchMARL's names by one function per kind of algorithm (``on_policy``): learning rate,
-Adam's eps, discount, GAE lambda, clip range, entropy and critic coefficients, gradient clipping, copies,
-frames per rollout, minibatch size, epochs, the 256x256 tanh MLPs, parameter sharing and the task's
-arguments. A preset setting BenchMARL cannot take fails the row in one line, and BenchMARL's side reads every
-setting back from its built experiment before training; each trial's JSON records both sides' settings.
+it), translated into BenchMARL's names by one function per kind of algorithm (``on_policy``,
+``value_decomposition``): learning rate, Adam's eps, discount, gradient clipping, copies, the 256x256 tanh
+MLPs, parameter sharing and the task's arguments; PPO's GAE lambda, clip range, entropy and critic
+coefficients, frames per rollout, minibatch size and epochs; QMIX's and VDN's frames per batch, updates per
+batch, batch size, replay size, epsilon schedule, soft target rate and mixer width. A preset setting
+BenchMARL cannot take fails the row in one line, and BenchMARL's side reads every setting back from its built
+experiment before training; each trial's JSON records both sides' settings.
 
 Each trial is written to RESULTS/trials/<library>-<row>-s<seed>.json as it finishes, so a run can be stopped
 and started again: finished trials are skipped (``--force`` trains them again). Then RESULTS/table.md (each
@@ -103,8 +105,25 @@ def quick_overrides(row: Row) -> list[str]:
     still divides a rollout), applied to rlconf's preset and so to both sides alike."""
     matcher(row)  # refused before composing an agent rlconf may not have
     agent = settings_of([f"agent={row.algorithm}", f"env={row.task}"]).agent
+    if MATCHERS[row.algorithm] is value_decomposition:  # off-policy: batches and their updates a tenth as many
+        return [f"agent.update_frequency={max(1, agent.update_frequency // 10)}",
+                f"agent.replay_start_size={max(1, agent.replay_start_size // 10)}",
+                f"agent.gradient_steps={max(1, agent.gradient_steps // 10)}"]
     return [f"agent.n_steps={max(1, agent.n_steps // 10)}", f"agent.epochs={max(1, agent.epochs // 9)}",
             f"agent.batch_size={max(1, agent.batch_size // 2)}"]
+
+
+def refuse_unmatched(settings, cannot: dict[str, Any]) -> None:
+    """Refused, the first of ``cannot`` (settings BenchMARL has no equivalent of) that the preset asks for, or a
+    model other than the MLP without a core."""
+    model = settings.approximation
+    asked = {key: value for key, value in cannot.items() if value not in (False, None)}
+    if model["model"] != "mlp" or model["recurrent"] != "none":
+        asked["approximation.model"] = f"{model['model']} (recurrent {model['recurrent']})"
+    if asked:
+        key, value = next(iter(asked.items()))
+        raise Refused(f"{key}={value}: BenchMARL's {settings.agent_name} has no such setting; the rows would not "
+                      "be matched")
 
 
 def on_policy(settings) -> dict[str, Any]:
@@ -117,13 +136,7 @@ def on_policy(settings) -> dict[str, Any]:
     cannot = {"agent.normalize_advantages": agent.normalize_advantages, "agent.agent_id": agent.agent_id,
               "agent.lr_final": agent.lr_final, "agent.clip_final": agent.clip_final, "agent.lr_v": agent.lr_v,
               "approximation.shared": model["shared"], "approximation.ortho_init": model["ortho_init"]}
-    asked = {key: value for key, value in cannot.items() if value not in (False, None)}
-    if model["model"] != "mlp" or model["recurrent"] != "none":
-        asked["approximation.model"] = f"{model['model']} (recurrent {model['recurrent']})"
-    if asked:
-        key, value = next(iter(asked.items()))
-        raise Refused(f"{key}={value}: BenchMARL's {settings.agent_name} has no such setting; the rows would not "
-                      "be matched")
+    refuse_unmatched(settings, cannot)
     n_envs = settings.hardware.n_envs
     return {
         "experiment": {
@@ -153,7 +166,47 @@ def on_policy(settings) -> dict[str, Any]:
     }
 
 
-MATCHERS = {"mappo": on_policy, "ippo": on_policy}
+def value_decomposition(settings) -> dict[str, Any]:
+    """QMIX and VDN: rlconf's settings in BenchMARL's names (ExperimentConfig's off-policy fields, Qmix/VdnConfig,
+    the MLP). BenchMARL's have no agent-id feature, double Q-learning, Huber loss or hard target copies counted in
+    frames, and update after every collected batch: a preset that asks otherwise is refused."""
+    agent, model = settings.agent, settings.approximation
+    cannot = {"agent.agent_id": agent.agent_id, "agent.double_q": agent.double_q,
+              "agent.loss": agent.loss if agent.loss != "mse" else None,
+              "agent.target": agent.target if agent.target != "polyak" else None,
+              "agent.replay_start_size": agent.replay_start_size
+              if agent.replay_start_size > agent.update_frequency else None,
+              "approximation.shared": model["shared"], "approximation.ortho_init": model["ortho_init"]}
+    refuse_unmatched(settings, cannot)
+    algorithm = {"loss_function": "l2", "delay_value": True}  # the squared TD error against target networks
+    if agent.mixer == "qmix":
+        algorithm["mixing_embed_dim"] = agent.mixing_embed_dim
+    return {
+        "experiment": {
+            "lr": agent.lr, "adam_eps": agent.adam_eps, "gamma": agent.discount_factor,
+            "clip_grad_norm": agent.clip_grad > 0, "clip_grad_val": float(agent.clip_grad or 5.0),
+            "off_policy_collected_frames_per_batch": agent.update_frequency,
+            "off_policy_n_envs_per_worker": settings.hardware.n_envs,
+            "off_policy_n_optimizer_steps": agent.gradient_steps,
+            "off_policy_train_batch_size": agent.batch_size,  # frames, on both sides
+            "off_policy_memory_size": agent.replay_buffer_size,
+            "exploration_eps_init": agent.epsilon, "exploration_eps_end": agent.epsilon_final,
+            "exploration_anneal_frames": agent.epsilon_decay_steps,
+            "soft_target_update": True, "polyak_tau": agent.target_rate,
+            "share_policy_params": agent.share_parameters,
+            "prefer_continuous_actions": bool(settings.env.kwargs.get("continuous_actions", True)),
+        },
+        "algorithm": algorithm,
+        "model": {"num_cells": list(model["hidden"]), "activation": model["activation"]},
+        "frames_per_batch": agent.update_frequency,
+        # what the two sides still do differently (configs/preset/vmas/qmix.yaml says why)
+        "departures": ["rlconf's epsilon decays every frame; BenchMARL's once per collected batch"] + (
+            ["rlconf bootstraps VMAS's time limit (a truncation); BenchMARL counts it as terminal"]
+            if agent.bootstrap_time_limits else []),
+    }
+
+
+MATCHERS = {"mappo": on_policy, "ippo": on_policy, "qmix": value_decomposition, "vdn": value_decomposition}
 
 
 def matcher(row: Row):

@@ -129,7 +129,46 @@ def observed_on_policy(experiment) -> dict[str, Any]:
     }
 
 
-OBSERVERS = {"mappo": observed_on_policy, "ippo": observed_on_policy}
+def observed_value_decomposition(experiment) -> dict[str, Any]:
+    """QMIX and VDN: QMixerLoss (its mixer) on a TD(0) estimate, one Adam, a SoftUpdate of the target networks,
+    epsilon-greedy collection, a replay buffer, a MultiAgentMLP of the agents' utilities."""
+    group = next(iter(experiment.group_map))
+    loss = experiment.losses[group]
+    optimisers = experiment.optimizers[group].values()
+    utilities = _mlp(experiment.algorithm.get_policy_for_loss(group))
+    greedy = next(m for m in experiment.collector.policy.modules() if type(m).__name__ == "EGreedyModule")
+    updater = experiment.target_updaters[group]
+    mixer = loss.mixer_network.module
+    algorithm = {"loss_function": loss.loss_function, "delay_value": bool(loss.delay_value)}
+    if type(mixer).__name__ == "QMixer":
+        algorithm["mixing_embed_dim"] = mixer.embed_dim
+    config = experiment.config
+    buffer = experiment.replay_buffers[group]
+    return {
+        "experiment": {
+            "lr": _one({o.param_groups[0]["lr"] for o in optimisers}, "lr"),
+            "adam_eps": _one({o.param_groups[0]["eps"] for o in optimisers}, "adam_eps"),
+            "gamma": float(loss.value_estimator.gamma),
+            "clip_grad_norm": config.clip_grad_norm, "clip_grad_val": float(config.clip_grad_val),
+            "off_policy_collected_frames_per_batch": experiment.collector.requested_frames_per_batch,
+            "off_policy_n_envs_per_worker": experiment.collector.env.batch_size.numel(),
+            "off_policy_n_optimizer_steps": config.n_optimizer_steps(on_policy=False),
+            "off_policy_train_batch_size": buffer._batch_size,
+            "off_policy_memory_size": buffer._storage.max_size,
+            "exploration_eps_init": float(greedy.eps_init), "exploration_eps_end": float(greedy.eps_end),
+            "exploration_anneal_frames": int(greedy.annealing_num_steps),
+            "soft_target_update": type(updater).__name__ == "SoftUpdate", "polyak_tau": 1 - float(updater.eps),
+            "share_policy_params": utilities.share_params,
+            "prefer_continuous_actions": experiment.continuous_actions,
+        },
+        "algorithm": algorithm,
+        "model": {"num_cells": list(utilities.num_cells), "activation": _activation(utilities)},
+        "task_config": dict(experiment.task.config),
+    }
+
+
+OBSERVERS = {"mappo": observed_on_policy, "ippo": observed_on_policy,
+             "qmix": observed_value_decomposition, "vdn": observed_value_decomposition}
 
 
 def _mlp(module):

@@ -40,6 +40,11 @@ RUNS = {
     # Teams: a shared learner per group (MAPPO), a learner per agent (IPPO without sharing)
     "mappo": ["env=vmas/balance", "agent.n_steps=20", "agent.epochs=2"],
     "ippo": ["env=vmas/balance", "agent.n_steps=20", "agent.epochs=2", "agent.share_parameters=false"],
+    # Value decomposition: QMIX with hard target copies, VDN with a network per agent and double Q
+    "qmix": ["env=vmas/navigation", SMALL_REPLAY, "agent.update_frequency=10", "agent.gradient_steps=2",
+             "agent.batch_size=16", "agent.target=fixed", "agent.target_update_frequency=30"],
+    "vdn": ["env=vmas/navigation", SMALL_REPLAY, "agent.update_frequency=10", "agent.gradient_steps=2",
+            "agent.batch_size=16", "agent.share_parameters=false", "agent.double_q=true"],
 }
 # Agents with memory, as well: the carried recurrent states and the stored start of the rollout's chunks.
 RECURRENT_RUNS = {

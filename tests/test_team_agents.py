@@ -93,18 +93,41 @@ def test_lanes_give_the_actor_its_own_view_and_the_critic_the_global_state():
     assert len(each) == 2 and each[0].shape == (2,) and each[0]["observation"].shape == (2, 6)
 
 
-def test_a_killed_team_run_resumes_without_losing_or_repeating_an_episode(run_cli, workdir, tmp_path):
-    logdir = tmp_path / "runs"
-    args = ["agent=mappo", *BALANCE, "steps=3000", "checkpoint_every=400", *FAST_RUN, f"logdir={logdir}"]
-    run_dir, saved, before = killed_after_checkpoint(args, workdir, logdir, 800)
+def resumes_after_kill_9(run_cli, workdir, logdir: Path, args: list[str], at_least: int) -> tuple[Path, dict]:
+    """A team run killed with SIGKILL after a checkpoint of ``at_least`` steps, then resumed: every episode once,
+    those before the checkpoint as they were. Its directory and its checkpoint."""
+    run_dir, saved, before = killed_after_checkpoint(args, workdir, logdir, at_least)
     resumed = run_cli("run", f"resume={run_dir}", cwd=workdir)
     assert resumed.returncode == 0, resumed.stderr
     summary = summary_of(run_dir)
-    assert summary["steps"] >= 3000 and summary["resumes"] == 1
+    assert summary["resumes"] == 1
     rows = read_rows(run_dir / "episodes.csv")
     assert [int(row["episode"]) for row in rows] == list(range(1, len(rows) + 1)), "an episode lost or repeated"
     assert rows[: saved["episodes"]] == before[: saved["episodes"]]
     assert len(rows) == summary["episodes"]
+    return run_dir, saved
+
+
+def plays_back(run_cli, workdir, run_dir: Path, video: Path) -> None:
+    """``rlconf eval`` repeats the run's final test; ``rlconf watch --video`` films one episode of copy 0."""
+    import imageio_ffmpeg
+
+    evaluated = run_cli("eval", str(run_dir), "--episodes", "2", cwd=workdir)
+    assert evaluated.returncode == 0, evaluated.stderr
+    returns = json.loads((run_dir / "eval.json").read_text())["returns"]
+    assert sum(returns) / len(returns) == pytest.approx(summary_of(run_dir)["test_return_mean"]), "as the test"
+    watched = run_cli("watch", str(run_dir), "--video", str(video), cwd=workdir)
+    assert watched.returncode == 0, watched.stderr
+    frames = imageio_ffmpeg.count_frames_and_secs(str(video))[0]
+    assert f"wrote {video}: {frames} frames" in watched.stdout
+    assert 2 <= frames <= 101, "the first state, then one frame a step of VMAS's 100 at most"
+
+
+def test_a_killed_team_run_resumes_without_losing_or_repeating_an_episode(run_cli, workdir, tmp_path):
+    logdir = tmp_path / "runs"
+    args = ["agent=mappo", *BALANCE, "steps=3000", "checkpoint_every=400", *FAST_RUN, f"logdir={logdir}"]
+    run_dir, _ = resumes_after_kill_9(run_cli, workdir, logdir, args, 800)
+    assert summary_of(run_dir)["steps"] >= 3000
 
 
 def test_a_team_run_plays_back_with_eval_and_into_a_video(run_cli, workdir, tmp_path):
@@ -113,19 +136,7 @@ def test_a_team_run_plays_back_with_eval_and_into_a_video(run_cli, workdir, tmp_
                       f"logdir={logdir}", cwd=workdir)
     assert trained.returncode == 0, trained.stderr
     run_dir = only_run_dir(logdir)
-    evaluated = run_cli("eval", str(run_dir), "--episodes", "2", cwd=workdir)
-    assert evaluated.returncode == 0, evaluated.stderr
-    returns = json.loads((run_dir / "eval.json").read_text())["returns"]
-    assert sum(returns) / len(returns) == pytest.approx(summary_of(run_dir)["test_return_mean"]), "as the test"
-
-    import imageio_ffmpeg
-
-    video = tmp_path / "team.mp4"
-    watched = run_cli("watch", str(run_dir), "--video", str(video), cwd=workdir)
-    assert watched.returncode == 0, watched.stderr
-    frames = imageio_ffmpeg.count_frames_and_secs(str(video))[0]
-    assert f"wrote {video}: {frames} frames" in watched.stdout
-    assert 2 <= frames <= 101, "the first state, then one frame a step of balance's 100 at most"
+    plays_back(run_cli, workdir, run_dir, tmp_path / "team.mp4")
 
     exported = run_cli("export", str(run_dir), "--format", "torchscript", cwd=workdir)
     assert exported.returncode == 0, exported.stderr

@@ -42,6 +42,21 @@ def test_benchmarls_experiment_holds_the_settings_of_rlconfs_preset(row, central
     assert trial["eval_every"] == 30_000 and trial["eval_every"] % 6_000 == 0  # BenchMARL evaluates at rollouts' ends
 
 
+@pytest.mark.parametrize("quick", [False, True])
+def test_benchmarls_qmix_holds_the_settings_of_rlconfs_preset(quick, tmp_path):
+    pytest.importorskip("benchmarl")
+    pytest.importorskip("vmas")
+    teams, runner = _module("teams"), _module("teams_benchmarl")
+    trial = teams.spec(teams.ROWS["qmix-navigation"], frames=120_000, seed=0, evaluations=2, quick=quick)
+    seen = runner.observed(runner.build(trial, tmp_path), "qmix")
+    assert runner.differences(trial, seen) == []
+    agent = teams.settings_of(trial["rlconf_overrides"]).agent
+    assert seen["experiment"]["off_policy_n_optimizer_steps"] == agent.gradient_steps == (100 if quick else 1000)
+    assert seen["experiment"]["off_policy_collected_frames_per_batch"] == agent.update_frequency
+    assert seen["experiment"]["prefer_continuous_actions"] is False  # VMAS's discrete moves on both sides
+    assert seen["algorithm"]["mixing_embed_dim"] == agent.mixing_embed_dim == 32
+
+
 def test_quick_scales_both_sides_alike(tmp_path):
     pytest.importorskip("benchmarl")
     teams, runner = _module("teams"), _module("teams_benchmarl")
@@ -62,9 +77,9 @@ def test_a_preset_setting_benchmarl_cannot_take_is_refused():
 
 def test_rows_rlconf_cannot_run_yet_are_refused_in_one_line(capsys):
     teams = _module("teams")
-    assert teams.main(["qmix-navigation", "--results", "/nonexistent"]) == 2
+    assert teams.main(["masac-balance", "--results", "/nonexistent"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("teams: error: qmix-navigation: ") and "mappo-balance" in err
+    assert err.count("\n") == 1 and err.startswith("teams: error: masac-balance: ") and "mappo-balance" in err
 
 
 def test_the_interval_over_seeds_is_students():

@@ -31,6 +31,9 @@ class TeamEnvironment(Environment):
 
     kind = EnvKind.TEAM
     masks_actions = False  # its groups' states carry action_mask (set by an adapter whose game has masks)
+    # The env option that switches its agents between discrete and continuous actions, if it has one (VMAS's):
+    # what a refusal of its action space names as the fix.
+    action_kind_option: str | None = None
 
     name: str
     n_envs: int

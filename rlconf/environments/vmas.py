@@ -37,6 +37,8 @@ from rlconf.errors import ConfigError, require
 class VmasEnvironment(TeamEnvironment):
     """``n_envs`` copies of the VMAS scenario ``env_id`` (see the module's docstring)."""
 
+    action_kind_option = "env.kwargs.continuous_actions"
+
     def __init__(self, env_id: str, n_envs: int = 1, *, kwargs: dict | None = None, vectorization: str = "auto",
                  max_episode_steps: int | None = None, device: str | torch.device = "cpu", name: str | None = None,
                  render_mode: str | None = None, wrappers: Sequence[Callable] = (), seed: int | None = None):

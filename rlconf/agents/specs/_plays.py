@@ -68,10 +68,15 @@ class Plays:
         return (f"agent={agent}: reads plain observations (a Box or Discrete), not {space.original}; allowed: an "
                 f"agent with networks, e.g. agent=dqn or agent=ppo (rlconf check-env ID lists all that can play it)")
 
+    def actions_needed(self, agent: str, space: Any) -> str:
+        """What a refusal of ``space`` starts with: ``agent=X: needs ... actions, not <space>``."""
+        words = " or ".join(ACTION_KINDS[kind][0] for kind in self.actions)
+        return f"agent={agent}: needs {words} actions, not {space}"
+
     def actions_refusal(self, agent: str, space: Any) -> str:
         """The one line saying that ``agent`` cannot act in ``space``."""
-        words, names, examples = zip(*(ACTION_KINDS[kind] for kind in self.actions), strict=True)
-        return (f"agent={agent}: needs {' or '.join(words)} actions, not {space}; allowed: envs with "
+        _, names, examples = zip(*(ACTION_KINDS[kind] for kind in self.actions), strict=True)
+        return (f"{self.actions_needed(agent, space)}; allowed: envs with "
                 f"{' or '.join(names)} actions, e.g. {' or '.join(examples)} (rlconf list env)")
 
 
@@ -84,6 +89,8 @@ BANDITS = Plays(frozenset({EnvKind.BANDIT}), ("discrete",), structured=False)  #
 MULTIAGENT = Plays(frozenset({EnvKind.MULTI_AGENT}))  # a whole game's players; each player's agent checks its own
 # Teams (MAPPO, IPPO): each group's agents act with softmax or Gaussian policies; vector observations
 TEAM_STOCHASTIC = Plays(frozenset({EnvKind.TEAM}), ("discrete", "box"), structured=False)
+# Teams (QMIX, VDN): each agent picks one of its group's discrete actions by its utilities
+TEAM_DISCRETE = Plays(frozenset({EnvKind.TEAM}), ("discrete",), structured=False)
 
 
 def _structured(space: Any) -> bool:

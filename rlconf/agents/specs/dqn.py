@@ -45,17 +45,22 @@ class DQNConfig:
     double_q: bool
 
     def __post_init__(self):
-        require(self.loss in LOSSES, "agent.loss", self.loss, f"allowed: {', '.join(LOSSES)}")
-        require(self.target in TARGETS, "agent.target", self.target, f"allowed: {', '.join(TARGETS)}")
-        require(self.lr > 0, "agent.lr", self.lr, "must be positive")
-        require(0 <= self.discount_factor <= 1, "agent.discount_factor", self.discount_factor, "must be in [0, 1]")
-        for key in ("batch_size", "replay_buffer_size", "update_frequency", "gradient_steps",
-                    "target_update_frequency", "epsilon_decay_steps"):
-            require(getattr(self, key) >= 1, f"agent.{key}", getattr(self, key), "must be at least 1")
+        check_q_learning(self, ("n_steps",), ("eval_epsilon", "alpha", "beta"))
         require(self.replay in REPLAYS, "agent.replay", self.replay, f"allowed: {', '.join(REPLAYS)}")
-        require(self.n_steps >= 1, "agent.n_steps", self.n_steps, "must be at least 1")
-        for key in ("epsilon", "epsilon_final", "eval_epsilon", "target_rate", "alpha", "beta"):
-            require(0 <= getattr(self, key) <= 1, f"agent.{key}", getattr(self, key), "must be in [0, 1]")
+
+
+def check_q_learning(config, at_least_one: tuple[str, ...] = (), unit: tuple[str, ...] = ()) -> None:
+    """The checks of every Q-learning schema's values (DQN's family, QMIX's): its loss, target, learning rate,
+    discount, counts (and ``at_least_one``), epsilons and target rate (and ``unit``, in [0, 1])."""
+    require(config.loss in LOSSES, "agent.loss", config.loss, f"allowed: {', '.join(LOSSES)}")
+    require(config.target in TARGETS, "agent.target", config.target, f"allowed: {', '.join(TARGETS)}")
+    require(config.lr > 0, "agent.lr", config.lr, "must be positive")
+    require(0 <= config.discount_factor <= 1, "agent.discount_factor", config.discount_factor, "must be in [0, 1]")
+    for key in ("batch_size", "replay_buffer_size", "update_frequency", "gradient_steps", "target_update_frequency",
+                "epsilon_decay_steps", *at_least_one):
+        require(getattr(config, key) >= 1, f"agent.{key}", getattr(config, key), "must be at least 1")
+    for key in ("epsilon", "epsilon_final", "target_rate", *unit):
+        require(0 <= getattr(config, key) <= 1, f"agent.{key}", getattr(config, key), "must be in [0, 1]")
 
 
 @dataclass

@@ -19,7 +19,7 @@ def compatible(spec: AgentSpec, env: Environment, agent: str) -> str | None:
     if env.kind not in declared.kinds:
         return _kind_refusal(declared, env, agent)
     if env.kind is EnvKind.TEAM:  # each group's agents act in their group's space
-        return next((f"{declared.actions_refusal(agent, group.action_space)} (group {name} of env={env.name})"
+        return next((_team_actions_refusal(declared, env, agent, name, group.action_space)
                      for name, group in env.agent_groups.items() if declared.refuses_actions(group.action_space)),
                     None)
     if env.kind is not EnvKind.MULTI_AGENT and declared.refuses_actions(env.action_space):
@@ -36,6 +36,16 @@ def check_observations(env: Environment, approximation: dict) -> None:
     # environment's pairings without it
 
     check_encoders(env.observation_space, approximation)
+
+
+def _team_actions_refusal(declared: Plays, env: Environment, agent: str, group: str, space) -> str:
+    """The one line refusing a team agent the action space of ``group``: where the env can switch between
+    discrete and continuous actions (``action_kind_option``, VMAS's), that switch is the fix."""
+    option = env.action_kind_option
+    if option is None:
+        return f"{declared.actions_refusal(agent, space)} (group {group} of env={env.name})"
+    switch = "true" if "box" in declared.actions else "false"
+    return f"{declared.actions_needed(agent, space)} (group {group} of env={env.name}); allowed: {option}={switch}"
 
 
 def _kind_refusal(declared: Plays, env: Environment, agent: str) -> str:
