@@ -394,8 +394,17 @@ def choices(allowed: list[str], what: str = "", see: str = "", room: int = MESSA
     where = f"; see them all: {see}" if see else ""
     folders = Counter(name.split("/")[0] for name in allowed if "/" in name)
     count = f"{len(allowed)} {what + 's' if what else 'in all'}"
-    if folders:
-        return f"{count} in " + ", ".join(f"{folder}/ ({n})" for folder, n in sorted(folders.items())) + where
+    if folders:  # the largest folders first, as many as fit
+        ranked = [f"{folder}/ ({n})" for folder, n in sorted(folders.items(), key=lambda item: (-item[1], item[0]))]
+        shown = ranked[:1]
+        for part in ranked[1:]:
+            rest = len(ranked) - len(shown) - 1
+            tail = f" and {rest} more folders" if rest else ""
+            if len(f"{count} in {', '.join([*shown, part])}{tail}{where}") > room:
+                break
+            shown.append(part)
+        rest = len(ranked) - len(shown)
+        return f"{count} in {', '.join(shown)}" + (f" and {rest} more folders" if rest else "") + where
     if not sample:
         return count + where
     shown = allowed[:1]

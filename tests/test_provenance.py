@@ -15,7 +15,8 @@ import rlconf
 SEEDED = ["agent=dqn", "env=classic/cartpole", "steps=3000", "seed=3", "test_episodes=5", "eval_every=1000",
           "quiet=true"]
 # What differs between two runs of the same config: when and where they ran, and how fast.
-NOT_LEARNED = ("wall_seconds", "steps_per_second", "test_seconds", "run_dir", "started_at", "finished_at")
+NOT_LEARNED = ("wall_seconds", "steps_per_second", "eval_seconds", "test_seconds", "run_dir", "started_at",
+               "finished_at")
 
 
 def git(folder: Path, *args: str) -> str:
