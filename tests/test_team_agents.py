@@ -123,6 +123,13 @@ def plays_back(run_cli, workdir, run_dir: Path, video: Path) -> None:
     assert 2 <= frames <= 101, "the first state, then one frame a step of VMAS's 100 at most"
 
 
+def exports_its_group(run_cli, workdir, run_dir: Path) -> dict:
+    """``rlconf export`` of a one-group team (the group ``agent``) as TorchScript: the description written."""
+    exported = run_cli("export", str(run_dir), "--format", "torchscript", cwd=workdir)
+    assert exported.returncode == 0, exported.stderr
+    return json.loads((run_dir / "policy-agent.pt.json").read_text())
+
+
 def test_a_killed_team_run_resumes_without_losing_or_repeating_an_episode(run_cli, workdir, tmp_path):
     logdir = tmp_path / "runs"
     args = ["agent=mappo", *BALANCE, "steps=3000", "checkpoint_every=400", *FAST_RUN, f"logdir={logdir}"]
@@ -138,9 +145,7 @@ def test_a_team_run_plays_back_with_eval_and_into_a_video(run_cli, workdir, tmp_
     run_dir = only_run_dir(logdir)
     plays_back(run_cli, workdir, run_dir, tmp_path / "team.mp4")
 
-    exported = run_cli("export", str(run_dir), "--format", "torchscript", cwd=workdir)
-    assert exported.returncode == 0, exported.stderr
-    description = json.loads((run_dir / "policy-agent.pt.json").read_text())
+    description = exports_its_group(run_cli, workdir, run_dir)
     assert description["input"]["shape"] == ["batch", 16 + 4]  # balance's 16 observations, then 4 agents' one-hot
     assert any("one-hot" in how for how in description["feeding"])
     refused = run_cli("export", str(run_dir), "--format", "torchscript", "--group", "adversary", cwd=workdir)

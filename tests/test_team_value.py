@@ -4,14 +4,12 @@ the mixer's monotonicity, whole frames from replay, resumes, playback and the re
 
 from __future__ import annotations
 
-import json
-
 import pytest
 import torch
 import yaml
 from conftest import FAST_RUN, assert_run_refused, build, only_run_dir
 from test_resume import read_rows
-from test_team_agents import COORDINATION, TESTS, plays_back, resumes_after_kill_9, summary_of
+from test_team_agents import COORDINATION, TESTS, exports_its_group, plays_back, resumes_after_kill_9, summary_of
 
 from rlconf.agents.qmix import QMixer, TeamQ, Utilities, VDNMixer
 
@@ -132,9 +130,7 @@ def test_a_qmix_run_plays_back_with_eval_and_into_a_video_and_exports_its_group(
     run_dir = only_run_dir(logdir)
     plays_back(run_cli, workdir, run_dir, tmp_path / "team.mp4")
 
-    exported = run_cli("export", str(run_dir), "--format", "torchscript", cwd=workdir)
-    assert exported.returncode == 0, exported.stderr
-    description = json.loads((run_dir / "policy-agent.pt.json").read_text())
+    description = exports_its_group(run_cli, workdir, run_dir)
     assert description["input"]["shape"] == ["batch", 18]  # navigation's 18 observations (the preset: no agent id)
     policy = torch.jit.load(str(run_dir / "policy-agent.pt"))
     assert policy(torch.zeros(5, 18)).shape == (5,)

@@ -23,6 +23,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from rlconf.agents._agent import PolicyGraph
 from rlconf.core import AgentGroup, StateArray
 from rlconf.core.layout import ACTION_MASK
 
@@ -84,12 +85,19 @@ class Lanes:
 
     def of(self, states: StateArray) -> list[StateArray]:
         """Each learner's lanes of the group's ``(n_envs, agents)`` ``states``."""
-        values = self._lanes(states)
-        n_envs, agents = states.shape
-        if self.shared:  # reshape, not view: a group's slice of a game's agents need not be contiguous
-            return [StateArray({k: v.reshape(n_envs * agents, *v.shape[2:]) for k, v in values.items()},
-                               (n_envs * agents,), states.device)]
-        return [StateArray({k: v[:, a] for k, v in values.items()}, (n_envs,), states.device) for a in range(agents)]
+        grid = self.grid(states)
+        if self.shared:
+            return [flat_lanes(grid)]
+        return [grid[:, a] for a in range(self.group.size)]
+
+    def fed_ids(self, graph: PolicyGraph) -> PolicyGraph:
+        """``graph`` (an exported group policy on the actor's inputs), told that the caller appends each agent's
+        one-hot index where the group's shared networks read one."""
+        if self.ids is not None:
+            graph.fed_by_caller(f"each agent's observation is followed by a one-hot of its index among the "
+                                f"{self.group.size} agents of group {self.group.name} ({', '.join(self.group.agents)})",
+                                lambda space: space)
+        return graph
 
     def actions(self, each: list[torch.Tensor], n_envs: int) -> torch.Tensor:
         """The group's actions ``(n_envs, agents, ...)`` from each learner's actions for its lanes."""
@@ -120,6 +128,13 @@ class Lanes:
     def _with_id(values: torch.Tensor, ids: torch.Tensor | None) -> list[torch.Tensor]:
         flat = values.flatten(2).float()
         return [flat] if ids is None else [flat, ids]
+
+
+def flat_lanes(grid: StateArray) -> StateArray:
+    """A group's ``(n_envs, agents)`` lanes in one row, copy-major (reshape, not view: a group's agents need not
+    lie side by side among a game's, so its tensors may not be contiguous)."""
+    n = grid.shape[0] * grid.shape[1]
+    return StateArray({k: v.reshape(n, *v.shape[2:]) for k, v in grid.items()}, (n,), grid.device)
 
 
 def lanes_act(lanes: dict[str, Lanes], actors: dict[str, list[Any]], team) -> dict[str, torch.Tensor]:

@@ -41,7 +41,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from rlconf.agents._agent import Buildable, NotExportable, PolicyGraph, ReplayLearner, TestAgent
-from rlconf.agents._team import Lanes, TeamBuildContext
+from rlconf.agents._team import Lanes, TeamBuildContext, flat_lanes
 from rlconf.agents.dqn import LOSS_FUNCTIONS
 from rlconf.agents.specs._plays import TEAM_DISCRETE
 from rlconf.agents.specs.qmix import QMIXConfig, VDNConfig
@@ -172,14 +172,14 @@ class GroupQ:
         """Every agent's epsilon-greedy action, ``(n_envs, agents)``; the frame goes into replay."""
         n_envs = states.shape[0]
         grid = self.view.grid(states).to(self.device)
-        lanes = _flat(grid)
+        lanes = flat_lanes(grid)
         actions = self.policy.choose(lanes, lambda: self.utilities(lanes, n_envs)).view(n_envs, self.size)
         self._store(states.to(self.device), grid, actions)
         return actions
 
     def greedy(self, states: StateArray) -> torch.Tensor:
         n_envs = states.shape[0]
-        lanes = _flat(self.view.grid(states).to(self.device))
+        lanes = flat_lanes(self.view.grid(states).to(self.device))
         mask = lanes.get(ACTION_MASK)
         return legal_argmax(self.utilities(lanes, n_envs), mask).view(n_envs, self.size)
 
@@ -229,13 +229,6 @@ class GroupQ:
             target = batch.reward.view(b, n)[:, 0] + config.discount_factor * weights.amax(1) * next_value
         value = self.q(now[..., :a], now[:, 0, a:-1], now[..., -1], batch.action.view(b, n))
         self.q.reinforce(LOSS_FUNCTIONS[config.loss](value, target).mean())
-
-
-def _flat(grid: StateArray) -> StateArray:
-    """The ``(n_envs, agents)`` lanes in one row, copy-major (reshape: a group's agents need not lie side by side
-    among a game's, so its tensors may not be contiguous)."""
-    n = grid.shape[0] * grid.shape[1]
-    return StateArray({k: v.reshape(n, *v.shape[2:]) for k, v in grid.items()}, (n,), grid.device)
 
 
 # -- the team agent ---------------------------------------------------------------------------------------------
@@ -335,8 +328,4 @@ class QMIXTestAgent(TestAgent):
                                 "(agent.share_parameters=false): there is no one policy of the group to export")
         graph = PolicyGraph(lambda observations, mask=None: legal_argmax(network(observations), mask),
                             {"q": network})
-        if view.ids is not None:
-            graph.fed_by_caller(f"each agent's observation is followed by a one-hot of its index among the "
-                                f"{view.group.size} agents of group {name} ({', '.join(view.group.agents)})",
-                                lambda space: space)
-        return graph, view.actor_space
+        return view.fed_ids(graph), view.actor_space

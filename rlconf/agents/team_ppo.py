@@ -116,9 +116,4 @@ class TeamTestAgent(TestAgent):
             lanes = torch.cat([observations, observations.new_zeros(observations.shape[0], critic_inputs)], dim=-1)
             return policy.env_actions(policy.greedy(lanes, mask=mask))
 
-        graph = PolicyGraph(act, {"policy": policy.model})
-        if view.ids is not None:
-            graph.fed_by_caller(f"each agent's observation is followed by a one-hot of its index among the "
-                                f"{view.group.size} agents of group {name} ({', '.join(view.group.agents)})",
-                                lambda space: space)
-        return graph, view.actor_space
+        return view.fed_ids(PolicyGraph(act, {"policy": policy.model})), view.actor_space

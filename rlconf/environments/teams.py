@@ -111,17 +111,13 @@ class TeamEnvironment(Environment):
         if not bool(done.any()):
             return
         finished = done.nonzero().flatten()
-        returns, lengths = self._returns[finished].tolist(), self._lengths[finished].tolist()
-        for i, row, length in zip(finished.tolist(), returns, lengths, strict=True):
-            self.completed.append(self._episode(i, row, length))
+        returns = self._returns[finished]  # (finished copies, agents)
+        groups = {name: self._pick(returns, name).mean(1).tolist() for name in self.agent_groups}
+        for k, (i, team, length) in enumerate(zip(finished.tolist(), returns.mean(1).tolist(),
+                                                 self._lengths[finished].tolist(), strict=True)):
+            self.completed.append(TeamEpisode(i, team, int(length), {name: each[k] for name, each in groups.items()}))
         self._returns[finished] = 0.0
         self._lengths[finished] = 0
-
-    def _episode(self, env_index: int, returns: list[float], length: int) -> TeamEpisode:
-        position = {agent: i for i, agent in enumerate(self.agents)}
-        group_returns = {name: float(np.mean([returns[position[a]] for a in group.agents]))
-                         for name, group in self.agent_groups.items()}
-        return TeamEpisode(env_index, float(np.mean(returns)), int(length), group_returns)
 
 
 def float_box(space: gym.Space, env_id: str, what: str) -> gym.spaces.Box:
