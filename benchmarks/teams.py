@@ -17,12 +17,14 @@ summary.json says how many of its seconds they took, ``eval_seconds``).
 
 The settings are rlconf's preset (configs/preset/vmas/<algorithm>.yaml, composed as ``rlconf run`` composes
 it), translated into BenchMARL's names by one function per kind of algorithm (``on_policy``,
-``value_decomposition``): learning rate, Adam's eps, discount, gradient clipping, copies, the 256x256 tanh
-MLPs, parameter sharing and the task's arguments; PPO's GAE lambda, clip range, entropy and critic
-coefficients, frames per rollout, minibatch size and epochs; QMIX's and VDN's frames per batch, updates per
-batch, batch size, replay size, epsilon schedule, soft target rate and mixer width. A preset setting
-BenchMARL cannot take fails the row in one line, and BenchMARL's side reads every setting back from its built
-experiment before training; each trial's JSON records both sides' settings.
+``value_decomposition``, ``actor_critic``): learning rate, Adam's eps, discount, gradient clipping, copies,
+the 256x256 tanh MLPs, parameter sharing and the task's arguments; PPO's GAE lambda, clip range, entropy and
+critic coefficients, frames per rollout, minibatch size and epochs; QMIX's and VDN's frames per batch, updates
+per batch, batch size, replay size, epsilon schedule, soft target rate and mixer width; MASAC's, ISAC's,
+MADDPG's and IDDPG's the same off-policy cadence, random first frames, the temperature and its entropy target,
+and the exploration noise's schedule. A preset setting BenchMARL cannot take fails the row in one line, and
+BenchMARL's side reads every setting back from its built experiment before training; each trial's JSON records
+both sides' settings.
 
 Each trial is written to RESULTS/trials/<library>-<row>-s<seed>.json as it finishes, so a run can be stopped
 and started again: finished trials are skipped (``--force`` trains them again). Then RESULTS/table.md (each
@@ -75,7 +77,7 @@ ROWS = {row.name: row for row in (
     Row("mappo", "vmas/balance"), Row("mappo", "vmas/navigation"), Row("mappo", "vmas/sampling"),
     Row("ippo", "vmas/balance"), Row("ippo", "vmas/navigation"), Row("ippo", "vmas/sampling"),
     # The issue's other goals: QMIX picks VMAS's 9 discrete moves (BenchMARL does so by itself), MASAC its forces.
-    Row("qmix", "vmas/navigation"), Row("masac", "vmas/balance"),
+    Row("qmix", "vmas/navigation"), Row("masac", "vmas/balance"), Row("maddpg", "vmas/balance"),
 )}
 
 
@@ -102,12 +104,13 @@ def settings_of(overrides: list[str]):
 
 def quick_overrides(row: Row) -> list[str]:
     """--quick: a rollout a tenth as long, 9 times fewer epochs and minibatches half as large (so that one
-    still divides a rollout), applied to rlconf's preset and so to both sides alike."""
+    still divides a rollout), or, off-policy, batches a tenth as long with a tenth of the updates each, applied
+    to rlconf's preset and so to both sides alike."""
     matcher(row)  # refused before composing an agent rlconf may not have
     agent = settings_of([f"agent={row.algorithm}", f"env={row.task}"]).agent
-    if MATCHERS[row.algorithm] is value_decomposition:  # off-policy: batches and their updates a tenth as many
+    if off_policy(row):  # batches and their updates a tenth as many (no warm-up stays none)
         return [f"agent.update_frequency={max(1, agent.update_frequency // 10)}",
-                f"agent.replay_start_size={max(1, agent.replay_start_size // 10)}",
+                f"agent.replay_start_size={max(1, agent.replay_start_size // 10) if agent.replay_start_size else 0}",
                 f"agent.gradient_steps={max(1, agent.gradient_steps // 10)}"]
     return [f"agent.n_steps={max(1, agent.n_steps // 10)}", f"agent.epochs={max(1, agent.epochs // 9)}",
             f"agent.batch_size={max(1, agent.batch_size // 2)}"]
@@ -166,6 +169,24 @@ def on_policy(settings) -> dict[str, Any]:
     }
 
 
+def off_policy_experiment(settings, lr: float, polyak_rate: float) -> dict[str, Any]:
+    """BenchMARL's off-policy ExperimentConfig fields for rlconf's settings: one learning rate, collected batches,
+    updates and their minibatches, replay, soft targets, sharing and the action kind."""
+    agent = settings.agent
+    return {
+        "lr": lr, "adam_eps": agent.adam_eps, "gamma": agent.discount_factor,
+        "clip_grad_norm": agent.clip_grad > 0, "clip_grad_val": float(agent.clip_grad or 5.0),
+        "off_policy_collected_frames_per_batch": agent.update_frequency,
+        "off_policy_n_envs_per_worker": settings.hardware.n_envs,
+        "off_policy_n_optimizer_steps": agent.gradient_steps,
+        "off_policy_train_batch_size": agent.batch_size,  # frames, on both sides
+        "off_policy_memory_size": agent.replay_buffer_size,
+        "soft_target_update": True, "polyak_tau": polyak_rate,
+        "share_policy_params": agent.share_parameters,
+        "prefer_continuous_actions": bool(settings.env.kwargs.get("continuous_actions", True)),
+    }
+
+
 def value_decomposition(settings) -> dict[str, Any]:
     """QMIX and VDN: rlconf's settings in BenchMARL's names (ExperimentConfig's off-policy fields, Qmix/VdnConfig,
     the MLP). BenchMARL's have no agent-id feature, double Q-learning, Huber loss or hard target copies counted in
@@ -182,19 +203,9 @@ def value_decomposition(settings) -> dict[str, Any]:
     if agent.mixer == "qmix":
         algorithm["mixing_embed_dim"] = agent.mixing_embed_dim
     return {
-        "experiment": {
-            "lr": agent.lr, "adam_eps": agent.adam_eps, "gamma": agent.discount_factor,
-            "clip_grad_norm": agent.clip_grad > 0, "clip_grad_val": float(agent.clip_grad or 5.0),
-            "off_policy_collected_frames_per_batch": agent.update_frequency,
-            "off_policy_n_envs_per_worker": settings.hardware.n_envs,
-            "off_policy_n_optimizer_steps": agent.gradient_steps,
-            "off_policy_train_batch_size": agent.batch_size,  # frames, on both sides
-            "off_policy_memory_size": agent.replay_buffer_size,
+        "experiment": off_policy_experiment(settings, agent.lr, agent.target_rate) | {
             "exploration_eps_init": agent.epsilon, "exploration_eps_end": agent.epsilon_final,
             "exploration_anneal_frames": agent.epsilon_decay_steps,
-            "soft_target_update": True, "polyak_tau": agent.target_rate,
-            "share_policy_params": agent.share_parameters,
-            "prefer_continuous_actions": bool(settings.env.kwargs.get("continuous_actions", True)),
         },
         "algorithm": algorithm,
         "model": {"num_cells": list(model["hidden"]), "activation": model["activation"]},
@@ -206,7 +217,65 @@ def value_decomposition(settings) -> dict[str, Any]:
     }
 
 
-MATCHERS = {"mappo": on_policy, "ippo": on_policy, "qmix": value_decomposition, "vdn": value_decomposition}
+def actor_critic(settings) -> dict[str, Any]:
+    """MASAC and ISAC, MADDPG and IDDPG: rlconf's settings in BenchMARL's names (ExperimentConfig's off-policy
+    fields, Masac/Isac/Maddpg/IddpgConfig, the MLP). BenchMARL's have no agent-id feature, one learning rate for
+    every optimiser, no target policy (DDPGLoss keeps delay_actor False) and update after every collected batch;
+    its ``off_policy_init_random_frames`` makes whole batches random without delaying the updates, which is
+    rlconf's warm-up of random frames only when that warm-up is none or exactly the first batch. A preset that
+    asks otherwise is refused."""
+    agent, model, name = settings.agent, settings.approximation, settings.agent_name
+    sac = name in ("masac", "isac")
+    rates = {"agent.lr_q": agent.lr_q, "agent.lr_pi": agent.lr_pi} | (
+        {"agent.lr_temperature": agent.lr_temperature} if sac and agent.temperature is None else {})
+    centralised = name in ("masac", "maddpg")
+    cannot = {"agent.agent_id": agent.agent_id,
+              "agent.lr_pi": agent.lr_pi if len(set(rates.values())) > 1 else None,  # one lr in BenchMARL
+              "agent.replay_start_size": agent.replay_start_size
+              if agent.replay_start_size not in (0, agent.update_frequency) else None,
+              "agent.centralised_critic": agent.centralised_critic
+              if agent.centralised_critic != centralised else None,  # the algorithm decides in BenchMARL
+              "agent.target_policy": getattr(agent, "target_policy", False),
+              "approximation.shared": model["shared"], "approximation.ortho_init": model["ortho_init"]}
+    refuse_unmatched(settings, cannot)
+    experiment = off_policy_experiment(settings, agent.lr_q, agent.polyak_rate) | {
+        "off_policy_init_random_frames": agent.replay_start_size}
+    # one critic per group, shared by its agents and seeing no agent index: one Q per frame on both sides
+    algorithm = {"loss_function": "l2", "share_param_critic": agent.share_parameters}
+    if sac:
+        algorithm |= {"num_qvalue_nets": 2, "delay_qvalue": True,
+                      "target_entropy": "auto" if agent.entropy_target is None else float(agent.entropy_target),
+                      "fixed_alpha": agent.temperature is not None,
+                      "alpha_init": float(agent.temperature or agent.temperature_initial)}
+        departures = ["rlconf's squashed Gaussian clamps a predicted log-std; BenchMARL's tanh-normal maps its "
+                      "scale through a biased softplus"]
+    else:
+        algorithm |= {"delay_value": True}
+        departures = ["rlconf's exploration noise decays every frame; BenchMARL's once per collected batch",
+                      "rlconf's noise is in half-widths of the action Box, BenchMARL's sigma in action units (the "
+                      "same on VMAS's tasks, whose forces are within +-1)"]
+        experiment |= {"exploration_eps_init": agent.noise,
+                       "exploration_eps_end": agent.noise if agent.noise_final is None else agent.noise_final,
+                       "exploration_anneal_frames": agent.noise_decay_steps}
+    return {
+        "experiment": experiment, "algorithm": algorithm,
+        "model": {"num_cells": list(model["hidden"]), "activation": model["activation"]},
+        "expect": {"critic_centralised": agent.centralised_critic} | ({} if sac else {"target_policy": False}),
+        "frames_per_batch": agent.update_frequency,
+        "departures": departures + (
+            ["rlconf bootstraps VMAS's time limit (a truncation); BenchMARL counts it as terminal"]
+            if agent.bootstrap_time_limits else []),
+    }
+
+
+MATCHERS = {"mappo": on_policy, "ippo": on_policy, "qmix": value_decomposition, "vdn": value_decomposition,
+            "masac": actor_critic, "isac": actor_critic, "maddpg": actor_critic, "iddpg": actor_critic}
+OFF_POLICY = (value_decomposition, actor_critic)  # learn from replay: quick scales batches, not rollouts
+
+
+def off_policy(row: Row) -> bool:
+    """Whether the row's algorithm learns from replay (its settings are counted in batches and updates)."""
+    return MATCHERS[row.algorithm] in OFF_POLICY
 
 
 def matcher(row: Row):
@@ -466,7 +535,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                         help=f"periodic evaluations over the budget, one every N/K frames (default {EVALUATIONS}); "
                              "N/K must be a multiple of a rollout's frames")
     parser.add_argument("--quick", action="store_true",
-                        help="rollouts a tenth as long, 9x fewer epochs, minibatches halved, on both sides "
+                        help="rollouts a tenth as long, 9x fewer epochs, minibatches halved (off-policy: "
+                             "batches and their updates a tenth as many), on both sides "
                              "(a smoke test of the benchmark, not a measurement)")
     parser.add_argument("--libraries", nargs="+", choices=LIBRARIES, default=list(LIBRARIES),
                         help="which sides to train (default: both)")

@@ -39,7 +39,7 @@ from benchmarl.experiment.callback import Callback  # noqa: E402
 
 # rlconf's agent name -> BenchMARL's algorithm config class (benchmarl.algorithms)
 ALGORITHMS = {"mappo": "MappoConfig", "ippo": "IppoConfig", "qmix": "QmixConfig", "vdn": "VdnConfig",
-              "masac": "MasacConfig", "maddpg": "MaddpgConfig"}
+              "masac": "MasacConfig", "isac": "IsacConfig", "maddpg": "MaddpgConfig", "iddpg": "IddpgConfig"}
 ACTIVATIONS = {"relu": "ReLU", "tanh": "Tanh", "elu": "ELU", "gelu": "GELU", "silu": "SiLU"}  # rlconf -> torch.nn
 
 
@@ -134,41 +134,84 @@ def observed_value_decomposition(experiment) -> dict[str, Any]:
     epsilon-greedy collection, a replay buffer, a MultiAgentMLP of the agents' utilities."""
     group = next(iter(experiment.group_map))
     loss = experiment.losses[group]
-    optimisers = experiment.optimizers[group].values()
     utilities = _mlp(experiment.algorithm.get_policy_for_loss(group))
-    greedy = next(m for m in experiment.collector.policy.modules() if type(m).__name__ == "EGreedyModule")
-    updater = experiment.target_updaters[group]
+    greedy = _collection_module(experiment, "EGreedyModule")
     mixer = loss.mixer_network.module
     algorithm = {"loss_function": loss.loss_function, "delay_value": bool(loss.delay_value)}
     if type(mixer).__name__ == "QMixer":
         algorithm["mixing_embed_dim"] = mixer.embed_dim
-    config = experiment.config
-    buffer = experiment.replay_buffers[group]
     return {
-        "experiment": {
-            "lr": _one({o.param_groups[0]["lr"] for o in optimisers}, "lr"),
-            "adam_eps": _one({o.param_groups[0]["eps"] for o in optimisers}, "adam_eps"),
-            "gamma": float(loss.value_estimator.gamma),
-            "clip_grad_norm": config.clip_grad_norm, "clip_grad_val": float(config.clip_grad_val),
-            "off_policy_collected_frames_per_batch": experiment.collector.requested_frames_per_batch,
-            "off_policy_n_envs_per_worker": experiment.collector.env.batch_size.numel(),
-            "off_policy_n_optimizer_steps": config.n_optimizer_steps(on_policy=False),
-            "off_policy_train_batch_size": buffer._batch_size,
-            "off_policy_memory_size": buffer._storage.max_size,
+        "experiment": _off_policy(experiment, group, utilities) | {
             "exploration_eps_init": float(greedy.eps_init), "exploration_eps_end": float(greedy.eps_end),
-            "exploration_anneal_frames": int(greedy.annealing_num_steps),
-            "soft_target_update": type(updater).__name__ == "SoftUpdate", "polyak_tau": 1 - float(updater.eps),
-            "share_policy_params": utilities.share_params,
-            "prefer_continuous_actions": experiment.continuous_actions,
-        },
+            "exploration_anneal_frames": int(greedy.annealing_num_steps)},
         "algorithm": algorithm,
         "model": {"num_cells": list(utilities.num_cells), "activation": _activation(utilities)},
         "task_config": dict(experiment.task.config),
     }
 
 
+def observed_actor_critic(experiment) -> dict[str, Any]:
+    """MASAC and ISAC (SACLoss: twin critics, a tuned or fixed temperature) and MADDPG and IDDPG (DDPGLoss, with
+    Gaussian exploration noise at collection): an Adam per loss term, a SoftUpdate of the targets, a replay
+    buffer, MultiAgentMLPs for the actor and the critics."""
+    group = next(iter(experiment.group_map))
+    loss = experiment.losses[group]
+    actor = _mlp(experiment.algorithm.get_policy_for_loss(group))
+    sac = type(loss).__name__ == "SACLoss"
+    critic = _mlp(loss.qvalue_network if sac else loss.value_network)
+    algorithm = {"loss_function": loss.loss_function, "share_param_critic": critic.share_params}
+    extra: dict[str, Any] = {"critic_centralised": critic.centralized}
+    observed = _off_policy(experiment, group, actor)
+    if sac:
+        algorithm |= {"num_qvalue_nets": int(loss.num_qvalue_nets), "delay_qvalue": bool(loss.delay_qvalue),
+                      "target_entropy": loss._target_entropy, "fixed_alpha": bool(loss.fixed_alpha),
+                      "alpha_init": float(loss.alpha_init)}
+        extra |= {"target_entropy_value": float(loss.target_entropy), "alpha": float(loss.log_alpha.detach().exp())}
+    else:
+        noise = _collection_module(experiment, "AdditiveGaussianModule")
+        algorithm |= {"delay_value": bool(loss.delay_value)}
+        observed |= {"exploration_eps_init": float(noise.sigma_init), "exploration_eps_end": float(noise.sigma_end),
+                     "exploration_anneal_frames": int(noise.annealing_num_steps)}
+        extra |= {"target_policy": bool(loss.delay_actor)}
+    return {"experiment": observed, "algorithm": algorithm,
+            "model": {"num_cells": list(actor.num_cells), "activation": _activation(actor)},
+            "task_config": dict(experiment.task.config), **extra}
+
+
+def _off_policy(experiment, group: str, actor) -> dict[str, Any]:
+    """The off-policy ExperimentConfig fields as the built experiment holds them: optimisers, collector, replay
+    buffer, target updater, and the policy's MultiAgentMLP ``actor`` (its parameter sharing)."""
+    loss = experiment.losses[group]
+    optimisers = experiment.optimizers[group].values()
+    updater = experiment.target_updaters[group]
+    config = experiment.config
+    buffer = experiment.replay_buffers[group]
+    return {
+        "lr": _one({o.param_groups[0]["lr"] for o in optimisers}, "lr"),
+        "adam_eps": _one({o.param_groups[0]["eps"] for o in optimisers}, "adam_eps"),
+        "gamma": float(loss.value_estimator.gamma),
+        "clip_grad_norm": config.clip_grad_norm, "clip_grad_val": float(config.clip_grad_val),
+        "off_policy_collected_frames_per_batch": experiment.collector.requested_frames_per_batch,
+        "off_policy_n_envs_per_worker": experiment.collector.env.batch_size.numel(),
+        "off_policy_n_optimizer_steps": config.n_optimizer_steps(on_policy=False),
+        "off_policy_train_batch_size": buffer._batch_size,
+        "off_policy_memory_size": buffer._storage.max_size,
+        "off_policy_init_random_frames": int(experiment.collector.init_random_frames or 0),
+        "soft_target_update": type(updater).__name__ == "SoftUpdate", "polyak_tau": 1 - float(updater.eps),
+        "share_policy_params": actor.share_params,
+        "prefer_continuous_actions": experiment.continuous_actions,
+    }
+
+
+def _collection_module(experiment, name: str):
+    """The exploration module (by its class's name) in the collector's policy."""
+    return next(m for m in experiment.collector.policy.modules() if type(m).__name__ == name)
+
+
 OBSERVERS = {"mappo": observed_on_policy, "ippo": observed_on_policy,
-             "qmix": observed_value_decomposition, "vdn": observed_value_decomposition}
+             "qmix": observed_value_decomposition, "vdn": observed_value_decomposition,
+             "masac": observed_actor_critic, "isac": observed_actor_critic,
+             "maddpg": observed_actor_critic, "iddpg": observed_actor_critic}
 
 
 def _mlp(module):

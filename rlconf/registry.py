@@ -26,7 +26,8 @@ SPEC_KINDS = ("agent", "environment")  # the kinds known by their spec, register
 _SPEC_MODULES: dict[str, tuple[str, ...]] = {
     "agent": tuple(f"rlconf.agents.specs.{module}" for module in (
         "dqn", "c51", "r2d1", "vqn", "vpg", "vac", "a2c", "ppo", "ddpg", "td3", "sac", "random_agent",
-        "independent", "team_ppo", "qmix", "multi_armed", "linear_bandit", "neural_bandit", "tabular")),
+        "independent", "team_ppo", "qmix", "team_actor_critic", "multi_armed", "linear_bandit", "neural_bandit",
+        "tabular")),
     "environment": ("rlconf.environments.specs",),
 }
 # kind -> name -> (import path "module:attribute", one-line description, what it declares). What it declares
@@ -91,7 +92,7 @@ AGENT_GROUPS: dict[str, tuple[str, ...]] = {
     "deep RL, policy gradient": ("vpg", "vac", "a2c", "ppo"),
     "deep RL, continuous control": ("ddpg", "td3", "sac"),
     "multi-agent": ("independent",),
-    "teams": ("mappo", "ippo", "qmix", "vdn"),
+    "teams": ("mappo", "ippo", "qmix", "vdn", "maddpg", "iddpg", "masac", "isac"),
     "multi-armed bandits": ("epsilon_greedy", "ucb", "bayesian_ucb", "thompson", "gradient_bandit"),
     "contextual bandits": ("linear_posterior", "linucb", "neural_greedy", "neural_linear", "bootstrap_neural",
                            "noise_sampling"),

@@ -45,6 +45,13 @@ RUNS = {
              "agent.batch_size=16", "agent.target=fixed", "agent.target_update_frequency=30"],
     "vdn": ["env=vmas/navigation", SMALL_REPLAY, "agent.update_frequency=10", "agent.gradient_steps=2",
             "agent.batch_size=16", "agent.share_parameters=false", "agent.double_q=true"],
+    # Off-policy actor-critics: shared networks with one Q a frame (MASAC's preset), a network per agent (ISAC),
+    # the noise's schedule and a target policy (MADDPG), agent indices (IDDPG)
+    **{name: ["env=vmas/balance", SMALL_REPLAY, "agent.update_frequency=10", "agent.gradient_steps=2",
+              "agent.batch_size=16", *extra] for name, extra in (
+        ("masac", []), ("isac", ["agent.share_parameters=false"]),
+        ("maddpg", ["agent.noise_final=0.1", "agent.noise_decay_steps=300", "agent.target_policy=true"]),
+        ("iddpg", ["agent.agent_id=true"]))},
 }
 # Agents with memory, as well: the carried recurrent states and the stored start of the rollout's chunks.
 RECURRENT_RUNS = {

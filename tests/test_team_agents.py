@@ -108,6 +108,23 @@ def resumes_after_kill_9(run_cli, workdir, logdir: Path, args: list[str], at_lea
     return run_dir, saved
 
 
+def resumes_with_its_replay(run_cli, workdir, logdir: Path, overrides: list[str]) -> None:
+    """An off-policy team run killed after a checkpoint of 800 frames and resumed (``resumes_after_kill_9``): its
+    checkpoints carry the replay, and it ends its 2,400 frames."""
+    args = [*overrides, "steps=2400", "checkpoint_every=400", "checkpoint.replay=true", *FAST_RUN, f"logdir={logdir}"]
+    run_dir, saved = resumes_after_kill_9(run_cli, workdir, logdir, args, 800)
+    assert saved["replay"], "the checkpoint carries the replay's frames"
+    assert summary_of(run_dir)["steps"] >= 2400
+
+
+def learned_return(run_cli, workdir, logdir: Path, overrides: list[str]) -> float:
+    """The test return of a run of one of tests/team_games.py's games (16 test episodes, no evaluations)."""
+    result = run_cli("run", *overrides, "test_episodes=16", "eval_every=0", "quiet=true", f"logdir={logdir}",
+                     cwd=workdir, pythonpath=[TESTS])
+    assert result.returncode == 0, result.stderr
+    return summary_of(only_run_dir(logdir))["test_return_mean"]
+
+
 def plays_back(run_cli, workdir, run_dir: Path, video: Path) -> None:
     """``rlconf eval`` repeats the run's final test; ``rlconf watch --video`` films one episode of copy 0."""
     import imageio_ffmpeg
@@ -128,6 +145,17 @@ def exports_its_group(run_cli, workdir, run_dir: Path) -> dict:
     exported = run_cli("export", str(run_dir), "--format", "torchscript", cwd=workdir)
     assert exported.returncode == 0, exported.stderr
     return json.loads((run_dir / "policy-agent.pt.json").read_text())
+
+
+def plays_back_and_exports(run_cli, workdir, tmp_path: Path, overrides: list[str]) -> tuple[dict, torch.nn.Module]:
+    """A short run of a one-group team played back (``plays_back``) and its group exported: the description
+    written, and the TorchScript policy."""
+    logdir = tmp_path / "runs"
+    trained = run_cli("run", *overrides, "steps=400", *FAST_RUN, f"logdir={logdir}", cwd=workdir)
+    assert trained.returncode == 0, trained.stderr
+    run_dir = only_run_dir(logdir)
+    plays_back(run_cli, workdir, run_dir, tmp_path / "team.mp4")
+    return exports_its_group(run_cli, workdir, run_dir), torch.jit.load(str(run_dir / "policy-agent.pt"))
 
 
 def test_a_killed_team_run_resumes_without_losing_or_repeating_an_episode(run_cli, workdir, tmp_path):
@@ -164,12 +192,9 @@ def test_a_team_agent_and_a_single_agent_env_are_refused_in_one_line(agent, env,
 @pytest.mark.slow
 def test_mappo_learns_to_coordinate(run_cli, workdir, tmp_path):
     """Both agents must pick the target they are shown, together: 8 a game at best, about 0.9 at chance."""
-    logdir = tmp_path / "runs"
-    result = run_cli("run", "agent=mappo", *COORDINATION, "steps=20000", "hardware.n_envs=8", "agent.n_steps=16",
-                     "agent.batch_size=32", "agent.lr=1e-3", "test_episodes=16", "eval_every=0", "quiet=true",
-                     f"logdir={logdir}", cwd=workdir, pythonpath=[TESTS])
-    assert result.returncode == 0, result.stderr
-    assert summary_of(only_run_dir(logdir))["test_return_mean"] >= 7.5
+    overrides = ["agent=mappo", *COORDINATION, "steps=20000", "hardware.n_envs=8", "agent.n_steps=16",
+                 "agent.batch_size=32", "agent.lr=1e-3"]
+    assert learned_return(run_cli, workdir, tmp_path / "runs", overrides) >= 7.5
 
 
 @pytest.mark.parametrize("body", ["body=time_feature", "body.normalize_observations=true"])

@@ -9,9 +9,16 @@ import torch
 import yaml
 from conftest import FAST_RUN, assert_run_refused, build, only_run_dir
 from test_resume import read_rows
-from test_team_agents import COORDINATION, TESTS, exports_its_group, plays_back, resumes_after_kill_9, summary_of
+from test_team_agents import (
+    COORDINATION,
+    learned_return,
+    plays_back_and_exports,
+    resumes_with_its_replay,
+    summary_of,
+)
 
-from rlconf.agents.qmix import QMixer, TeamQ, Utilities, VDNMixer
+from rlconf.agents._team import AgentNetworks
+from rlconf.agents.qmix import QMixer, TeamQ, VDNMixer
 
 # Small bursts from the start: the runs below update within their few hundred frames.
 QUICK = ["hardware.n_envs=4", "agent.replay_start_size=200", "agent.update_frequency=40", "agent.gradient_steps=2",
@@ -57,7 +64,7 @@ def test_the_qmix_mixer_is_monotonic_in_every_agents_utility():
 
 def test_an_agent_out_of_the_game_does_not_count_in_the_mix():
     torch.manual_seed(0)
-    team = TeamQ(Utilities([torch.nn.Linear(2, 3)]), QMixer(agents=2, state_size=4, embed=8))
+    team = TeamQ(AgentNetworks([torch.nn.Linear(2, 3)]), QMixer(agents=2, state_size=4, embed=8))
     inputs, state = torch.randn(5, 2, 2), torch.randn(5, 4)
     weights = torch.tensor([[1.0, 0.0]] * 5)
     moved = inputs.clone()
@@ -74,7 +81,7 @@ def test_a_minibatch_holds_whole_frames_of_one_copy():
     for _ in range(30):
         states = env.step(agent.act(states))
     env.close()
-    batch = group.sample(64)
+    batch = group.replay.sample(64)
     observation = batch.observation.view(64, 3, -1)
     own, state = observation[..., :18], observation[..., 18:18 + 54]
     # Each lane's own view is its slice of the copy's global state (VMAS's: every observation concatenated).
@@ -97,7 +104,7 @@ def test_a_time_limit_bootstraps_unless_it_is_to_count_as_terminal(bootstrap, ke
     agent.act(states)  # the final frame goes into replay
     env.close()
     assert steps == 100, "navigation's time limit, not its goal, ended the episode"
-    replay = agent.groups["agent"].replay
+    replay = agent.groups["agent"].replay.buffer
     ended = replay.done[replay.newest_row]
     assert ended.all() and (replay.mask[replay.newest_row] == kept).all()
 
@@ -105,34 +112,19 @@ def test_a_time_limit_bootstraps_unless_it_is_to_count_as_terminal(bootstrap, ke
 @pytest.mark.parametrize("agent", ["qmix", "vdn"])
 def test_qmix_and_vdn_learn_to_coordinate(agent, run_cli, workdir, tmp_path):
     """Both agents must pick the target they are shown, together: 8 a game at best, about 0.9 at chance."""
-    logdir = tmp_path / "runs"
-    result = run_cli("run", f"agent={agent}", *COORDINATION, "steps=5000", "hardware.n_envs=8", "agent.lr=1e-3",
-                     "agent.epsilon_decay_steps=2500", "agent.replay_start_size=400", "agent.update_frequency=8",
-                     "agent.batch_size=32", "test_episodes=16", "eval_every=0", "quiet=true", f"logdir={logdir}",
-                     cwd=workdir, pythonpath=[TESTS])
-    assert result.returncode == 0, result.stderr
-    assert summary_of(only_run_dir(logdir))["test_return_mean"] >= 7.5
+    overrides = [f"agent={agent}", *COORDINATION, "steps=5000", "hardware.n_envs=8", "agent.lr=1e-3",
+                 "agent.epsilon_decay_steps=2500", "agent.replay_start_size=400", "agent.update_frequency=8",
+                 "agent.batch_size=32"]
+    assert learned_return(run_cli, workdir, tmp_path / "runs", overrides) >= 7.5
 
 
 def test_a_killed_qmix_run_resumes_with_its_replay_without_losing_an_episode(run_cli, workdir, tmp_path):
-    logdir = tmp_path / "runs"
-    args = ["agent=qmix", *NAVIGATION, "steps=2400", "checkpoint_every=400", "checkpoint.replay=true", *FAST_RUN,
-            f"logdir={logdir}"]
-    run_dir, saved = resumes_after_kill_9(run_cli, workdir, logdir, args, 800)
-    assert saved["replay"], "the checkpoint carries the replay's frames"
-    assert summary_of(run_dir)["steps"] >= 2400
+    resumes_with_its_replay(run_cli, workdir, tmp_path / "runs", ["agent=qmix", *NAVIGATION])
 
 
 def test_a_qmix_run_plays_back_with_eval_and_into_a_video_and_exports_its_group(run_cli, workdir, tmp_path):
-    logdir = tmp_path / "runs"
-    trained = run_cli("run", "agent=qmix", *NAVIGATION, "steps=400", *FAST_RUN, f"logdir={logdir}", cwd=workdir)
-    assert trained.returncode == 0, trained.stderr
-    run_dir = only_run_dir(logdir)
-    plays_back(run_cli, workdir, run_dir, tmp_path / "team.mp4")
-
-    description = exports_its_group(run_cli, workdir, run_dir)
+    description, policy = plays_back_and_exports(run_cli, workdir, tmp_path, ["agent=qmix", *NAVIGATION])
     assert description["input"]["shape"] == ["batch", 18]  # navigation's 18 observations (the preset: no agent id)
-    policy = torch.jit.load(str(run_dir / "policy-agent.pt"))
     assert policy(torch.zeros(5, 18)).shape == (5,)
 
 

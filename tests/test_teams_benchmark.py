@@ -57,6 +57,57 @@ def test_benchmarls_qmix_holds_the_settings_of_rlconfs_preset(quick, tmp_path):
     assert seen["algorithm"]["mixing_embed_dim"] == agent.mixing_embed_dim == 32
 
 
+@pytest.mark.parametrize("row", ["masac-balance", "maddpg-balance"])
+def test_benchmarls_actor_critics_hold_the_settings_of_rlconfs_preset(row, tmp_path):
+    pytest.importorskip("benchmarl")
+    pytest.importorskip("vmas")
+    teams, runner = _module("teams"), _module("teams_benchmarl")
+    algorithm = row.split("-")[0]
+    trial = teams.spec(teams.ROWS[row], frames=120_000, seed=0, evaluations=2, quick=False)
+    seen = runner.observed(runner.build(trial, tmp_path), algorithm)
+    assert runner.differences(trial, seen) == []
+    agent = teams.settings_of(trial["rlconf_overrides"]).agent
+    assert seen["experiment"]["lr"] == agent.lr_q == agent.lr_pi
+    assert seen["experiment"]["off_policy_n_optimizer_steps"] == agent.gradient_steps == 1000
+    assert seen["experiment"]["off_policy_init_random_frames"] == agent.replay_start_size == 0
+    assert seen["experiment"]["polyak_tau"] == pytest.approx(agent.polyak_rate)
+    # one centralised critic shared by the group's agents: one Q per frame on both sides
+    assert seen["critic_centralised"] is agent.centralised_critic is True
+    assert seen["algorithm"]["share_param_critic"] is agent.share_parameters is True
+    if algorithm == "masac":  # the temperature tuned from 1.0 towards -dim(A) = -2 per agent
+        assert seen["target_entropy_value"] == -2.0 and seen["alpha"] == agent.temperature_initial == 1.0
+        assert seen["algorithm"]["num_qvalue_nets"] == 2 and seen["algorithm"]["fixed_alpha"] is False
+    else:  # the noise from 0.8 to 0.01 over 1M frames, the TD target acting with the policy itself
+        assert seen["experiment"]["exploration_eps_init"] == pytest.approx(agent.noise)
+        assert seen["experiment"]["exploration_anneal_frames"] == agent.noise_decay_steps
+        assert seen["target_policy"] is agent.target_policy is False
+
+
+@pytest.mark.parametrize(("override", "refused"), [
+    ("agent.agent_id=true", "agent.agent_id=True"),
+    ("agent.lr_pi=1e-4", "agent.lr_pi=0.0001"),
+    ("agent.replay_start_size=1000", "agent.replay_start_size=1000"),  # BenchMARL's random frames: whole batches
+])
+def test_an_actor_critic_setting_benchmarl_cannot_take_is_refused(override, refused):
+    teams = _module("teams")
+    settings = teams.settings_of(["agent=masac", "env=vmas/balance", override])
+    with pytest.raises(teams.Refused, match=refused):
+        teams.actor_critic(settings)
+
+
+def test_quick_keeps_an_actor_critics_policy_acting_from_the_first_frame():
+    teams = _module("teams")
+    quick = teams.quick_overrides(teams.ROWS["masac-balance"])
+    assert quick == ["agent.update_frequency=600", "agent.replay_start_size=0", "agent.gradient_steps=100"]
+
+
+def test_maddpgs_target_policy_is_refused():
+    teams = _module("teams")
+    settings = teams.settings_of(["agent=maddpg", "env=vmas/balance", "agent.target_policy=true"])
+    with pytest.raises(teams.Refused, match="agent.target_policy=True"):
+        teams.actor_critic(settings)
+
+
 def test_quick_scales_both_sides_alike(tmp_path):
     pytest.importorskip("benchmarl")
     teams, runner = _module("teams"), _module("teams_benchmarl")
@@ -75,11 +126,12 @@ def test_a_preset_setting_benchmarl_cannot_take_is_refused():
         teams.on_policy(settings)
 
 
-def test_rows_rlconf_cannot_run_yet_are_refused_in_one_line(capsys):
+def test_rows_rlconf_cannot_run_yet_are_refused_in_one_line(capsys, monkeypatch):
     teams = _module("teams")
-    assert teams.main(["masac-balance", "--results", "/nonexistent"]) == 2
+    monkeypatch.setitem(teams.ROWS, "iql-balance", teams.Row("iql", "vmas/balance"))  # no agent=iql in rlconf
+    assert teams.main(["iql-balance", "--results", "/nonexistent"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("teams: error: masac-balance: ") and "mappo-balance" in err
+    assert err.count("\n") == 1 and err.startswith("teams: error: iql-balance: ") and "masac-balance" in err
 
 
 def test_the_interval_over_seeds_is_students():

@@ -22,6 +22,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch
+from torch import nn
 
 from rlconf.agents._agent import PolicyGraph
 from rlconf.core import AgentGroup, StateArray
@@ -58,10 +59,10 @@ class Lanes:
         self.shared = shared
         self.critic = critic
         self.ids = torch.eye(group.size) if shared and agent_id and group.size > 1 else None
-        id_width = 0 if self.ids is None else group.size
-        self.actor_inputs = _features(group.observation_space) + id_width
+        self.id_width = 0 if self.ids is None else group.size  # the one-hot's, ending the actor's inputs
+        self.actor_inputs = _features(group.observation_space) + self.id_width
         critic_space = group.state_space if critic == "global_state" else group.observation_space
-        self.critic_inputs = 0 if critic is None else _features(critic_space) + id_width
+        self.critic_inputs = 0 if critic is None else _features(critic_space) + self.id_width
 
     @property
     def learners(self) -> int:
@@ -145,3 +146,17 @@ def lanes_act(lanes: dict[str, Lanes], actors: dict[str, list[Any]], team) -> di
         each = [actor.act(states) for actor, states in zip(actors[name], view.of(team[name]), strict=True)]
         actions[name] = view.actions(each, team.n_envs)
     return actions
+
+
+class AgentNetworks(nn.Module):
+    """A group's agents' networks on their lanes side by side: ``[B, lanes, width] -> [B, lanes, out]``, from one
+    network every lane shares or one network per lane (``agent.share_parameters=false``)."""
+
+    def __init__(self, networks: list[nn.Module]):
+        super().__init__()
+        self.networks = nn.ModuleList(networks)
+
+    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+        if len(self.networks) == 1:
+            return self.networks[0](inputs.flatten(0, 1)).view(*inputs.shape[:2], -1)
+        return torch.stack([network(inputs[:, a]) for a, network in enumerate(self.networks)], dim=1)

@@ -56,6 +56,14 @@ class LogTemperature(nn.Module):
         return self.log_alpha
 
 
+def log_temperature(policy: SoftDeterministicPolicy, alpha: torch.Tensor, log_probs: torch.Tensor) -> None:
+    """alpha and the policy's entropy (the mean of -log pi) as debug scalars, when the policy's logger wants them."""
+    logger = policy.logger
+    if logger is not None and logger.wants_debug(policy.updates):
+        logger.add_scalar("debug/temperature", alpha.item())
+        logger.add_scalar("debug/entropy", -log_probs.detach().mean().item())
+
+
 class SAC(ContinuousOffPolicy):
     Config = SACConfig
 
@@ -128,10 +136,7 @@ class SAC(ContinuousOffPolicy):
         if self.config.temperature is None:
             losses.append((self.temperature, -(log_alpha * (log_probs.detach() + self.entropy_target)).mean()))
         reinforce_together(*losses)
-        logger = self.policy.logger
-        if logger is not None and logger.wants_debug(self.policy.updates):
-            logger.add_scalar("debug/temperature", alpha.item())
-            logger.add_scalar("debug/entropy", -log_probs.detach().mean().item())
+        log_temperature(self.policy, alpha, log_probs)
 
     def td_targets(self, batch: Transitions, alpha: torch.Tensor) -> torch.Tensor:
         """r + gamma * mask' * (min_i Q_i,target(s', a') - alpha log pi(a'|s')), a' ~ pi(s')."""

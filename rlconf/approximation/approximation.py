@@ -285,12 +285,13 @@ def clip_grad_norm(parameters: list[torch.Tensor], max_norm: float) -> torch.Ten
     return total
 
 
-def reinforce_together(*losses: tuple[Approximation, torch.Tensor]) -> None:
+def reinforce_together(*losses: tuple[Approximation, torch.Tensor], jointly: bool = True) -> None:
     """Train several approximations from one backward pass through the sum of their losses.
 
     Their parameters are disjoint, so this equals calling ``reinforce`` on each, at the price of one
     autograd traversal instead of several. When they share a ``clip_grad``, the gradient norm is taken
-    over all of them together, as PPO implementations clip the whole actor-critic.
+    over all of them together, as PPO implementations clip the whole actor-critic; not ``jointly``, each is
+    clipped to its own (an optimiser per network, as BenchMARL's).
     """
     approximations = [approximation for approximation, _ in losses]
     for approximation in approximations:
@@ -299,7 +300,7 @@ def reinforce_together(*losses: tuple[Approximation, torch.Tensor]) -> None:
     params = [p for approximation in approximations for p in approximation._params]
     means = distributed.average(params, [loss for _, loss in losses])  # one all-reduce for all of them
     clip = {approximation.clip_grad for approximation in approximations}
-    if len(clip) == 1 and (limit := clip.pop()):
+    if jointly and len(clip) == 1 and (limit := clip.pop()):
         norm = clip_grad_norm(params, limit)
         check_finite({f"grad_norm/{'+'.join(a.name for a in approximations)}": norm,
                       **{f"loss/{a.name}": loss for a, loss in zip(approximations, means, strict=True)}})

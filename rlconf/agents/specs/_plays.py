@@ -91,6 +91,8 @@ MULTIAGENT = Plays(frozenset({EnvKind.MULTI_AGENT}))  # a whole game's players; 
 TEAM_STOCHASTIC = Plays(frozenset({EnvKind.TEAM}), ("discrete", "box"), structured=False)
 # Teams (QMIX, VDN): each agent picks one of its group's discrete actions by its utilities
 TEAM_DISCRETE = Plays(frozenset({EnvKind.TEAM}), ("discrete",), structured=False)
+# Teams (MADDPG, MASAC and their independent kin): each agent acts in its group's Box
+TEAM_CONTINUOUS = Plays(frozenset({EnvKind.TEAM}), ("box",), structured=False)
 
 
 def _structured(space: Any) -> bool:
