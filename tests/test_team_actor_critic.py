@@ -111,7 +111,8 @@ def test_a_run_plays_back_with_eval_and_into_a_video_and_exports_its_group(agent
     assert forces.shape == (5, 2) and (forces.abs() <= 1).all(), "each agent's force within VMAS's bounds"
 
 
-def test_discrete_actions_are_refused_in_one_line_naming_the_switch(run_cli, workdir, tmp_path):
-    assert_run_refused(run_cli, ["agent=masac", "env=vmas/navigation", "env.kwargs.continuous_actions=false"],
-                       ["agent=masac", "continuous", "env.kwargs.continuous_actions=true"], workdir,
-                       tmp_path / "runs")
+@pytest.mark.parametrize("env", [["env=vmas/navigation", "env.kwargs.continuous_actions=false"],
+                                 ["env=mpe/simple_spread"]])  # MPE's games are discrete unless asked
+def test_discrete_actions_are_refused_in_one_line_naming_the_switch(env, run_cli, workdir, tmp_path):
+    words = ["agent=masac", "continuous", "env.kwargs.continuous_actions=true"]
+    assert_run_refused(run_cli, ["agent=masac", *env], words, workdir, tmp_path / "runs")

@@ -64,6 +64,8 @@ class ParallelTeamEnvironment(TeamEnvironment):
                                          **dict(kwargs or {})) for i in range(n_envs)]
         first = self.envs[0]
         self.simulator_fps = first.metadata.get("render_fps")  # videos in real time
+        if hasattr(first.unwrapped, "continuous_actions"):  # MPE's games switch their action kind
+            self.action_kind_option = "env.kwargs.continuous_actions"
         agents = list(first.possible_agents)
         # One game played to its start tells whether it has a global state and action masks in its infos.
         _, infos = first.reset(seed=seed)
