@@ -33,6 +33,12 @@ DIVERGING = {
     "ppo": ["agent=ppo", "env=classic/pendulum", "agent.lr=1e8", "hardware.n_envs=2", "agent.n_steps=128"],
     "sac": ["agent=sac", "env=classic/pendulum", "agent.lr_q=1e8", "agent.lr_pi=1e8", "agent.lr_temperature=1e8",
             "agent.replay_start_size=200"],
+    # Teams: PPO's lanes, and an actor-critic whose networks each clip their own gradients (jointly=False)
+    "mappo": ["agent=mappo", "env=vmas/balance", "agent.lr=1e8", "hardware.n_envs=2", "agent.n_steps=50",
+              "agent.epochs=2"],
+    "masac": ["agent=masac", "env=vmas/balance", "agent.lr_q=1e8", "agent.lr_pi=1e8", "agent.lr_temperature=1e8",
+              "hardware.n_envs=2", "agent.replay_start_size=200", "agent.update_frequency=20",
+              "agent.gradient_steps=2", "agent.batch_size=16"],
 }
 
 

@@ -180,6 +180,26 @@ def test_a_team_run_plays_back_with_eval_and_into_a_video(run_cli, workdir, tmp_
     assert refused.returncode == 2 and "allowed: --group agent" in refused.stderr
 
 
+def test_a_sweep_of_team_agents_over_tasks_plots_each_task_and_the_aggregate(run_cli, workdir, tmp_path):
+    """The issue's sweep, at a tiny budget: two team agents on two VMAS tasks, then ``rlconf plot --aggregate``
+    (its curves per task, and the statistics over tasks as marl-eval reports them, min-max normalised)."""
+    logdir = tmp_path / "runs"
+    swept = run_cli("run", "-m", "agent=mappo,ippo", "env=vmas/balance,vmas/navigation", "seed=0", "hardware.n_envs=2",
+                    "agent.n_steps=20", "agent.epochs=1", "steps=200", "eval_every=100", "eval_episodes=2",
+                    "test_episodes=2", "quiet=true", f"logdir={logdir}", cwd=workdir)
+    assert swept.returncode == 0, swept.stderr
+    (sweep,) = logdir.glob("sweep_*")
+    plotted = run_cli("plot", str(sweep), "--aggregate", cwd=workdir)
+    assert plotted.returncode == 0, plotted.stderr
+    assert "4 runs (2 agents, 2 envs" in plotted.stdout
+    curves = {(row["env"], row["agent"]) for row in read_rows(sweep / "plot_curves.csv")}
+    assert curves == {(env, agent) for env in ("vmas/balance", "vmas/navigation") for agent in ("mappo", "ippo")}
+    aggregate = read_rows(sweep / "plot_aggregate.csv")
+    assert {(row["agent"], row["statistic"]) for row in aggregate} >= {("mappo", "IQM"), ("ippo", "IQM")}
+    assert all(row["tasks"] == "2" and 0 <= float(row["value"]) <= 1 for row in aggregate)
+    assert (sweep / "plot.png").read_bytes().startswith(b"\x89PNG")
+
+
 @pytest.mark.parametrize(("agent", "env", "words"), [
     ("dqn", "vmas/balance", ["agent=dqn", "team", "agent=mappo"]),
     ("mappo", "classic/cartpole", ["agent=mappo", "env=classic/cartpole", "env=vmas"]),
