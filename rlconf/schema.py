@@ -76,6 +76,19 @@ def check(schema: type, node: Any, prefix: str = "", see: str = "", known: set[s
     return settings
 
 
+def check_nested(schema: type, values: dict, prefix: str) -> Any:
+    """``values`` as an instance of the agent Config ``schema``, where they live under ``prefix`` in the config
+    (``agent.dqn.`` of agent=independent, ``agent.groups.<group>.`` of a team agent). The Config's own checks
+    name keys as ``agent.<key>``; the message names them where they were written."""
+    try:
+        return check(schema, values, prefix)
+    except ConfigError as error:
+        message = str(error)
+        if message.startswith("agent.") and not message.startswith(prefix):
+            message = prefix + message.removeprefix("agent.")
+        raise ConfigError(message) from None
+
+
 def whole_numbers(schema: type, values: dict[str, Any]) -> dict[str, Any]:
     """``values`` with each float that is a whole number (``steps=1e5``, ``100000.0``) under a key ``schema``
     types as an integer (``int``, ``int | None``, ``list[int]``, nested settings too) made that integer: the

@@ -116,3 +116,15 @@ def test_a_run_plays_back_with_eval_and_into_a_video_and_exports_its_group(agent
 def test_discrete_actions_are_refused_in_one_line_naming_the_switch(env, run_cli, workdir, tmp_path):
     words = ["agent=masac", "continuous", "env.kwargs.continuous_actions=true"]
     assert_run_refused(run_cli, ["agent=masac", *env], words, workdir, tmp_path / "runs")
+
+
+def test_a_group_takes_settings_of_its_own_but_not_the_teams_cadence(run_cli, workdir, tmp_path):
+    _, env, team = build("agent=maddpg", "env=mpe/simple_adversary", "env.kwargs.continuous_actions=true",
+                         "+agent.groups.adversary.lr_pi=1e-5", "+agent.groups.adversary.noise_final=0.05")
+    env.close()
+    adversary, agent = team.groups["adversary"], team.groups["agent"]
+    assert adversary.policy.optimizer.param_groups[0]["lr"] == 1e-5 != agent.policy.optimizer.param_groups[0]["lr"]
+    assert adversary.noise is not agent.noise and "noise/adversary" in team.schedules()
+    assert_run_refused(run_cli, ["agent=masac", "env=vmas/balance", "+agent.groups.agent.update_frequency=10"],
+                       ["agent.groups.agent.update_frequency", "allowed: agent.update_frequency"], workdir,
+                       tmp_path / "runs")

@@ -60,6 +60,28 @@ def test_a_team_of_two_groups_learns_each_with_its_own_networks(run_cli, workdir
     assert agent.learners["adversary"][0].policy.model is not agent.learners["agent"][0].policy.model
 
 
+def test_a_group_takes_settings_of_its_own_and_the_others_keep_the_agents():
+    """agent.groups.<group>: simple_adversary's adversary learns at its own rate, its agents each on their own."""
+    _, env, team = build("agent=mappo", "env=mpe/simple_adversary", "+agent.groups.adversary.lr=1e-3",
+                         "+agent.groups.agent.share_parameters=false")
+    env.close()
+    (adversary,) = team.learners["adversary"]
+    agents = team.learners["agent"]
+    rates = [learner.policy.optimizer.param_groups[0]["lr"] for learner in (adversary, *agents)]
+    assert len(agents) == 2 and rates[0] == 1e-3 and rates[1] == rates[2] != 1e-3
+
+
+@pytest.mark.parametrize(("override", "words"), [
+    ("+agent.groups.adversry.lr=1e-3", ["agent.groups.adversry", "allowed: adversary, agent"]),
+    ("agent.groups.adversary.lr=1e-3", ["+agent.groups.adversary.lr=VALUE"]),
+    ("+agent.groups.adversary.lr=-1", ["agent.groups.adversary.lr=-1.0", "must be positive"]),
+    ("+agent.groups.adversary.clip_rang=0.1", ["agent.groups.adversary.clip_rang"]),
+])
+def test_a_groups_bad_setting_is_refused_in_one_line(override, words, run_cli, workdir, tmp_path):
+    assert_run_refused(run_cli, ["agent=mappo", "env=mpe/simple_adversary", override], words, workdir,
+                       tmp_path / "runs")
+
+
 def test_without_sharing_each_agent_has_a_learner_of_its_own():
     _, env, agent = build("agent=ippo", *BALANCE, "agent.share_parameters=false")
     env.close()

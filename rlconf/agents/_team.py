@@ -27,6 +27,7 @@ from torch import nn
 from rlconf.agents._agent import PolicyGraph
 from rlconf.core import AgentGroup, StateArray
 from rlconf.core.layout import ACTION_MASK
+from rlconf.optim import Clock, schedule
 
 
 @dataclass
@@ -160,3 +161,12 @@ class AgentNetworks(nn.Module):
         if len(self.networks) == 1:
             return self.networks[0](inputs.flatten(0, 1)).view(*inputs.shape[:2], -1)
         return torch.stack([network(inputs[:, a]) for a, network in enumerate(self.networks)], dim=1)
+
+
+def group_schedule(team: Any, team_config: Any, own: Any, key: str, clock: Clock, group: str) -> Any:
+    """The team's schedule ``team`` of ``key`` (the settings ``key``, ``key_final``, ``key_decay_steps``), or, where
+    group ``group``'s own config ``own`` sets it otherwise (``agent.groups``), a schedule of the group's own."""
+    trio = (key, f"{key}_final", f"{key}_decay_steps")
+    if all(getattr(own, k) == getattr(team_config, k) for k in trio):
+        return team
+    return schedule(*(getattr(own, k) for k in trio), clock, f"{key}/{group}")

@@ -28,7 +28,7 @@ from typing import Any
 import torch
 
 from rlconf.agents._off_policy import gaussian, optimizer
-from rlconf.agents._team import TeamBuildContext
+from rlconf.agents._team import TeamBuildContext, group_schedule
 from rlconf.agents._team_off_policy import GroupActorCritic, TeamActorCriticTestAgent, TeamOffPolicy, acted_mean
 from rlconf.agents.specs.team_actor_critic import IDDPGConfig, MADDPGConfig
 from rlconf.approximation import PolyakTarget, reinforce_together
@@ -92,8 +92,11 @@ class MADDPG(TeamOffPolicy):
     def from_config(cls, config: MADDPGConfig, context: TeamBuildContext) -> MADDPG:
         clock = Clock()
         noise = schedule(config.noise, config.noise_final, config.noise_decay_steps, clock, "noise")
-        groups = {name: GroupDDPG(cls.__name__.lower(), config, context, name, group, context.seed_of(g), clock,
-                                  noise) for g, (name, group) in enumerate(context.groups.items())}
+        groups = {}
+        for g, (name, group) in enumerate(context.groups.items()):
+            own = config.for_group(name)  # agent.groups.<name>'s values where it has any
+            groups[name] = GroupDDPG(cls.__name__.lower(), own, context, name, group, context.seed_of(g), clock,
+                                     group_schedule(noise, config, own, "noise", clock, name))
         return cls(groups, clock, config, context.n_envs)
 
     def test_agent(self) -> TeamActorCriticTestAgent:

@@ -111,7 +111,8 @@ class MASAC(TeamOffPolicy):
     @classmethod
     def from_config(cls, config: MASACConfig, context: TeamBuildContext) -> MASAC:
         clock = Clock()
-        groups = {name: GroupSAC(cls.__name__.lower(), config, context, name, group, context.seed_of(g), clock)
+        groups = {name: GroupSAC(cls.__name__.lower(), config.for_group(name), context, name, group,
+                                 context.seed_of(g), clock)
                   for g, (name, group) in enumerate(context.groups.items())}
         return cls(groups, clock, config, context.n_envs)
 

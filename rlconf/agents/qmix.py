@@ -39,7 +39,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from rlconf.agents._agent import NotExportable, PolicyGraph, TestAgent
-from rlconf.agents._team import AgentNetworks, Lanes, TeamBuildContext, flat_lanes
+from rlconf.agents._team import AgentNetworks, Lanes, TeamBuildContext, flat_lanes, group_schedule
 from rlconf.agents._team_off_policy import GroupReplay, TeamOffPolicy
 from rlconf.agents.dqn import LOSS_FUNCTIONS
 from rlconf.agents.specs._plays import TEAM_DISCRETE
@@ -207,15 +207,19 @@ class QMIX(TeamOffPolicy):
     def from_config(cls, config: QMIXConfig, context: TeamBuildContext) -> QMIX:
         clock = Clock()
         epsilon = schedule(config.epsilon, config.epsilon_final, config.epsilon_decay_steps, clock, "epsilon")
-        groups = {name: GroupQ.build(config, context, name, group, context.seed_of(g), epsilon)
-                  for g, (name, group) in enumerate(context.groups.items())}
+        groups = {}
+        for g, (name, group) in enumerate(context.groups.items()):
+            own = config.for_group(name)  # agent.groups.<name>'s values where it has any
+            groups[name] = GroupQ.build(own, context, name, group, context.seed_of(g),
+                                        group_schedule(epsilon, config, own, "epsilon", clock, name))
         return cls(groups, clock, config, context.n_envs)
 
     def _between_updates(self) -> None:
         """A target copy when one is due (fixed targets)."""
-        if self.config.target == "fixed" and self._due(self._sync_every):
+        if self._due(self._sync_every):
             for group in self.groups.values():
-                group.q.target_network.sync()
+                if group.config.target == "fixed":
+                    group.q.target_network.sync()
 
     def test_agent(self) -> QMIXTestAgent:
         return QMIXTestAgent(self.groups)

@@ -43,11 +43,12 @@ class TeamPPO(Learner, Buildable):
 
     @classmethod
     def from_config(cls, config: TeamPPOConfig, context: TeamBuildContext) -> TeamPPO:
-        critic = "global_state" if config.centralised_critic else "observation"
         lanes, learners = {}, {}
         for g, (name, group) in enumerate(context.groups.items()):
-            lanes[name] = view = Lanes(group, config.share_parameters, config.agent_id, critic)
-            each = replace(config, batch_size=config.batch_size * view.lanes_per_copy)  # frames -> lanes' steps
+            own = config.for_group(name)  # agent.groups.<name>'s values where it has any
+            critic = "global_state" if own.centralised_critic else "observation"
+            lanes[name] = view = Lanes(group, own.share_parameters, own.agent_id, critic)
+            each = replace(own, batch_size=own.batch_size * view.lanes_per_copy)  # frames -> lanes' steps
             learners[name] = [PPO.from_config(each, BuildContext(
                 observation_space=view.observation_space, action_space=group.action_space,
                 n_envs=context.n_envs * view.lanes_per_copy, device=context.device,

@@ -213,6 +213,8 @@ def _unknown_key_message(name: str, overrides: list[str], config_dirs: list[str]
                      if (value := last_value(others, group)))
     see = f"rlconf run {picks or 'agent=... env=...'} --cfg {'hydra' if name.startswith('hydra.') else 'job'}"
     if not isinstance(node, DictConfig):
+        if name.startswith("agent.groups."):  # a team group's own setting is a key to add, not one to change
+            return f"unknown key {name!r}; a group's own setting is added with a +: +{name}=VALUE"
         return f"unknown key {name!r}; see the composed config with: {see}"
     return unknown_message("key", name, [f"{parent}.{k}" if parent else str(k) for k in node], see,
                            config_keys(composed))

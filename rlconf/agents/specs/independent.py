@@ -10,7 +10,7 @@ from rlconf.agents.specs._defaults import agent_defaults
 from rlconf.agents.specs._plays import MULTIAGENT
 from rlconf.agents.specs._spec import AgentSpec
 from rlconf.errors import ConfigError, require
-from rlconf.schema import check
+from rlconf.schema import check_nested
 
 OPPONENTS = ("random",)  # what agent.test_against may name (independent)
 
@@ -56,24 +56,11 @@ class IndependentConfig:
             raise ConfigError(f"{where}={name}: is itself a multi-agent agent; allowed: single-agent agents such "
                               "as dqn, ddqn, c51, rainbow, random")
         values = {k: v for k, v in (getattr(self, name, None) or {}).items() if k != "name"}
-        return _checked(spec.config, values, f"agent.{name}.")
+        return check_nested(spec.config, values, f"agent.{name}.")
 
     def agent_config(self, name: str) -> tuple[AgentSpec, Any]:
         """The spec of agent ``name`` and its Config (``config_of``)."""
         return registry.agent_spec(name), self.config_of(name)
-
-
-def _checked(config_class: type, values: dict, prefix: str) -> Any:
-    """``values`` as the agent's Config. Its own checks name keys as ``agent.<key>``; here they live under
-    ``prefix``, so the message says so."""
-    try:
-        return check(config_class, values, prefix)
-    except ConfigError as error:
-        message = str(error)
-        if message.startswith("agent.") and not message.startswith(prefix):
-            message = prefix + message.removeprefix("agent.")
-        raise ConfigError(message) from None
-
 
 
 registry.register(AgentSpec("independent", "rlconf.agents.independent:IndependentMultiagent", IndependentConfig,

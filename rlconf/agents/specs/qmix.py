@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from rlconf import registry
 from rlconf.agents.specs._defaults import agent_defaults
+from rlconf.agents.specs._groups import PerGroup
 from rlconf.agents.specs._plays import TEAM_DISCRETE
 from rlconf.agents.specs._spec import AgentSpec
 from rlconf.agents.specs.dqn import check_q_learning
@@ -16,7 +17,7 @@ MIXERS = ("qmix", "vdn")  # qmix.MIXERS builds them
 
 @dataclass
 @agent_defaults("qmix")
-class QMIXConfig:
+class QMIXConfig(PerGroup):
     """How each group of a team learns its utilities and their mix; steps, periods and batches in frames."""
 
     mixer: str
@@ -42,7 +43,10 @@ class QMIXConfig:
     double_q: bool
     bootstrap_time_limits: bool
 
+    TEAM_WIDE = ("replay_start_size", "update_frequency", "gradient_steps", "target_update_frequency")
+
     def __post_init__(self):
+        super().__post_init__()
         require(self.mixer in MIXERS, "agent.mixer", self.mixer, f"allowed: {', '.join(MIXERS)}")
         check_q_learning(self, ("mixing_embed_dim",))
 

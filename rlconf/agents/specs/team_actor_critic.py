@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from rlconf import registry
 from rlconf.agents.specs._defaults import agent_defaults
+from rlconf.agents.specs._groups import PerGroup
 from rlconf.agents.specs._plays import TEAM_CONTINUOUS
 from rlconf.agents.specs._spec import AgentSpec
 from rlconf.agents.specs.ddpg import DDPGConfig
@@ -15,20 +16,21 @@ from rlconf.errors import require
 
 
 @dataclass(kw_only=True)  # fields without defaults beside DDPG's and SAC's: each agent's YAML gives them
-class TeamActorCritic:
+class TeamActorCritic(PerGroup):
     """How a team learns with an off-policy actor-critic: ``centralised_critic`` (the critics read the global
     state and every agent's action; else the agent's own view and action), ``share_parameters`` (a group's agents
     share their networks), ``agent_id`` (shared networks see a one-hot of the agent's index), ``clip_grad`` and
-    ``bootstrap_time_limits``."""
+    ``bootstrap_time_limits``; ``groups``: a group's own values of any of its settings but the team's cadence."""
 
     centralised_critic: bool
     share_parameters: bool
     agent_id: bool
     clip_grad: float
     bootstrap_time_limits: bool
+    TEAM_WIDE = ("replay_start_size", "update_frequency", "gradient_steps")
 
     def __post_init__(self):
-        super().__post_init__()  # DDPG's or SAC's checks, after this class in the MRO
+        super().__post_init__()  # the groups', then DDPG's or SAC's checks, after this class in the MRO
         require(self.clip_grad >= 0, "agent.clip_grad", self.clip_grad, "must be non-negative (0: no clipping)")
 
 

@@ -6,16 +6,18 @@ from dataclasses import dataclass
 
 from rlconf import registry
 from rlconf.agents.specs._defaults import agent_defaults
+from rlconf.agents.specs._groups import PerGroup
 from rlconf.agents.specs._plays import TEAM_STOCHASTIC
 from rlconf.agents.specs._spec import AgentSpec
 from rlconf.agents.specs.ppo import PPOConfig
 
 
 @dataclass(kw_only=True)  # fields without defaults after PPO's: the defaults come with each agent's YAML
-class TeamPPOConfig(PPOConfig):
+class TeamPPOConfig(PerGroup, PPOConfig):
     """PPO's hyperparameters, for each group's learner, and how a team learns: ``centralised_critic`` (MAPPO's
     critic reads the global state; IPPO's the agent's own view), ``share_parameters`` (a group's agents share
-    one actor and one critic) and ``agent_id`` (shared networks see a one-hot of the agent's index)."""
+    one actor and one critic), ``agent_id`` (shared networks see a one-hot of the agent's index) and ``groups`` (a
+    group's own values of any of these)."""
 
     centralised_critic: bool
     share_parameters: bool

@@ -98,6 +98,9 @@ def build_team(settings: Settings, env, logger):
     """A team agent (``agent=mappo``...): its learners are built for the groups of ``env`` (``agent_groups``)."""
     from rlconf.agents._team import TeamBuildContext
 
+    check_group_names = getattr(settings.agent, "check_group_names", None)  # agent.groups (a plugin's may lack it)
+    if check_group_names is not None:
+        check_group_names(env.agent_groups, settings.env.name)
     context = TeamBuildContext(groups=dict(env.agent_groups), n_envs=settings.hardware.n_envs,
                                device=torch.device(settings.hardware.device), total_steps=settings.run.steps,
                                approximation=settings.approximation, seed=settings.run.seed,
