@@ -105,7 +105,18 @@ class Steering(RoundsGame):
         return 1.0 - abs(move - self.target)
 
 
-GAMES = {"coordination": Coordination, "steering": Steering}
+class Failing(Coordination):
+    """The coordination game, broken: its third round raises (a game failing mid-run, for the samplers' tests)."""
+
+    metadata = {"name": "failing_v0"}
+
+    def step(self, actions: dict):
+        if self.round == 2:
+            raise RuntimeError("the game broke in round 3")
+        return super().step(actions)
+
+
+GAMES = {"coordination": Coordination, "steering": Steering, "failing": Failing}
 
 
 def parallel_env(game: str = "coordination", **kwargs) -> ParallelEnv:

@@ -269,7 +269,7 @@ def test_a_process_that_exits_without_closing_its_sampler_leaves_no_worker_behin
     script = ("from rlconf.environments import GymVectorEnvironment\n"
               "env = GymVectorEnvironment('CartPole-v1', 2, sampler='parallel', workers=2)\n"
               "env.reset(seed=0)\n"
-              "print(' '.join(str(p.pid) for p in env.env._processes), flush=True)\n")
+              "print(' '.join(str(p.pid) for p in env.env.workers.processes), flush=True)\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
                           env=cli_env(), cwd=tmp_path)
     assert done.returncode == 0, done.stderr

@@ -34,6 +34,8 @@ class TeamEnvironment(Environment):
     # The env option that switches its agents between discrete and continuous actions, if it has one (VMAS's):
     # what a refusal of its action space names as the fix.
     action_kind_option: str | None = None
+    # Why its copies cannot step in sampler worker processes (hardware.sampler=parallel), or None where they can.
+    serial_only: str | None = "its copies step in the run's process"
 
     name: str
     n_envs: int

@@ -38,6 +38,7 @@ class VmasEnvironment(TeamEnvironment):
     """``n_envs`` copies of the VMAS scenario ``env_id`` (see the module's docstring)."""
 
     action_kind_option = "env.kwargs.continuous_actions"
+    serial_only = "VMAS steps every copy at once in torch in the run's process"
 
     def __init__(self, env_id: str, n_envs: int = 1, *, kwargs: dict | None = None, vectorization: str = "auto",
                  max_episode_steps: int | None = None, device: str | torch.device = "cpu", name: str | None = None,

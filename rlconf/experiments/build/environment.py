@@ -22,14 +22,12 @@ def make_env(settings: Settings, n_envs: int, render_mode: str | None = None, wr
     if test and spec.test_bounds:
         extra["test"] = True
     hardware = settings.hardware
+    env_class = registry.import_path(spec.class_path)
     if not test and not render_mode and hardware.sampler != "serial":  # training copies in worker processes
-        if spec.kind is not EnvKind.SINGLE_AGENT:
-            raise ConfigError(f"hardware.sampler={hardware.sampler}: {spec.kind.value} environments "
-                              f"(env={settings.env.name}) step in the run's process; allowed: serial")
+        check_sampler(settings, spec.kind, env_class)
         extra |= {"sampler": hardware.sampler, "workers": hardware.cpus_per_run}
     if spec.kind in (EnvKind.BANDIT, EnvKind.TEAM):  # the arms' parameters, VMAS's worlds: from the run's seed
         extra["seed"] = settings.run.seed
-    env_class = registry.import_path(spec.class_path)
     # A family that makes its copies with gym.make takes gymnasium's spec, with env.wrappers, in place of the id.
     env_id = wrapped_spec(settings.env.id, settings.env.wrappers, settings.run.plugins) if spec.wrappers else (
         settings.env.id)
@@ -47,6 +45,23 @@ def make_env(settings: Settings, n_envs: int, render_mode: str | None = None, wr
         if type(error).__module__.startswith("gymnasium"):
             raise ConfigError(f"env.id={settings.env.id}: {error}") from None
         raise
+
+
+def check_sampler(settings: Settings, kind: EnvKind, env_class: type) -> None:
+    """Refuse, in one line, a sampler other than serial for an environment whose copies cannot step in worker
+    processes: multi-agent turn-based games and bandits; team environments that say why (``serial_only``:
+    VMAS); the alternating sampler for teams (their copies step together)."""
+    sampler = settings.hardware.sampler
+    if kind is EnvKind.TEAM:
+        reason = env_class.serial_only
+        if reason is not None:
+            raise ConfigError(f"hardware.sampler={sampler}: {reason} (env={settings.env.name}); allowed: serial")
+        if sampler != "parallel":
+            raise ConfigError(f"hardware.sampler={sampler}: a team environment's copies step together "
+                              f"(env={settings.env.name}); allowed: serial, parallel")
+    elif kind is not EnvKind.SINGLE_AGENT:
+        raise ConfigError(f"hardware.sampler={sampler}: {kind.value} environments (env={settings.env.name}) step in "
+                          "the run's process; allowed: serial")
 
 
 def eval_env_count(settings: Settings, episodes: int) -> int:
