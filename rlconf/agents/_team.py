@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from rlconf.agents._agent import PolicyGraph
+from rlconf.agents._agent import NotExportable, PolicyGraph, TestAgent
 from rlconf.core import AgentGroup, StateArray
 from rlconf.core.layout import ACTION_MASK
 from rlconf.optim import Clock, schedule
@@ -170,3 +170,20 @@ def group_schedule(team: Any, team_config: Any, own: Any, key: str, clock: Clock
     if all(getattr(own, k) == getattr(team_config, k) for k in trio):
         return team
     return schedule(*(getattr(own, k) for k in trio), clock, f"{key}/{group}")
+
+
+class GroupsTestAgent(TestAgent):
+    """Base of a team's test agent: a policy per group, exported one group at a time (``group_graph``)."""
+
+    def policy_graph(self):
+        raise NotExportable("a team acts with one policy per group of agents (rlconf export --group NAME)")
+
+    @staticmethod
+    def shared(each: list[Any], group: str, what: str) -> Any:
+        """The one learner or network of ``each`` that group ``group``'s agents share, to export; NotExportable
+        where each agent learns ``what`` of its own."""
+        first, *others = each
+        if others:
+            raise NotExportable(f"group {group}'s agents each learn {what} of their own "
+                                "(agent.share_parameters=false): there is no one policy of the group to export")
+        return first

@@ -17,17 +17,18 @@ each of their files holds only its algorithm: one group's learning.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import gymnasium as gym
 import numpy as np
 import torch
 
-from rlconf.agents._agent import Buildable, NotExportable, PolicyGraph, ReplayLearner, TestAgent
+from rlconf.agents._agent import Buildable, PolicyGraph, ReplayLearner
 from rlconf.agents._off_policy import optimizer, random_actions
-from rlconf.agents._team import AgentNetworks, Lanes, TeamBuildContext
+from rlconf.agents._team import AgentNetworks, GroupsTestAgent, Lanes, TeamBuildContext
 from rlconf.agents.specs._plays import TEAM_CONTINUOUS
-from rlconf.approximation import PolyakTarget, QContinuous
+from rlconf.approximation import Approximation, PolyakTarget, QContinuous
 from rlconf.core import AgentGroup, StateArray, TeamState
 from rlconf.core.layout import ACTION_MASK
 from rlconf.errors import ConfigError
@@ -35,6 +36,8 @@ from rlconf.memory import Transitions, replay_buffer
 from rlconf.nn import model_settings
 from rlconf.optim import Clock
 from rlconf.policies import ActionBounds
+
+Frame = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # the agents' inputs, the global state, who acts
 
 
 class GroupLearner(Protocol):
@@ -103,10 +106,15 @@ class GroupReplay:
         lanes = first.unsqueeze(1) + torch.arange(self.size, device=cols.device)
         return self.buffer.gather(rows.unsqueeze(1).expand_as(lanes).flatten(), lanes.flatten())
 
-    def split(self, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """A sample's rows ``[frames, agents, width]`` as the agents' inputs, the frame's global state (the first
-        lane's: every lane holds the same) and whether each agent acts."""
-        a = self.view.actor_inputs
+    def frames(self, frames: int) -> tuple[Transitions, Frame, Frame]:
+        """A minibatch of ``frames`` whole frames (``sample``), and its rows and next rows, each split into the
+        agents' inputs ``[frames, agents, width]``, the frame's global state (the first lane's: every lane holds
+        the same) and whether each agent acts ``[frames, agents]``."""
+        batch = self.sample(frames)
+        return batch, self._split(batch.observation), self._split(batch.next_observation)
+
+    def _split(self, rows: torch.Tensor) -> Frame:
+        rows, a = rows.view(-1, self.size, rows.shape[-1]), self.view.actor_inputs
         return rows[..., :a], rows[:, 0, a:a + self.state_size], rows[..., -1]
 
 
@@ -120,6 +128,15 @@ class TeamOffPolicy(ReplayLearner, Buildable):
         # Periods are given in frames; one act() is n_envs frames.
         self._train_every = max(1, config.update_frequency // n_envs)
         self._calls = 0
+
+    @classmethod
+    def of_groups(cls, config: Any, context: TeamBuildContext, clock: Clock,
+                  build: Callable[[Any, str, AgentGroup, int], GroupLearner]) -> TeamOffPolicy:
+        """The team agent whose learner of each group is ``build(own, name, group, seed)``: ``own`` the group's
+        config (``agent.groups.<name>``'s values where it has any), ``seed`` its own, all on ``clock``."""
+        groups = {name: build(config.for_group(name), name, group, context.seed_of(g))
+                  for g, (name, group) in enumerate(context.groups.items())}
+        return cls(groups, clock, config, context.n_envs)
 
     def act(self, team: TeamState) -> dict[str, torch.Tensor]:
         self.clock.tick(team.n_envs)
@@ -234,13 +251,6 @@ class GroupActorCritic:
         ids = own[..., own.shape[-1] - self.view.id_width:]
         return torch.cat([state.unsqueeze(1).expand(b, n, -1), ids], dim=-1), joint.expand(b, n, -1)
 
-    def batch(self) -> tuple[Transitions, tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]:
-        """A minibatch of ``batch_size`` frames, and its rows and next rows split (``GroupReplay.split``)."""
-        b, n = self.config.batch_size, self.size
-        batch = self.replay.sample(b)
-        return (batch, self.replay.split(batch.observation.view(b, n, -1)),
-                self.replay.split(batch.next_observation.view(b, n, -1)))
-
     def bootstrap(self, batch: Transitions, next_values: torch.Tensor) -> torch.Tensor:
         """Each agent's TD target ``r_i + gamma * mask'_i * next_values`` ``[B, agents]``."""
         n = self.size
@@ -257,6 +267,17 @@ class GroupActorCritic:
             actions = self._act(grid["observation"])
         self.replay.store(states.to(self.device), grid, actions)
         return actions
+
+    def approximations(self) -> dict[str, Approximation]:  # pragma: no cover - interface
+        """The group's networks by name: what its checkpoint holds."""
+        raise NotImplementedError
+
+    def state_dict(self) -> dict:
+        return {name: approximation.state_dict() for name, approximation in self.approximations().items()}
+
+    def load_state_dict(self, state: dict) -> None:
+        for name, approximation in self.approximations().items():
+            approximation.load_state_dict(state[name])
 
     def _act(self, own: torch.Tensor) -> torch.Tensor:  # pragma: no cover - interface
         raise NotImplementedError
@@ -275,7 +296,7 @@ def acted_mean(values: torch.Tensor, acts: torch.Tensor) -> torch.Tensor:
     return (values * acts).sum() / acts.sum().clamp(min=1.0)
 
 
-class TeamActorCriticTestAgent(TestAgent):
+class TeamActorCriticTestAgent(GroupsTestAgent):
     """Every agent's greedy action (the deterministic policy's, or the squashed mean of the Gaussian)."""
 
     def __init__(self, groups: dict[str, GroupActorCritic]):
@@ -285,15 +306,9 @@ class TeamActorCriticTestAgent(TestAgent):
         return {name: group.greedy(group.view.grid(team[name]).to(group.device)["observation"])
                 for name, group in self.groups.items()}
 
-    def policy_graph(self):
-        raise NotExportable("a team acts with one policy per group of agents (rlconf export --group NAME)")
-
     def group_graph(self, name: str) -> tuple[PolicyGraph, gym.Space]:
         """Group ``name``'s greedy policy as a graph of each agent's inputs (its view, then its one-hot index
         where the shared actor reads one), and their space (``rlconf export --group``)."""
         group = self.groups[name]
-        network, *others = group.actor.networks
-        if others:
-            raise NotExportable(f"group {name}'s agents each learn a policy of their own "
-                                "(agent.share_parameters=false): there is no one policy of the group to export")
+        network = self.shared(group.actor.networks, name, "a policy")
         return group.view.fed_ids(PolicyGraph(group.exported(network), {"policy": network})), group.view.actor_space

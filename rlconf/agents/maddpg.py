@@ -31,7 +31,7 @@ from rlconf.agents._off_policy import gaussian, optimizer
 from rlconf.agents._team import TeamBuildContext, group_schedule
 from rlconf.agents._team_off_policy import GroupActorCritic, TeamActorCriticTestAgent, TeamOffPolicy, acted_mean
 from rlconf.agents.specs.team_actor_critic import IDDPGConfig, MADDPGConfig
-from rlconf.approximation import PolyakTarget, reinforce_together
+from rlconf.approximation import Approximation, PolyakTarget, reinforce_together
 from rlconf.core import AgentGroup
 from rlconf.optim import Clock, schedule
 from rlconf.policies import DeterministicPolicy
@@ -63,7 +63,7 @@ class GroupDDPG(GroupActorCritic):
         return lambda observations: squash(network(observations))
 
     def update(self) -> None:
-        batch, (own, state, acts), (next_own, next_state, _) = self.batch()
+        batch, (own, state, acts), (next_own, next_state, _) = self.replay.frames(self.config.batch_size)
         actions = batch.action.view(*acts.shape, -1)
         with torch.no_grad():
             acting = self.policy.target if self.config.target_policy else self.policy.no_grad
@@ -72,12 +72,8 @@ class GroupDDPG(GroupActorCritic):
         policy_loss = acted_mean(-self.q.frozen(*self.critic_inputs(own, state, self.policy(own))), acts)
         reinforce_together((self.q, q_loss), (self.policy, policy_loss), jointly=False)
 
-    def state_dict(self) -> dict:
-        return {"q": self.q.state_dict(), "policy": self.policy.state_dict()}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.q.load_state_dict(state["q"])
-        self.policy.load_state_dict(state["policy"])
+    def approximations(self) -> dict[str, Approximation]:
+        return {"q": self.q, "policy": self.policy}
 
     def generators(self) -> dict[str, Any]:
         return {"generator": self.generator}  # the warm-up's and the noise's
@@ -92,12 +88,9 @@ class MADDPG(TeamOffPolicy):
     def from_config(cls, config: MADDPGConfig, context: TeamBuildContext) -> MADDPG:
         clock = Clock()
         noise = schedule(config.noise, config.noise_final, config.noise_decay_steps, clock, "noise")
-        groups = {}
-        for g, (name, group) in enumerate(context.groups.items()):
-            own = config.for_group(name)  # agent.groups.<name>'s values where it has any
-            groups[name] = GroupDDPG(cls.__name__.lower(), own, context, name, group, context.seed_of(g), clock,
-                                     group_schedule(noise, config, own, "noise", clock, name))
-        return cls(groups, clock, config, context.n_envs)
+        return cls.of_groups(config, context, clock, lambda own, name, group, seed: GroupDDPG(
+            cls.__name__.lower(), own, context, name, group, seed, clock,
+            group_schedule(noise, config, own, "noise", clock, name)))
 
     def test_agent(self) -> TeamActorCriticTestAgent:
         return TeamActorCriticTestAgent(self.groups)

@@ -30,7 +30,7 @@ import torch
 from rlconf.agents._off_policy import optimizer
 from rlconf.agents._team import TeamBuildContext
 from rlconf.agents._team_off_policy import GroupActorCritic, TeamActorCriticTestAgent, TeamOffPolicy, acted_mean
-from rlconf.agents.sac import LogTemperature, log_temperature
+from rlconf.agents.sac import log_temperature, tuned_temperature
 from rlconf.agents.specs.team_actor_critic import ISACConfig, MASACConfig
 from rlconf.approximation import Approximation, reinforce_together
 from rlconf.core import AgentGroup
@@ -50,12 +50,8 @@ class GroupSAC(GroupActorCritic):
                                               bounds=self.bounds, generator=self.generator,
                                               clip_grad=config.clip_grad, logger=self.logger)
         self.q_1, self.q_2 = self.critic(context, "q_1"), self.critic(context, "q_2")
-        fixed = config.temperature is not None
-        log_alpha = LogTemperature(config.temperature if fixed else config.temperature_initial).to(context.device)
-        log_alpha.requires_grad_(not fixed)
-        self.temperature = Approximation(log_alpha, optimizer(log_alpha, config.lr_temperature, config),
-                                         name="temperature", logger=self.logger)
-        self.entropy_target = -self.bounds.dim if config.entropy_target is None else config.entropy_target
+        self.temperature, self.entropy_target = tuned_temperature(config, self.bounds.dim, context.device,
+                                                                  self.logger)
 
     def _act(self, own: torch.Tensor) -> torch.Tensor:
         return self.policy.no_grad(own)[0]
@@ -68,7 +64,7 @@ class GroupSAC(GroupActorCritic):
         return lambda observations: squash(network(observations).chunk(2, dim=-1)[0])
 
     def update(self) -> None:
-        batch, (own, state, acts), (next_own, next_state, _) = self.batch()
+        batch, (own, state, acts), (next_own, next_state, _) = self.replay.frames(self.config.batch_size)
         actions = batch.action.view(*acts.shape, -1)
         log_alpha = self.temperature()
         alpha = log_alpha.detach().exp()  # a constant in the critics' and the actor's losses
@@ -91,13 +87,8 @@ class GroupSAC(GroupActorCritic):
         reinforce_together(*losses, jointly=False)
         log_temperature(self.policy, alpha, log_probs)
 
-    def state_dict(self) -> dict:
-        return {"q_1": self.q_1.state_dict(), "q_2": self.q_2.state_dict(), "policy": self.policy.state_dict(),
-                "temperature": self.temperature.state_dict()}
-
-    def load_state_dict(self, state: dict) -> None:
-        for part in ("q_1", "q_2", "policy", "temperature"):
-            getattr(self, part).load_state_dict(state[part])
+    def approximations(self) -> dict[str, Approximation]:
+        return {"q_1": self.q_1, "q_2": self.q_2, "policy": self.policy, "temperature": self.temperature}
 
     def generators(self) -> dict[str, Any]:
         return {"policy": self.policy}  # its generator also draws the warm-up's actions
@@ -111,10 +102,8 @@ class MASAC(TeamOffPolicy):
     @classmethod
     def from_config(cls, config: MASACConfig, context: TeamBuildContext) -> MASAC:
         clock = Clock()
-        groups = {name: GroupSAC(cls.__name__.lower(), config.for_group(name), context, name, group,
-                                 context.seed_of(g), clock)
-                  for g, (name, group) in enumerate(context.groups.items())}
-        return cls(groups, clock, config, context.n_envs)
+        return cls.of_groups(config, context, clock, lambda own, name, group, seed: GroupSAC(
+            cls.__name__.lower(), own, context, name, group, seed, clock))
 
     def test_agent(self) -> TeamActorCriticTestAgent:
         return TeamActorCriticTestAgent(self.groups)

@@ -38,8 +38,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from rlconf.agents._agent import NotExportable, PolicyGraph, TestAgent
-from rlconf.agents._team import AgentNetworks, Lanes, TeamBuildContext, flat_lanes, group_schedule
+from rlconf.agents._agent import PolicyGraph
+from rlconf.agents._team import AgentNetworks, GroupsTestAgent, Lanes, TeamBuildContext, flat_lanes, group_schedule
 from rlconf.agents._team_off_policy import GroupReplay, TeamOffPolicy
 from rlconf.agents.dqn import LOSS_FUNCTIONS
 from rlconf.agents.specs._plays import TEAM_DISCRETE
@@ -168,10 +168,8 @@ class GroupQ:
     def update(self) -> None:
         """One gradient step on ``batch_size`` frames: Q_tot against its TD target (module docstring)."""
         config = self.config
-        batch = self.replay.sample(config.batch_size)
-        b, n = config.batch_size, self.size
-        own, state, acts = self.replay.split(batch.observation.view(b, n, -1))
-        next_own, next_state, _ = self.replay.split(batch.next_observation.view(b, n, -1))
+        batch, (own, state, acts), (next_own, next_state, _) = self.replay.frames(config.batch_size)
+        b, n = acts.shape
         weights = batch.next_mask.view(b, n)  # agents whose value counts in the next state's mix
         next_masks = None if batch.next_action_mask is None else batch.next_action_mask.view(b, n, -1)
         with torch.no_grad():
@@ -207,12 +205,8 @@ class QMIX(TeamOffPolicy):
     def from_config(cls, config: QMIXConfig, context: TeamBuildContext) -> QMIX:
         clock = Clock()
         epsilon = schedule(config.epsilon, config.epsilon_final, config.epsilon_decay_steps, clock, "epsilon")
-        groups = {}
-        for g, (name, group) in enumerate(context.groups.items()):
-            own = config.for_group(name)  # agent.groups.<name>'s values where it has any
-            groups[name] = GroupQ.build(own, context, name, group, context.seed_of(g),
-                                        group_schedule(epsilon, config, own, "epsilon", clock, name))
-        return cls(groups, clock, config, context.n_envs)
+        return cls.of_groups(config, context, clock, lambda own, name, group, seed: GroupQ.build(
+            own, context, name, group, seed, group_schedule(epsilon, config, own, "epsilon", clock, name)))
 
     def _between_updates(self) -> None:
         """A target copy when one is due (fixed targets)."""
@@ -229,7 +223,7 @@ class VDN(QMIX):
     Config = VDNConfig
 
 
-class QMIXTestAgent(TestAgent):
+class QMIXTestAgent(GroupsTestAgent):
     """Every agent's greedy legal action by its utilities (no exploration)."""
 
     def __init__(self, groups: dict[str, GroupQ]):
@@ -238,17 +232,11 @@ class QMIXTestAgent(TestAgent):
     def act(self, team: TeamState) -> dict[str, torch.Tensor]:
         return {name: group.greedy(team[name]) for name, group in self.groups.items()}
 
-    def policy_graph(self):
-        raise NotExportable("a team acts with one policy per group of agents (rlconf export --group NAME)")
-
     def group_graph(self, name: str) -> tuple[PolicyGraph, gym.Space]:
         """Group ``name``'s greedy policy as a graph of each agent's inputs (its view, then its one-hot index
         where the shared network reads one), and their space (``rlconf export --group``)."""
         group = self.groups[name]
-        view, (network, *others) = group.view, group.q.model.utilities.networks
-        if others:
-            raise NotExportable(f"group {name}'s agents each learn utilities of their own "
-                                "(agent.share_parameters=false): there is no one policy of the group to export")
+        view, network = group.view, self.shared(group.q.model.utilities.networks, name, "utilities")
         graph = PolicyGraph(lambda observations, mask=None: legal_argmax(network(observations), mask),
                             {"q": network})
         return view.fed_ids(graph), view.actor_space

@@ -56,6 +56,18 @@ class LogTemperature(nn.Module):
         return self.log_alpha
 
 
+def tuned_temperature(config: SACConfig, action_dim: int, device: torch.device, logger: Any
+                      ) -> tuple[Approximation, float]:
+    """log alpha as an Approximation (Adam at ``lr_temperature``; fixed where ``temperature`` is given), and the
+    entropy it steers towards (``entropy_target``, default -dim(A)): SAC's, and each MASAC group's."""
+    fixed = config.temperature is not None
+    log_alpha = LogTemperature(config.temperature if fixed else config.temperature_initial).to(device)
+    log_alpha.requires_grad_(not fixed)
+    temperature = Approximation(log_alpha, optimizer(log_alpha, config.lr_temperature, config), name="temperature",
+                                logger=logger)
+    return temperature, -action_dim if config.entropy_target is None else config.entropy_target
+
+
 def log_temperature(policy: SoftDeterministicPolicy, alpha: torch.Tensor, log_probs: torch.Tensor) -> None:
     """alpha and the policy's entropy (the mean of -log pi) as debug scalars, when the policy's logger wants them."""
     logger = policy.logger
@@ -86,12 +98,7 @@ class SAC(ContinuousOffPolicy):
         policy = SoftDeterministicPolicy(model, optimizer(model, config.lr_pi, config), bounds=bounds,
                                          generator=generator(context), logger=context.logger)
         q_1, q_2 = (critic(config, context, bounds, name) for name in ("q_1", "q_2"))
-        fixed = config.temperature is not None
-        log_alpha = LogTemperature(config.temperature if fixed else config.temperature_initial).to(context.device)
-        log_alpha.requires_grad_(not fixed)
-        temperature = Approximation(log_alpha, optimizer(log_alpha, config.lr_temperature, config),
-                                    name="temperature", logger=context.logger)
-        entropy_target = -bounds.dim if config.entropy_target is None else config.entropy_target
+        temperature, entropy_target = tuned_temperature(config, bounds.dim, context.device, context.logger)
         return cls(q_1, q_2, policy, temperature, off_policy_replay(config, context), Clock(), config,
                    context.n_envs, entropy_target)
 

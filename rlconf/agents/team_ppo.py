@@ -23,8 +23,8 @@ from typing import Any
 import gymnasium as gym
 import torch
 
-from rlconf.agents._agent import Buildable, BuildContext, Learner, NotExportable, PolicyGraph, TestAgent
-from rlconf.agents._team import Lanes, TeamBuildContext, lanes_act
+from rlconf.agents._agent import Buildable, BuildContext, Learner, NotExportable, PolicyGraph
+from rlconf.agents._team import GroupsTestAgent, Lanes, TeamBuildContext, lanes_act
 from rlconf.agents.ppo import PPO
 from rlconf.agents.specs.team_ppo import IPPOConfig, MAPPOConfig, TeamPPOConfig
 from rlconf.core import TeamState
@@ -88,7 +88,7 @@ class IPPO(TeamPPO):
     Config = IPPOConfig
 
 
-class TeamTestAgent(TestAgent):
+class TeamTestAgent(GroupsTestAgent):
     """Every group's greedy actions, each learner's test agent acting on its lanes."""
 
     def __init__(self, lanes: dict[str, Lanes], agents: dict[str, list[Any]]):
@@ -98,16 +98,10 @@ class TeamTestAgent(TestAgent):
     def act(self, team: TeamState) -> dict[str, torch.Tensor]:
         return lanes_act(self.lanes, self.agents, team)
 
-    def policy_graph(self):
-        raise NotExportable("a team acts with one policy per group of agents (rlconf export --group NAME)")
-
     def group_graph(self, name: str) -> tuple[PolicyGraph, gym.Space]:
         """Group ``name``'s greedy policy as a graph of its actor's inputs (each agent's view, then its one-hot
         index where the group's networks read one), and the space of those inputs (``rlconf export --group``)."""
-        view, (agent, *others) = self.lanes[name], self.agents[name]
-        if others:
-            raise NotExportable(f"group {name}'s agents each learn a policy of their own "
-                                "(agent.share_parameters=false): there is no one policy of the group to export")
+        view, agent = self.lanes[name], self.shared(self.agents[name], name, "a policy")
         if agent.carried is not None:
             raise NotExportable(f"group {name}'s policy is recurrent: a team's recurrent policies are not exported")
         policy, critic_inputs = agent.policy, view.critic_inputs

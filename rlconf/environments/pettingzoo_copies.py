@@ -85,14 +85,26 @@ class Copies:
         # Whether each agent's episode ended in a termination (not a truncation): its mask once it is out.
         self._out_terminated = np.zeros((n, count), dtype=bool)
 
-    def reset(self, seed: int | None, out: dict[str, Any]) -> None:
+    def reset(self, seed: int | None) -> dict[str, Any]:
+        """Every copy's first state (its games seeded from ``seed``), in arrays of their own."""
+        out = outputs(self.plan.outputs, len(self.envs))
+        self.reset_into(seed, out)
+        return out
+
+    def step(self, chosen: dict[str, np.ndarray], pending: np.ndarray) -> dict[str, Any]:
+        """One step of every copy (``step_into``), in arrays of their own."""
+        out = outputs(self.plan.outputs, len(self.envs))
+        self.step_into(chosen, out, pending)
+        return out
+
+    def reset_into(self, seed: int | None, out: dict[str, Any]) -> None:
         """Every copy's first game, seeded from ``seed``, into the blank ``out``."""
         self.seed = seed
         self._games = [0] * len(self.envs)
         for i in range(len(self.envs)):
             self.start(i, out)
 
-    def step(self, chosen: dict[str, np.ndarray], out: dict[str, Any], pending: np.ndarray) -> None:
+    def step_into(self, chosen: dict[str, np.ndarray], out: dict[str, Any], pending: np.ndarray) -> None:
         """One step of every copy into the blank ``out``: ``chosen`` each group's actions ``(copies, agents,
         ...)`` for the agents still in their game; the ``pending`` copies (ended on the last step) start their
         next game instead."""
@@ -172,7 +184,7 @@ class Copies:
 class SampledCopies:
     """``n_envs`` copies of the game ``env_id`` (``parallel_env(**kwargs)``) stepped by ``workers`` worker
     processes, each a ``Copies`` of its share; this process writes the actions into shared memory and reads
-    the outputs back (``reset`` and ``step`` answer as ``Copies``' do, into arrays of their own)."""
+    the outputs back (``reset`` and ``step`` answer as ``Copies``' do)."""
 
     def __init__(self, env_id: str, kwargs: dict, n_envs: int, workers: int, plan: Plan, seed: int | None):
         self.n_envs = n_envs
@@ -205,7 +217,7 @@ class SampledCopies:
         return self._collected()
 
     def step(self, chosen: dict[str, np.ndarray], pending: np.ndarray) -> dict[str, Any]:
-        """One step of every copy (see ``Copies.step``)."""
+        """One step of every copy (see ``Copies.step_into``)."""
         for group, actions in chosen.items():
             self._actions[group][:] = actions.reshape(self._actions[group].shape)
         self._pending[:] = pending
@@ -250,9 +262,9 @@ def _serve(connection: Connection, env_id: str, kwargs: dict, part: range, plan:
             for array, fill in fills:  # blank, as a serial step's fresh arrays are
                 array.fill(fill)
             if message[:1] == STEP:
-                copies.step(chosen, out, arrays["pending"])
+                copies.step_into(chosen, out, arrays["pending"])
             elif message[:1] == RESET:
-                copies.reset(pickle.loads(message[1:]), out)
+                copies.reset_into(pickle.loads(message[1:]), out)
             else:
                 raise ValueError(f"unknown sampler command {message[:1]!r}")
             connection.send_bytes(DONE)

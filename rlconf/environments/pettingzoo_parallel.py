@@ -26,7 +26,7 @@ import torch
 
 from rlconf.core.team import TeamState
 from rlconf.environments.pettingzoo import import_env_module
-from rlconf.environments.pettingzoo_copies import Copies, OutputSpecs, Placed, Plan, SampledCopies, outputs
+from rlconf.environments.pettingzoo_copies import Copies, OutputSpecs, Placed, Plan, SampledCopies
 from rlconf.environments.teams import TeamEnvironment, check_team_options, concatenated_space, float_box
 from rlconf.errors import ConfigError
 
@@ -81,14 +81,13 @@ class ParallelTeamEnvironment(TeamEnvironment):
                           self.masks_actions, self.has_state, max_episode_steps, self._output_specs())
         self._open_books()
         self._pending = np.zeros(n_envs, dtype=bool)  # ended on the last step: reset on the next
+        self._copies: Copies | SampledCopies
         if serial:
-            self._copies: Copies | None = Copies(self.envs, 0, self._plan, seed)
-            self._sampled: SampledCopies | None = None
+            self._copies = Copies(self.envs, 0, self._plan, seed)
         else:
             first.close()
             self.envs = []
-            self._copies = None
-            self._sampled = SampledCopies(env_id, dict(kwargs or {}), n_envs, workers, self._plan, seed)
+            self._copies = SampledCopies(env_id, dict(kwargs or {}), n_envs, workers, self._plan, seed)
 
     def _observation_space(self, space: gym.Space, agent: str, env_id: str) -> gym.spaces.Box:
         """What ``agent`` sees of ``space``: a float32 vector (the observation of a dict with an action mask)."""
@@ -113,11 +112,7 @@ class ParallelTeamEnvironment(TeamEnvironment):
         """Every copy's first state; the copies' games are seeded from ``seed`` (else the constructor's)."""
         self._seed = seed if seed is not None else self._seed
         self._restart_books()
-        if self._copies is not None:
-            out = self._outputs()
-            self._copies.reset(self._seed, out)
-        else:
-            out = self._sampled.reset(self._seed)
+        out = self._copies.reset(self._seed)
         self._pending[:] = False
         return self._finish(out)
 
@@ -126,11 +121,7 @@ class ParallelTeamEnvironment(TeamEnvironment):
         copies that ended on the last step start their next game instead."""
         chosen = {group: value.detach().cpu().numpy() for group, value in actions.items()}
         acted = ~self._pending
-        if self._copies is not None:
-            out = self._outputs()
-            self._copies.step(chosen, out, self._pending)
-        else:
-            out = self._sampled.step(chosen, self._pending)
+        out = self._copies.step(chosen, self._pending)
         ended = out["done"].all(axis=1)
         state = self._finish(out)
         self._keep_books(self._tensor(out["reward"]), self._tensor(acted), self._tensor(ended))
@@ -142,10 +133,7 @@ class ParallelTeamEnvironment(TeamEnvironment):
         return self.envs[0].render()
 
     def close(self) -> None:
-        if self._copies is not None:
-            self._copies.close()
-        if self._sampled is not None:
-            self._sampled.close()
+        self._copies.close()
 
     # -- copies and their outputs --------------------------------------------------------------------------
     def _output_specs(self) -> OutputSpecs:
@@ -161,10 +149,6 @@ class ParallelTeamEnvironment(TeamEnvironment):
             specs |= {("action_mask", g): ((group.size, int(group.action_space.n)), np.bool_, 1)
                       for g, group in self.agent_groups.items()}
         return specs
-
-    def _outputs(self) -> dict[str, Any]:
-        """Empty arrays for one step of every copy."""
-        return outputs(self._plan.outputs, self.n_envs)
 
     def _finish(self, out: dict[str, Any]) -> TeamState:
         """The TeamState of ``out``."""
