@@ -267,3 +267,40 @@ def test_tanh_equals_torchs_with_and_without_gradients(rows):
     theirs.backward(upstream)
     torch.testing.assert_close(ours, theirs, atol=3e-7, rtol=0)
     torch.testing.assert_close(ours_grad, x.grad, atol=3e-6, rtol=0)
+
+
+def test_once_per_frame_gives_row_by_rows_values_and_gradients_for_a_quarter_of_the_rows():
+    """A shared centralised critic: every frame's 4 lanes read the same global state (after their own views), so
+    it runs on one row a frame; its outputs and its parameters' gradients are those of running every row."""
+    from rlconf.nn.layers import OncePerFrame
+    from rlconf.nn.recurrent import Part
+
+    torch.manual_seed(0)
+    frames, lanes, own, state = 6, 4, 3, 5
+    views = torch.randn(frames, lanes, own)
+    states = torch.randn(frames, 1, state).expand(frames, lanes, state)
+    rows = torch.cat([views, states], dim=-1).flatten(0, 1)
+    head = nn.Sequential(nn.Linear(state, 8), nn.Tanh(), nn.Linear(8, 1))
+    plain = nn.Sequential(Part(own, state), head)
+    once = OncePerFrame(Part(own, state), head, lanes)
+    assert once.state_dict().keys() == plain.state_dict().keys()  # checkpoints load either way
+    calls = []
+    head.register_forward_hook(lambda module, inputs, output: calls.append(inputs[0].shape[0]))
+    targets = torch.randn(frames * lanes, 1)
+    gradients = []
+    for model in (plain, once):
+        head.zero_grad()
+        out = model(rows)
+        (out - targets).square().mean().backward()
+        gradients.append([p.grad.clone() for p in head.parameters()])
+        assert out.shape == (frames * lanes, 1)
+    assert calls == [frames * lanes, frames]
+    torch.testing.assert_close(once(rows), plain(rows))
+    for a, b in zip(*gradients, strict=True):
+        torch.testing.assert_close(a, b)
+    # Rows whose lanes differ (an agent index in the critic's part), or that are not whole frames: row by row.
+    calls.clear()
+    different = torch.randn(frames * lanes, own + state)
+    torch.testing.assert_close(once(different), plain(different))
+    torch.testing.assert_close(once(rows[:-1]), plain(rows[:-1]))
+    assert calls == [frames * lanes] * 2 + [frames * lanes - 1] * 2

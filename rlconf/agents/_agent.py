@@ -217,6 +217,11 @@ class BuildContext:
     # The last ``critic_inputs`` features of each observation are for the critic alone (a team's centralised
     # critic reads the global state there, rlconf.agents._team); the actor reads the others. 0: one input.
     critic_inputs: int = 0
+    # Consecutive observations that are one frame's agents (a team's group sharing a learner): minibatches keep
+    # a frame's lanes together, as BenchMARL's minibatches of frames; with ``same_critic_inputs`` each frame's
+    # lanes give the critic the same inputs, and it computes one value a frame (rlconf.nn.layers.OncePerFrame).
+    frame_lanes: int = 1
+    same_critic_inputs: bool = False
 
     def generator(self, stream: str) -> np.random.Generator:
         """A generator of the agent's own, seeded from the run's seed and the name of its ``stream``. Not

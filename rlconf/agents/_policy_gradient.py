@@ -51,6 +51,7 @@ from rlconf.core import StateArray
 from rlconf.memory import CompleteEpisodeBuffer, GeneralizedAdvantageBuffer, RecurrentAdvantageBuffer
 from rlconf.nn import ModelSettings, model_settings
 from rlconf.nn.builders import part_space
+from rlconf.nn.layers import OncePerFrame
 from rlconf.nn.recurrent import Part, SideBySide
 from rlconf.optim import Clock, LinearScheduler, schedule
 from rlconf.policies import (
@@ -97,7 +98,9 @@ def build_networks(config: PolicyGradientConfig, context: BuildContext,
         policy_layers, value_model = heads_on_recurrent_trunk(settings, width, outputs, side_by_side)
     elif context.critic_inputs:
         features = Identity()
-        policy_layers, value_model = actor_and_critic_heads(settings, space, outputs, context.critic_inputs)
+        policy_layers, value_model = actor_and_critic_heads(
+            settings, space, outputs, context.critic_inputs,
+            once_per_frame=context.frame_lanes if context.same_critic_inputs else 1)
     elif settings.shared:
         trunk, width = settings.trunk(space)
         trunk = trunk.to(device)
@@ -114,14 +117,15 @@ def build_networks(config: PolicyGradientConfig, context: BuildContext,
     return features, policy, v
 
 
-def actor_and_critic_heads(settings: ModelSettings, space: gym.spaces.Box, outputs: int,
-                           critic_inputs: int) -> tuple[nn.Module, nn.Module]:
+def actor_and_critic_heads(settings: ModelSettings, space: gym.spaces.Box, outputs: int, critic_inputs: int,
+                           once_per_frame: int = 1) -> tuple[nn.Module, nn.Module]:
     """A policy head on the first features of each observation and a value head on its last ``critic_inputs``
-    (a centralised critic's global state beside an agent's own view): each reads only its own part."""
+    (a centralised critic's global state beside an agent's own view): each reads only its own part. With
+    ``once_per_frame`` lanes a frame that read the same critic inputs, the value head runs once a frame."""
     actor = space.shape[0] - critic_inputs
+    critic = (Part(actor, critic_inputs), settings.head(part_space(space, actor, critic_inputs), 1, out_gain=1.0))
     return (nn.Sequential(Part(0, actor), settings.head(part_space(space, 0, actor), outputs, out_gain=0.01)),
-            nn.Sequential(Part(actor, critic_inputs),
-                          settings.head(part_space(space, actor, critic_inputs), 1, out_gain=1.0)))
+            OncePerFrame(*critic, once_per_frame) if once_per_frame > 1 else nn.Sequential(*critic))
 
 
 def heads_on_recurrent_trunk(settings: ModelSettings, width: int, outputs: int,

@@ -65,6 +65,11 @@ class Lanes:
         critic_space = group.state_space if critic == "global_state" else group.observation_space
         self.critic_inputs = 0 if critic is None else _features(critic_space) + self.id_width
 
+    def same_critic_inputs(self, centralised: bool) -> bool:
+        """Whether every lane of a frame gives a ``centralised`` critic the same inputs: the group's agents share
+        it and it reads no agent index. It then computes one value a frame, as BenchMARL's shared critic does."""
+        return centralised and self.shared and self.ids is None
+
     @property
     def learners(self) -> int:
         """How many learners the group has: one shared, or one per agent."""

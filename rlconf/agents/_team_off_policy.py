@@ -208,7 +208,7 @@ class GroupActorCritic:
         self.view = Lanes(group, config.share_parameters, config.agent_id, critic=None)
         self.bounds = ActionBounds(space, context.device)
         self.centralised = config.centralised_critic
-        self.one_value = self.centralised and self.view.shared and self.view.id_width == 0
+        self.one_value = self.view.same_critic_inputs(self.centralised)
         state_size = int(np.prod(group.state_space.shape)) if self.centralised else 0
         self.replay = GroupReplay(self.view, config.replay_buffer_size, context.n_envs, state_size, config, seed,
                                   context.device, team_reward=False)

@@ -44,14 +44,16 @@ class PPO(RolloutPolicyGradient):
 
     def __init__(self, features: Approximation, policy: StochasticPolicy, v: VNetwork, clock: Clock,
                  config: PPOConfig, device: torch.device | str = "cpu", seed: int = 0, *,
-                 buffer: GeneralizedAdvantageBuffer, clip: float | LinearScheduler):
+                 buffer: GeneralizedAdvantageBuffer, clip: float | LinearScheduler, frame_lanes: int = 1):
         super().__init__(features, policy, v, clock, config, device, seed, buffer)
         self.clip = clip
+        self.frame_lanes = frame_lanes  # BuildContext.frame_lanes: minibatches of whole frames
 
     @classmethod
     def extras(cls, config: PPOConfig, context: BuildContext, clock: Clock) -> dict[str, Any]:
         return {"buffer": cls.rollout_buffer(config, context, lam=config.lam),
-                "clip": schedule(config.clip, config.clip_final, context.total_steps, clock, "clip")}
+                "clip": schedule(config.clip, config.clip_final, context.total_steps, clock, "clip"),
+                "frame_lanes": context.frame_lanes}
 
     def _train(self) -> None:
         with torch.no_grad():
@@ -75,10 +77,19 @@ class PPO(RolloutPolicyGradient):
                 self._update(rollout, self.features(rollout.observation))
             return
         for _ in range(self.config.epochs):
-            order = torch.randperm(n, generator=self.generator, device=self.generator.device)
-            for part in minibatch_indices(order, size, count):
+            for part in minibatch_indices(self._order(n), size, count):
                 batch = self._normalized(rollout.rows(part))
                 self._update(batch, self.features(batch.observation))
+
+    def _order(self, n: int) -> torch.Tensor:
+        """A random order of the rollout's ``n`` transitions; a team's, frame by frame (each frame's lanes side by
+        side, as they lie in the rollout) where the rollout holds whole frames (none of whose agents finished
+        alone), so that a minibatch is whole frames, as BenchMARL's are."""
+        lanes = self.frame_lanes
+        if lanes == 1 or n % lanes:
+            return torch.randperm(n, generator=self.generator, device=self.generator.device)
+        frames = torch.randperm(n // lanes, generator=self.generator, device=self.generator.device)
+        return (frames.unsqueeze(1) * lanes + torch.arange(lanes, device=frames.device)).flatten()
 
     def _train_on_sequences(self, rollout: SequenceRollout) -> None:
         """``epochs`` passes over the environments' chunks in minibatches of ``batch_size // n_steps`` whole

@@ -11,8 +11,9 @@ share one actor and one critic, told apart by a one-hot of their index (``agent.
 has a PPO of its own. Groups never share: each is a learner (or a learner per agent) of its own.
 
 A team's rollout is ``n_steps`` steps of every copy: ``n_steps x n_envs`` frames, each holding every agent's step.
-``agent.batch_size`` counts frames too, as BenchMARL's minibatches do: a shared learner's minibatch holds
-``batch_size x agents`` lanes' steps.
+``agent.batch_size`` counts frames too, as BenchMARL's minibatches do: a shared learner's minibatch holds the
+``batch_size x agents`` lanes' steps of ``batch_size`` whole frames, and MAPPO's shared critic, where it reads no
+agent index, computes one value a frame (rlconf.nn.layers.OncePerFrame), as BenchMARL's.
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ class TeamPPO(Learner, Buildable):
                 # the clock of a learner counts its lanes' steps: its schedules span the run in those
                 total_steps=max(1, context.total_steps * view.lanes_per_copy), approximation=context.approximation,
                 logger=context.logger_of(name if view.shared else f"{name}/{a}"),
-                seed=context.seed_of(g, a), critic_inputs=view.critic_inputs)) for a in range(view.learners)]
+                seed=context.seed_of(g, a), critic_inputs=view.critic_inputs, frame_lanes=view.lanes_per_copy,
+                same_critic_inputs=view.same_critic_inputs(own.centralised_critic))) for a in range(view.learners)]
         return cls(lanes, learners)
 
     def act(self, team: TeamState) -> dict[str, torch.Tensor]:

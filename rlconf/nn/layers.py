@@ -1,4 +1,5 @@
-"""Layers the model builders assemble: activations, input scaling, zero outputs, dueling heads, noisy linears.
+"""Layers the model builders assemble: activations, input scaling, zero outputs, dueling heads, noisy linears,
+and a team critic computed once a frame.
 
 Following the Autonomous Learning Library's ``all.nn``: networks convert their own inputs (uint8 frames stay
 uint8 in replay, a quarter of the memory of floats, and become floats inside the model), and value-based heads
@@ -78,6 +79,36 @@ class ChannelsLast(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x.contiguous(memory_format=torch.channels_last)
+
+
+class OncePerFrame(nn.Sequential):
+    """``network(select(x))`` for rows that come ``lanes`` at a time, one frame's agents: where every frame's
+    selected inputs are the same (a centralised critic shared by a group's agents, reading no agent index), the
+    network runs once a frame and its output is repeated for the frame's lanes, as BenchMARL's shared
+    centralised critic computes one value a frame; otherwise (rows that are not whole frames, or differ) row by
+    row. Either way the outputs and their gradients are the same, for a quarter of the work with four agents.
+
+    A Sequential of ``(select, network)``, so its parameters keep the names a plain ``Sequential(select,
+    network)`` gives them (checkpoints load either way)."""
+
+    def __init__(self, select: nn.Module, network: nn.Module, lanes: int):
+        super().__init__(select, network)
+        self.lanes = lanes
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        select, network = self[0], self[1]
+        inputs = select(x)
+        if inputs.dim() != 2 or inputs.shape[0] % self.lanes:
+            return network(inputs)
+        frames = inputs.view(-1, self.lanes, inputs.shape[-1])
+        first = frames[:, :1]
+        if not torch.equal(frames, first.expand_as(frames)):
+            return network(inputs)
+        once = network(first.squeeze(1))
+        return once.unsqueeze(1).expand(-1, self.lanes, *once.shape[1:]).reshape(inputs.shape[0], *once.shape[1:])
+
+    def extra_repr(self) -> str:
+        return f"lanes={self.lanes}"
 
 
 class Linear0(nn.Linear):
