@@ -27,5 +27,7 @@ def test_wheel_ships_configs_and_launchers(tmp_path):
     # other plugins share it).
     assert "hydra_plugins/rlconf_launch/__init__.py" in names and "hydra_plugins/__init__.py" not in names
     assert "rlconf/launch/local.py" in names and "rlconf/launch/slurm.py" in names
+    # the published reference scores that rlconf plot --normalize human and the suite's report read
+    assert {"rlconf/analysis/data/atari_human.csv", "rlconf/analysis/data/der_atari100k.json"} <= names
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "rlconf = rlconf.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()

@@ -353,13 +353,93 @@ def test_rolling_mean_averages_what_there_is_at_the_start():
     np.testing.assert_allclose(rolling_mean(np.array([2.0, 4]), 100), [2.0, 3.0])
 
 
+# -- human-normalised scores: the module's real runs, relabelled as Atari games -----------------------------------
+# agent -> env -> the test returns its two runs (seeds 0 and 1) are given, and what they are human-normalised by
+# hand from the published scores (Pong: random -20.7, human 14.6; Breakout: random 1.7, human 30.5).
+HUMAN_RUNS = {
+    "dqn": {"atari/pong": ([-20.7, 14.6], [0.0, 1.0]), "atari/breakout": ([16.1, 59.3], [0.5, 2.0])},
+    "vqn": {"atari/pong": ([-3.05, -20.7], [0.5, 0.0]), "atari/breakout": ([1.7, 30.5], [0.0, 1.0])},
+}
+
+
+def relabelled(template: Path, destination: Path, env: str, test_return: float) -> None:
+    """A copy of a finished run that says it ran on ``env`` and scored ``test_return`` in its final test."""
+    import yaml
+
+    shutil.copytree(template, destination, ignore=shutil.ignore_patterns("*.pt"))
+    config = yaml.safe_load((destination / "config.yaml").read_text())
+    config["env"]["name"] = env
+    (destination / "config.yaml").write_text(yaml.safe_dump(config))
+    summary = json.loads((destination / "summary.json").read_text())
+    summary.update(env=env, test_return_mean=test_return)
+    (destination / "summary.json").write_text(json.dumps(summary))
+
+
+@pytest.fixture(scope="module")
+def atari_runs(sweep, tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("human") / "runs"
+    for agent, by_env in HUMAN_RUNS.items():
+        templates = sorted(run for run in run_dirs(sweep) if json.loads((run / "summary.json").read_text())["agent"]
+                           == agent)  # seeds 0 and 1
+        for env, (returns, _) in by_env.items():
+            for template, test_return in zip(templates, returns, strict=True):
+                relabelled(template, root / f"{agent}_{env.replace('/', '_')}_{template.name}", env, test_return)
+    return root
+
+
+def test_human_normalised_aggregate_and_optimality_gap(atari_runs):
+    from rlconf.analysis.figure import AGGREGATE_PANEL
+
+    out = atari_runs.parent / "figures" / "human.png"
+    result = run_cli_in("plot", str(atari_runs), "--aggregate", "--normalize", "human", "--out", str(out),
+                        cwd=atari_runs)
+    assert result.returncode == 0, result.stderr
+    rows = {(row["config"], row["statistic"]): row for row in read_rows(out.with_name("human_aggregate.csv"))}
+    assert {statistic for _, statistic in rows} == {"IQM", "median", "mean", "optimality gap"}
+    for agent, by_env in HUMAN_RUNS.items():
+        normalised = {env: np.array(hand) for env, (_, hand) in by_env.items()}
+        runs = np.sort(np.concatenate(list(normalised.values())))  # 4 runs: the IQM drops one from each end
+        task_means = [values.mean() for values in normalised.values()]
+        gaps = [np.maximum(1 - values, 0).mean() for values in normalised.values()]
+        by_hand = {"IQM": runs[1:3].mean(), "median": np.median(task_means), "mean": np.mean(task_means),
+                   "optimality gap": np.mean(gaps)}
+        for statistic, value in by_hand.items():
+            row = rows[(agent, statistic)]
+            assert float(row["value"]) == pytest.approx(value, rel=1e-9, abs=1e-12), (agent, statistic)
+            assert float(row["ci_low"]) <= float(row["value"]) <= float(row["ci_high"]), (agent, statistic)
+            assert (row["runs"], row["tasks"], row["normalize"]) == ("4", "2", "human")
+    # dqn: 0.75, 0.875, 0.875, 0.375 and vqn: 0.25, 0.375, 0.375, 0.625, as the hand computation above gives
+    assert [round(float(rows[("dqn", s)]["value"]), 9) for s in ("IQM", "optimality gap")] == [0.75, 0.375]
+    profiles = read_rows(out.with_name("human_profiles.csv"))
+    assert {row["normalize"] for row in profiles} == {"human"} and len(profiles) > 20
+    published = {"atari/pong": (-20.7, 14.6), "atari/breakout": (1.7, 30.5)}  # (random, human)
+    for row in profiles:
+        scores = np.concatenate([(np.array(returns) - published[env][0]) / (published[env][1] - published[env][0])
+                                 for env, (returns, _) in HUMAN_RUNS[row["agent"]].items()])
+        assert float(row["fraction"]) == np.mean(scores > float(row["tau"])), row
+    # the aggregate row has a fifth panel, the optimality gap's, beside the four of raw returns
+    assert png_shape(out)[1] == round(5 * AGGREGATE_PANEL[0] * DPI)
+
+
+def test_human_normalisation_of_an_env_without_published_scores_is_refused_in_one_line(atari_runs, sweep, tmp_path):
+    mixed = tmp_path / "mixed"
+    shutil.copytree(atari_runs, mixed / "atari")
+    shutil.copytree(sweep, mixed / "cartpole", ignore=shutil.ignore_patterns("*.pt"))
+    before = sorted(p.name for p in mixed.rglob("*"))
+    line = one_error_line(run_cli_in("plot", str(mixed), "--aggregate", "--normalize", "human", "--out",
+                                     str(tmp_path / "out" / "X.png"), cwd=tmp_path))
+    assert "--normalize human: no published human and random scores for env classic/cartpole;" in line, line
+    assert "57 Atari-57 games: atari/alien, atari/amidar," in line and "atari/pong" in line, line
+    assert not (tmp_path / "out").exists() and sorted(p.name for p in mixed.rglob("*")) == before
+
+
 # -- bad input: one line, exit 2, nothing written ------------------------------------------------------------
 @pytest.mark.parametrize("args, words", [
     (["missing"], ["missing", "no such directory"]),
     (["empty"], ["empty", "no run directory", "config.yaml", "episodes.csv"]),
     (["SWEEP", "--bogus"], ["unknown option '--bogus'", "--aggregate", "--metric"]),
     (["SWEEP", "--metric", "evl"], ["'evl'", "did you mean 'eval'", "return, eval"]),
-    (["SWEEP", "--normalize", "zscore"], ["'zscore'", "auto, minmax, none"]),
+    (["SWEEP", "--normalize", "zscore"], ["'zscore'", "auto, human, minmax, none"]),
     (["SWEEP", "--agents", "ppo"], ["unknown agent 'ppo'", "dqn, vqn"]),
     (["SWEEP", "--window", "0"], ["--window", "positive integer"]),
     ([], ["missing RUNS_DIR", "usage: rlconf plot"]),

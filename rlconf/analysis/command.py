@@ -18,6 +18,7 @@ from pathlib import Path
 from rlconf.analysis.aggregate import Aggregate, aggregate
 from rlconf.analysis.curves import CURVE_SOURCES, SPREADS, Band, CurveOptions, Panel, panels
 from rlconf.analysis.figure import draw, require_matplotlib, save_png
+from rlconf.analysis.references import require_human_references
 from rlconf.analysis.runs import AnalysisError, Run, label_runs, left_out_line, load_runs, select_runs
 from rlconf.analysis.stats import NORMALIZATIONS, resolve_normalization
 from rlconf.analysis.tables import (
@@ -76,7 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
                                  "line per configuration: an agent and the settings its runs differ in, a band "
                                  "across seeds) and, with --aggregate, compare configurations' final scores: "
                                  "IQM, median (of per-env means) and mean with stratified-bootstrap 95% "
-                                 "intervals, and performance profiles.")
+                                 "intervals (and the optimality gap of human-normalised scores), and "
+                                 "performance profiles.")
     add = parser.add_argument
     add("runs_dir", metavar="RUNS_DIR", type=Path, help="a folder with run directories at any depth")
     add("--out", type=Path, metavar="FILE.png",
@@ -92,8 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
     add("--agents", type=name_list, metavar="A,B", help="only these agents")
     add("--envs", type=name_list, metavar="E1,E2", help="only these envs (e.g. classic/cartpole)")
     add("--normalize", default="auto", metavar="|".join(NORMALIZATIONS),
-        help="scores of several envs are pooled min-max normalised per env; none keeps raw returns; "
-             "auto (default): none for one env, minmax for several")
+        help="scores of several envs are pooled min-max normalised per env; none keeps raw returns; human: "
+             "(score - random) / (human - random) with the published scores of each Atari game, adding the "
+             "optimality gap; auto (default): none for one env, minmax for several")
     add("--reps", type=positive_int, default=2000, metavar="N", help="bootstrap resamples (default 2000)")
     add("--seed", type=non_negative_int, default=0, metavar="N", help="seed of the bootstrap (default 0)")
     add("--title", help="figure title (default: RUNS_DIR's name and the number of runs)")
@@ -169,6 +172,8 @@ def compute(args: argparse.Namespace) -> Plot:
     runs, directories = load_runs(args.runs_dir, left_out)
     runs = select_runs(runs, args.agents, args.envs)
     label_runs(runs)
+    if args.aggregate and args.normalize == "human":  # refused before anything is read further or drawn
+        require_human_references({run.env for run in runs})
     drawn = panels(runs, args.metric, CurveOptions(window=args.window), args.spread, args.reps, args.seed, left_out)
     if not drawn:
         metric = f"a {args.metric} curve ({CURVE_SOURCES[args.metric].missing})" if args.metric else "a curve"

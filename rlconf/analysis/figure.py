@@ -1,6 +1,6 @@
 """The figure: a panel of learning curves per env (its own metric on its y axis, a line per configuration)
-and, on request, a row of aggregate panels (IQM, median and mean with their intervals, and performance
-profiles).
+and, on request, a row of aggregate panels (IQM, median and mean, and of human-normalised scores the optimality
+gap, with their intervals, and performance profiles).
 
 No line may hide another: each configuration has its colour, line style and marker shape in every panel,
 lines drawn first are drawn wider (two runs that coincide show as a line inside a wider one), markers sit at
@@ -38,7 +38,8 @@ LEGEND_CHARS = 72  # characters a legend line below a panel holds: longer labels
 #                    shrink the panel to the width of the longest one)
 AGGREGATE_PANEL = (4.0, 3.4)
 AGGREGATE_PANELS = len(STATISTICS) + 1  # one per statistic, then the performance profiles
-STATISTIC_TITLES = {"median": "median (of per-env means)"}  # rliable's aggregate median
+STATISTIC_TITLES = {"median": "median (of per-env means)",  # rliable's aggregate median
+                    "optimality gap": "optimality gap (lower is better)"}
 MARKERS = "osD^vP*Xph<>"
 LINE_STYLES = ("-", "--", ":", "-.")
 MARKS_PER_CURVE = 8
@@ -73,13 +74,14 @@ def curve_panel_height(legend_rows: int) -> float:
     return CURVE_PANEL[1] + LEGEND_ROW * (legend_rows + 1)
 
 
-def figure_size(envs: int, aggregate: bool, legend_rows: int = 1) -> tuple[float, float]:
+def figure_size(envs: int, aggregate: bool, legend_rows: int = 1,
+                aggregate_panels: int = AGGREGATE_PANELS) -> tuple[float, float]:
     """Inches (width, height); the PNG is ``DPI`` pixels per inch. ``legend_rows``: the lines of the
-    longest legend below a panel."""
+    longest legend below a panel; ``aggregate_panels``: a statistic's each, and the profiles'."""
     rows, columns = curve_grid(envs)
     width, height = columns * CURVE_PANEL[0], rows * curve_panel_height(legend_rows) + 0.5  # + the title
     if aggregate:
-        width = max(width, AGGREGATE_PANELS * AGGREGATE_PANEL[0])
+        width = max(width, aggregate_panels * AGGREGATE_PANEL[0])
         height += AGGREGATE_PANEL[1] + 0.4
     return width, height
 
@@ -100,7 +102,8 @@ def draw(panels: list[Panel], aggregate: Aggregate | None, title: str, window: i
     labels = {b.label for p in panels for b in p.bands} | {a.label for a in (aggregate.agents if aggregate else [])}
     style = styles(sorted(labels))
     legend_rows = legend_lines(panels)
-    figure = Figure(figsize=figure_size(len(panels), aggregate is not None, legend_rows), dpi=DPI,
+    panel_count = len(aggregate.statistics) + 1 if aggregate else AGGREGATE_PANELS
+    figure = Figure(figsize=figure_size(len(panels), aggregate is not None, legend_rows, panel_count), dpi=DPI,
                     layout="constrained")
     figure.suptitle(title)
     if aggregate is None:
@@ -160,8 +163,8 @@ def draw_aggregate(part, aggregate: Aggregate, style: dict[str, dict]) -> None:
     runs = sum(a.runs for a in aggregate.agents)
     part.suptitle(f"final scores of {runs} runs: {CONFIDENCE:.0%} intervals from a stratified bootstrap "
                   f"({aggregate.reps} resamples)", fontsize="medium")
-    axes = part.subplots(1, AGGREGATE_PANELS)
-    for ax, statistic in zip(axes, STATISTICS, strict=False):
+    axes = part.subplots(1, len(aggregate.statistics) + 1)
+    for ax, statistic in zip(axes, aggregate.statistics, strict=False):
         draw_intervals(ax, statistic, aggregate.agents, style)
         ax.set_xlabel(aggregate.score_label)
     draw_profiles(axes[-1], aggregate, style)

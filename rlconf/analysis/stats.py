@@ -15,7 +15,10 @@ The statistics are rliable's (``rliable.metrics``, the library of that paper): t
 all runs pooled (``aggregate_iqm``), the median is the median of the tasks' mean scores (``aggregate_median``:
 not the median of the pooled runs), the mean is the mean of the tasks' mean scores (``aggregate_mean``; with
 as many runs in every task, as rliable requires, the mean of the pooled runs, and otherwise no task weighs
-more for having more seeds).
+more for having more seeds). The optimality gap (``aggregate_optimality_gap``) is how far scores fall short of a
+target ``gamma`` = 1, on average: it means something only where 1 is a target, so it is reported for
+human-normalised scores alone (1: a human tester's score), not for raw returns or min-max scores (whose 1 is the
+best run in the plot, not a goal).
 """
 
 from __future__ import annotations
@@ -61,10 +64,21 @@ def mean_of_task_means(scores: np.ndarray, tasks: list[slice] | None = None) -> 
     return np.mean(task_means(scores, tasks), axis=-1)
 
 
+def optimality_gap(scores: np.ndarray, tasks: list[slice] | None = None, gamma: float = 1.0) -> np.ndarray:
+    """rliable's ``aggregate_optimality_gap``: the mean of max(gamma - score, 0), so a score above the target
+    counts as the target. Averaged per task, then over tasks (as ``mean_of_task_means``), which with as many runs
+    in every task is rliable's mean over all runs."""
+    return mean_of_task_means(np.maximum(gamma - np.asarray(scores, dtype=float), 0.0), tasks)
+
+
+Statistic = Callable[[np.ndarray, list[slice]], np.ndarray]
+
 # The statistics reported, in order: name -> function of runs along the last axis (pooled over tasks, each
 # task's runs in the columns of its slice).
-STATISTICS: dict[str, Callable[[np.ndarray, list[slice]], np.ndarray]] = {
-    "IQM": interquartile_mean, "median": median_of_task_means, "mean": mean_of_task_means}
+STATISTICS: dict[str, Statistic] = {"IQM": interquartile_mean, "median": median_of_task_means,
+                                    "mean": mean_of_task_means}
+# Of scores normalised to a target of 1 (human-normalised): the optimality gap too.
+TARGET_STATISTICS: dict[str, Statistic] = {**STATISTICS, "optimality gap": optimality_gap}
 
 
 @dataclass(frozen=True)
@@ -111,11 +125,12 @@ def percentile_interval(samples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return low, high
 
 
-def interval_estimates(scores_by_task: list[np.ndarray], resamples: np.ndarray) -> dict[str, Estimate]:
-    """Every statistic of ``STATISTICS`` on the scores, with its percentile interval."""
+def interval_estimates(scores_by_task: list[np.ndarray], resamples: np.ndarray,
+                       statistics: dict[str, Statistic] = STATISTICS) -> dict[str, Estimate]:
+    """Every statistic of ``statistics`` on the scores, with its percentile interval."""
     estimates = {}
     tasks = task_columns(scores_by_task)
-    for name, statistic in STATISTICS.items():
+    for name, statistic in statistics.items():
         low, high = percentile_interval(statistic(resamples, tasks))
         estimates[name] = Estimate(float(statistic(pooled(scores_by_task), tasks)), float(low), float(high))
     return estimates
@@ -150,12 +165,13 @@ def minmax_normalize(scores: dict[str, dict[str, np.ndarray]]) -> dict[str, dict
     return out
 
 
-NORMALIZATIONS = ("auto", "minmax", "none")
+NORMALIZATIONS = ("auto", "human", "minmax", "none")
 
 
 def resolve_normalization(name: str, tasks: int) -> str:
     """``auto``: raw returns for one task (they keep their meaning), min-max as soon as tasks are pooled
-    (raw returns of different tasks are not comparable)."""
+    (raw returns of different tasks are not comparable). ``human`` (published reference scores per game,
+    ``references.human_normalize``) is only ever asked for by name."""
     if name == "auto":
         return "none" if tasks == 1 else "minmax"
     return name
