@@ -64,6 +64,35 @@ def test_no_grad_and_eval_record_no_graph_and_eval_restores_the_mode():
     assert model.training, "eval() puts the model back in training mode"
 
 
+
+class _CountsTrain(nn.Linear):
+    """A module whose train() does more than set its flag: it must still be called."""
+
+    calls = 0
+
+    def train(self, mode: bool = True):
+        type(self).calls += 1
+        return super().train(mode)
+
+
+def test_eval_switches_every_nested_module_off_and_back_as_train_does():
+    inner = nn.Sequential(nn.Linear(3, 4), nn.Dropout(0.5))
+    model = nn.Sequential(inner, nn.Sequential(nn.Dropout(0.5), nn.Linear(4, 1)))
+    approx = Approximation(model, torch.optim.SGD(model.parameters(), lr=0.1))
+    x = torch.randn(8, 3)
+    seen = []
+    model.register_forward_hook(lambda *_: seen.append([m.training for m in model.modules()]))
+    approx.eval(x)
+    assert seen == [[False] * len(list(model.modules()))], "every module in eval mode during the pass"
+    assert all(m.training for m in model.modules()), "every module back in training mode afterwards"
+    model.eval()  # a model held in eval mode stays there
+    assert torch.equal(approx.eval(x), approx.eval(x)) and not any(m.training for m in model.modules())
+
+    overriding = nn.Sequential(_CountsTrain(3, 1))
+    approx = Approximation(overriding, torch.optim.SGD(overriding.parameters(), lr=0.1))
+    approx.eval(x)
+    assert _CountsTrain.calls == 2 and overriding.training, "an overriding train() is called, both ways"
+
 def test_clip_grad_bounds_the_gradient_norm():
     x, y = regression_data()
     y = y * 1000  # a huge loss: the raw gradient norm is far above the bound
