@@ -39,7 +39,7 @@ _BUILTIN: dict[str, dict[str, tuple[str, str, dict[str, Any]]]] = {
         "mlp": ("rlconf.nn.builders:MLPSettings", "fully connected layers on the flattened observation",
                 {"schema": "MLPConfig", "images_only": False}),
         "nature_cnn": ("rlconf.nn.builders:NatureCNNSettings",
-                       "Nature DQN convolutions on [C, H, W] frames (dueling, noisy heads as options)",
+                       "convolutions (Nature DQN's, or approximation.convs) on [C, H, W] frames; dueling, noisy heads",
                        {"schema": "NatureCNNConfig", "images_only": True}),
     },
     "body": {

@@ -105,6 +105,7 @@ def test_list_experiment_shows_the_settings_pinned_by_name(run_cli, workdir):
     experiments = listed(result.stdout)
     assert {"atari_pong_ppo", "mujoco_half_cheetah_sac"} <= set(experiments)
     assert experiments["atari_pong_ppo"].startswith("PPO on Pong without sticky actions")
+    assert experiments["atari100k_der"].startswith("Data-Efficient Rainbow on Atari 100k: 100k agent steps")
 
 
 def test_list_components_reads_the_registry(run_cli, workdir):

@@ -120,6 +120,10 @@ def test_model_settings_picks_the_class_the_model_names():
     ({"model": "mlp", "hidden": [64, 0]}, ["approximation.hidden=[64, 0]"]),
     ({"model": "nature_cnn", "hidden": 0}, ["approximation.hidden=0"]),
     ({"model": "nature_cnn", "noisy_sigma": 0.0}, ["approximation.noisy_sigma=0.0"]),
+    ({"model": "nature_cnn", "convs": [[32, 5]]}, ["approximation.convs=[[32, 5]]", "[out_channels, kernel, stride]"]),
+    ({"model": "nature_cnn", "convs": [[32, 5, 0]]}, ["approximation.convs=[[32, 5, 0]]", "at least 1"]),
+    ({"model": "nature_cnn", "convs": []}, ["approximation.convs=[]", "a list of convolutions"]),
+    ({"model": "nature_cnn", "convs": [32, 5, 5]}, ["approximation.convs=[32, 5, 5]", "e.g. [[32, 8, 4]"]),
 ])
 def test_bad_settings_are_one_line(approximation, words):
     with pytest.raises(ConfigError) as error:
@@ -128,6 +132,29 @@ def test_bad_settings_are_one_line(approximation, words):
     assert "\n" not in message
     for word in words:
         assert word in message
+
+
+def test_convs_give_the_convolution_stack_and_nature_is_the_default():
+    """approximation.convs: Data-Efficient Rainbow's two 5x5 convolutions of stride 5 (van Hasselt et al. 2019)
+    leave 64 x 3 x 3 = 576 features of an 84x84 stack; unset, the Nature DQN's three."""
+    def convs(model: nn.Module) -> list[tuple]:
+        return [(m.out_channels, m.kernel_size, m.stride) for m in model.modules() if isinstance(m, nn.Conv2d)]
+
+    der = NatureCNNSettings(convs=[[32, 5, 5], [64, 5, 5]], hidden=256, dueling=True, noisy=True, noisy_sigma=0.1)
+    model = der.q_dist(ATARI, ACTIONS, ATOMS)
+    assert convs(model) == [(32, (5, 5), (5, 5)), (64, (5, 5), (5, 5))]
+    first = next(m for m in model.modules() if isinstance(m, NoisyFactorizedLinear))
+    assert (first.in_features, first.out_features) == (64 * 3 * 3, 256)
+    assert model(observations(ATARI, 2)).shape == (2, ACTIONS, ATOMS)
+    assert convs(NatureCNNSettings().q(ATARI, ACTIONS)) == [(32, (8, 8), (4, 4)), (64, (4, 4), (2, 2)),
+                                                             (64, (3, 3), (1, 1))]
+
+
+def test_frames_too_small_for_the_convs_name_the_smallest_they_take():
+    with pytest.raises(ConfigError, match=r"approximation.convs=\[\[32, 5, 5\], \[64, 5, 5\]\]: frames of \(24, 24\) "
+                                          r"are too small for these convolutions \(at least 25x25\)"):
+        NatureCNNSettings(convs=[[32, 5, 5], [64, 5, 5]]).q(gym.spaces.Box(0, 255, (4, 24, 24), np.uint8), ACTIONS)
+    NatureCNNSettings(convs=[[32, 5, 5], [64, 5, 5]]).q(gym.spaces.Box(0, 255, (4, 25, 25), np.uint8), ACTIONS)
 
 
 def test_cnn_on_vector_observations_is_one_line():

@@ -35,7 +35,7 @@ from rlconf.nn.layers import (
     activation,
 )
 from rlconf.nn.recurrent import Part, RecurrentCore, RecurrentNetwork, SideBySide
-from rlconf.nn.schemas import MLPConfig, NatureCNNConfig
+from rlconf.nn.schemas import MLPConfig, NatureCNNConfig, min_image_side
 
 HIDDEN_GAIN = math.sqrt(2)  # orthogonal gain of layers followed by a ReLU-like activation
 
@@ -243,8 +243,9 @@ class MLPSettings(MLPConfig, ModelSettings):
 
 
 class NatureCNNSettings(NatureCNNConfig, ModelSettings):
-    """The Nature DQN convolutions on channels-first frames, then a fully connected layer per head (the
-    settings: ``schemas.NatureCNNConfig``)."""
+    """Convolutions on channels-first frames (the Nature DQN's unless ``convs`` names others), then a fully
+    connected layer per head (the settings: ``schemas.NatureCNNConfig``). Dict and Tuple observations' images
+    go through the encoders of rlconf.nn.encoders, configured there (``approximation.encoders``)."""
 
     def _features(self, space: gym.Space) -> tuple[list[nn.Module], int]:
         layout = layout_of(space)
@@ -255,10 +256,11 @@ class NatureCNNSettings(NatureCNNConfig, ModelSettings):
                 f"needs image observations [channels, height, width]; got shape {tuple(space.shape)}")
         channels, *size = space.shape
         # The layout first: uint8 copies cheaply.
-        convs, channels, size = nature_convs(channels, size)
+        convs, channels, size = nature_convs(channels, size, self.convs)
         layers: list[nn.Module] = [ChannelsLast(), *input_layers(space, self.scale_frames), *convs]
-        require(min(size) >= 1, "approximation.model", self.model,
-                f"frames of {tuple(space.shape[1:])} are too small for its convolutions (at least 36x36)")
+        side = min_image_side(self.convs)
+        require(min(size) >= 1, "approximation.convs", self.convs,
+                f"frames of {tuple(space.shape[1:])} are too small for these convolutions (at least {side}x{side})")
         return [*layers, Flatten()], channels * size[0] * size[1]
 
     def _head_hidden(self) -> list[int]:

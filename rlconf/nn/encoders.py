@@ -17,7 +17,7 @@ The encoder also takes the leaves themselves, ``{key: tensor}``: an exported gra
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,10 +29,8 @@ from torch import nn
 from rlconf.core.layout import DISCRETE, IMAGE, Field, ObservationLayout, layout_of
 from rlconf.errors import ConfigError
 from rlconf.nn.layers import Flatten, Scale, activation
-from rlconf.nn.schemas import ENCODER_ARGUMENTS, ENCODERS, encoder_entries
+from rlconf.nn.schemas import ENCODER_ARGUMENTS, ENCODERS, NATURE_CONVS, encoder_entries
 
-# (out_channels, kernel, stride) of the Nature DQN's convolutions (Mnih et al. 2015).
-NATURE_CONVS = ((32, 8, 4), (64, 4, 2), (64, 3, 1))
 NATURE_MIN_SIZE = 36  # the smallest side the Nature convolutions take
 SMALL_CHANNELS = [16, 32, 64]  # the minigrid baselines' convolutions: 2x2 kernels, a 2x2 max-pool after the first
 SMALL_KERNEL = 2
@@ -261,12 +259,13 @@ class Embedding(nn.Module):
         return self.table(x).flatten(1)
 
 
-def nature_convs(channels: int, size: tuple[int, ...] | list[int]) -> tuple[list[nn.Module], int, list[int]]:
-    """The Nature DQN's convolutions, each with its ReLU, on ``channels`` x ``size`` images; and the channels
-    and size they leave."""
+def nature_convs(channels: int, size: tuple[int, ...] | list[int],
+                 convs: Sequence[Sequence[int]] = NATURE_CONVS) -> tuple[list[nn.Module], int, list[int]]:
+    """Convolutions ``convs`` ([out_channels, kernel, stride] each, no padding; the Nature DQN's by default), each
+    with its ReLU, on ``channels`` x ``size`` images; and the channels and size they leave."""
     layers: list[nn.Module] = []
     size = list(size)
-    for out_channels, kernel, stride in NATURE_CONVS:
+    for out_channels, kernel, stride in convs:
         layers += [nn.Conv2d(channels, out_channels, kernel, stride=stride), nn.ReLU()]
         channels, size = out_channels, [(n - kernel) // stride + 1 for n in size]
     return layers, channels, size

@@ -14,6 +14,8 @@ from rlconf.errors import require
 
 ACTIVATION_NAMES = ("relu", "tanh", "elu", "gelu", "silu")  # the modules: rlconf.nn.layers.ACTIVATIONS
 RECURRENT_NAMES = ("none", "lstm", "gru")  # approximation.recurrent: rlconf.nn.recurrent.RECURRENT_CORES or none
+# [out_channels, kernel, stride] of the Nature DQN's convolutions (Mnih et al. 2015): nature_cnn's default stack.
+NATURE_CONVS = ((32, 8, 4), (64, 4, 2), (64, 3, 1))
 
 
 @dataclass
@@ -48,6 +50,9 @@ class NatureCNNConfig:
     """The Nature DQN convolutions on channels-first frames, then a fully connected layer per head."""
 
     model: str = "nature_cnn"
+    # The convolutions, each [out_channels, kernel, stride] with a ReLU: Nature's by default; Data-Efficient
+    # Rainbow's two 5x5 ones of stride 5 are [[32, 5, 5], [64, 5, 5]] (van Hasselt et al. 2019).
+    convs: list[Any] = field(default_factory=lambda: [list(conv) for conv in NATURE_CONVS])
     hidden: int = 512  # width of the fully connected layer after the convolutions
     scale_frames: bool = True  # frames to [0, 1] (false: the raw 0-255, as Tianshou's atari_dqn)
     shared: bool = True  # actor-critics: the convolutions and the hidden layer serve policy and value
@@ -61,7 +66,27 @@ class NatureCNNConfig:
 
     def __post_init__(self):
         require(self.hidden >= 1, "approximation.hidden", self.hidden, "must be at least 1")
+        check_convs(self.convs)
         check_heads(self)
+
+
+def check_convs(convs: Any) -> None:
+    """``approximation.convs``: at least one convolution, each [out_channels, kernel, stride] of whole numbers
+    of at least 1."""
+    require(isinstance(convs, list) and bool(convs)
+            and all(isinstance(conv, list) and len(conv) == 3 and all(_whole(n) and n >= 1 for n in conv)
+                    for conv in convs),
+            "approximation.convs", convs, "a list of convolutions, each [out_channels, kernel, stride] of whole "
+            "numbers at least 1, e.g. [[32, 8, 4], [64, 4, 2], [64, 3, 1]]")
+
+
+def min_image_side(convs: Any) -> int:
+    """The smallest image side from which the convolutions ``convs`` ([out_channels, kernel, stride] each, no
+    padding) leave at least one pixel."""
+    side = 1
+    for _, kernel, stride in reversed(convs):
+        side = (side - 1) * stride + kernel
+    return side
 
 
 def check_heads(settings: Any) -> None:
