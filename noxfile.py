@@ -52,8 +52,12 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """rlconf against Stable-Baselines3 (benchmarks/bench.py); posargs go to it, e.g. ``-- --quick``."""
+    """rlconf against Stable-Baselines3, Tianshou and TorchRL (benchmarks/bench.py); posargs go to it, e.g.
+    ``-- --quick``. Tianshou 2.x is installed here, not in the dev extra: it pins pandas<3 and virtualenv<21,
+    which pip resolves in this session's venv (pandas 2.3, virtualenv 20.x) but which a dev venv already at pandas
+    3 and virtualenv 21 (the project's) cannot take without a downgrade."""
     install_rlconf(session)
+    session.install("-c", CONSTRAINTS, "tianshou>=2,<3")
     session.run("python", "benchmarks/bench.py", *session.posargs)
 
 

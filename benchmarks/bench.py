@@ -1,15 +1,25 @@
-"""rlconf and Stable-Baselines3 side by side, in one run, at matched workloads.
+"""rlconf, Stable-Baselines3, Tianshou and TorchRL side by side, in one run, at matched workloads.
 
-    python benchmarks/bench.py              # every workload, 3 seeds per library (about 45 minutes on 2 cores)
+    python benchmarks/bench.py              # every workload, 3 seeds per library (not timed since the peers joined)
     python benchmarks/bench.py --workloads dqn-breakout rainbow-breakout --seeds 2
     python benchmarks/bench.py --quick      # 1 seed, a tenth of the budgets: a smoke test, not a measurement
-    nox -s bench -- --seeds 5
+    nox -s bench -- --seeds 5               # a venv of its own, with every peer installed
     python benchmarks/bench.py --device cuda --workloads dqn-breakout rainbow-breakout --seeds 1   # on a GPU
 
 Workloads (presets.WORKLOADS) are rlconf's presets plus a few overrides, read at run time; presets.py maps
-them to SB3's arguments, env and wrappers. rlconf trains through ``rlconf run`` and SB3 through
-``model.learn``, each trial in a fresh process (trial.py), one at a time: on a 2-core machine, parallel
-trials would time each other. The report and the raw results go to benchmarks/results/, the report to stdout.
+them to SB3's arguments, env and wrappers, peers.py to Tianshou's and TorchRL's (peer_tianshou.py and
+peer_torchrl.py train them as those libraries' own examples do). rlconf trains through ``rlconf run``, every
+other library in trial.py, each trial in a fresh process, one at a time: on a 2-core machine, parallel trials
+would time each other. A peer this interpreter cannot import is skipped, and the report says so in one line
+(Tianshou 2.x pins pandas<3 and virtualenv<21, so it may not fit beside a project venv: ``nox -s bench``
+installs it in the bench session's own venv).
+
+Where the results go: a full run's report and raw results to benchmarks/results/speed/bench-YYYYMMDD-HHMMSS.md
+(and .json; scaling-... for ``--scaling``), which are committed. The README's speed tables (its Benchmarks
+section) are copied from one such report and link it by name; until an idle run is committed there, they quote
+the 2026-11-26 run at c0e96ca, whose report was written to the ignored folder and not kept. ``--quick`` runs
+(smoke tests) and the latest.md/latest.json copies go to benchmarks/results/, which git ignores. The report is
+printed too.
 """
 
 from __future__ import annotations
@@ -29,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import limit
+from peers import PEERS, Unmatched, installed, peer_kwargs
 from presets import SCALING, WORKLOADS, Scaling, Workload, describe, load_settings, recurrent, sb3_kwargs
 from report import machine_info, render
 
@@ -36,7 +47,8 @@ from rlconf.settings import Settings
 
 HERE = Path(__file__).resolve().parent
 TRIAL = HERE / "trial.py"
-RESULTS = HERE / "results"
+RESULTS = HERE / "results"  # scratch: quick runs and the latest.* copies (ignored by git)
+REPORTS = RESULTS / "speed"  # full runs' reports and raw results, committed
 QUICK_DIVISOR = 10  # --quick trains for this fraction of the preset's budget
 SCALING_TEST_EPISODES = 10  # the scaling trials' greedy test: the return at the same budget, each way
 
@@ -58,6 +70,7 @@ class Plan:
     n_envs: int
     test_episodes: int
     sb3_kwargs: dict[str, Any] | None  # None: SB3 has no such algorithm
+    peers: dict[str, dict[str, Any] | None]  # each peer's arguments (peers.py); None: it has no such workload
 
     device: str = "cpu"  # where both libraries put their networks: cpu, or cuda (rlconf's hardware=gpu)
     variant: str = ""  # what sets the workload apart from the agent's plain one: " + LSTM of 128, velocities hidden"
@@ -82,10 +95,23 @@ def plan(workload: Workload, quick: bool, test_episodes: int, device: str = "cpu
         test_episodes = workload.test_episodes
     sb3 = describe(sb3_kwargs(settings)) if workload.sb3 else None
     return Plan(workload.name, workload.agent, settings.env.id, settings.env.family,
-                workload.command_overrides(steps), steps, settings.hardware.n_envs, test_episodes, sb3, device,
-                variant(settings),
+                workload.command_overrides(steps), steps, settings.hardware.n_envs, test_episodes, sb3,
+                peer_plans(workload, settings, device), device,
+                workload.label + variant(settings),
                 # limit.py is the eager arithmetic on a CPU core: it has no GPU twin to compare with
                 limit.implements(settings) and device == "cpu")
+
+
+def peer_plans(workload: Workload, settings: Settings, device: str) -> dict[str, dict[str, Any] | None]:
+    """Each peer's arguments where it runs the workload: the peers run where SB3 does (the shared workloads), on
+    the CPU, and where their mapping can express every setting (peers.Unmatched otherwise)."""
+    plans: dict[str, dict[str, Any] | None] = {}
+    for name in PEERS:
+        try:
+            plans[name] = peer_kwargs(name, settings) if workload.sb3 and device == "cpu" else None
+        except Unmatched:
+            plans[name] = None
+    return plans
 
 
 def variant(settings: Settings) -> str:
@@ -160,11 +186,23 @@ def run_trial(args: list[str], label: str, scratch: Path) -> dict[str, Any]:
     return {**json.loads(out.read_text()), **process}
 
 
+LABELS = {"sb3": "SB3", "limit": "limit", **{name: peer.label for name, peer in PEERS.items()}}
+
+
 def train_in_trial(library: str, plan: Plan, seed: int, scratch: Path) -> dict[str, Any]:
-    """Train ``library`` (``sb3`` or ``limit``: trial.py's sb3-train and limit-train) on the plan's workload."""
+    """Train ``library`` (``sb3``, ``limit`` or a peer's name: trial.py's ``LIBRARY-train``) on the workload."""
     args = [f"{library}-train", plan.name, "--steps", str(plan.steps), "--seed", str(seed),
             "--test-episodes", str(plan.test_episodes), "--device", plan.device]
-    return run_trial(args, f"{'SB3' if library == 'sb3' else library:6} {plan.name} seed {seed}", scratch)
+    return run_trial(args, f"{LABELS[library]:8} {plan.name} seed {seed}", scratch)
+
+
+def peers_to_run(plans: list[Plan]) -> tuple[list[str], dict[str, str]]:
+    """The peers that run (installed, with a workload here), and a reason for each that is skipped."""
+    wanted = [name for name in PEERS if any(p.peers.get(name) is not None for p in plans)]
+    running = [name for name in wanted if installed(PEERS[name])]
+    skipped = {name: f"{PEERS[name].label} is not installed in this interpreter ({sys.executable})"
+               for name in wanted if name not in running}
+    return running, skipped
 
 
 def attempt(trial, errors: list[str], *args) -> dict[str, Any]:
@@ -178,9 +216,10 @@ def attempt(trial, errors: list[str], *args) -> dict[str, Any]:
         return {"error": message}
 
 
-def training(plans: list[Plan], seeds: int, scratch: Path, errors: list[str],
-             compile_too: bool = True) -> list[dict[str, Any]]:
-    rows = [{"title": p.title, **asdict(p), "rlconf": [], "compiled": [], "sb3": [], "limit": []} for p in plans]
+def training(plans: list[Plan], seeds: int, scratch: Path, errors: list[str], compile_too: bool = True,
+             peers: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    rows = [{"title": p.title, **asdict(p), "rlconf": [], "compiled": [], "sb3": [], "limit": [],
+             **{name: [] for name in PEERS}} for p in plans]
     # Seeds outermost and the libraries back to back: a slow drift of the machine (a noisy neighbour,
     # thermal limits) then falls on all sides alike instead of on whichever library ran last.
     for seed in range(seeds):
@@ -188,7 +227,9 @@ def training(plans: list[Plan], seeds: int, scratch: Path, errors: list[str],
             row["rlconf"].append({"seed": seed, **attempt(train_rlconf, errors, p, seed, scratch)})
             if compile_too:
                 row["compiled"].append({"seed": seed, **attempt(train_rlconf, errors, p, seed, scratch, True)})
-            for library, runs in (("sb3", p.sb3_kwargs is not None), ("limit", p.limit)):
+            others = [("sb3", p.sb3_kwargs is not None), *((name, p.peers.get(name) is not None) for name in peers),
+                      ("limit", p.limit)]
+            for library, runs in others:
                 if runs:
                     row[library].append({"seed": seed, **attempt(train_in_trial, errors, library, p, seed, scratch)})
     return rows
@@ -268,24 +309,35 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "(default: %(default)s)")
     parser.add_argument("--no-compile", action="store_true",
                         help="skip the trials of rlconf with hardware.compile=true")
-    parser.add_argument("--out", type=Path, default=RESULTS, help="folder for the results (default: %(default)s)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help=f"folder for the results (default: {REPORTS.relative_to(HERE.parent)}, committed; "
+                             f"{RESULTS.relative_to(HERE.parent)} for --quick)")
     args = parser.parse_args(argv)
     if args.seeds is None:
         args.seeds = 1 if args.quick else 3
     if args.seeds < 1:
         parser.error(f"--seeds {args.seeds}: must be at least 1")
+    if args.out is None:
+        args.out = RESULTS if args.quick else REPORTS
     return args
 
 
-def write_results(results: dict[str, Any], report: str, folder: Path) -> Path:
-    """Timestamped files, plus latest.* copies to diff against the README without hunting for names."""
-    folder.mkdir(parents=True, exist_ok=True)
+def report_stem(results: dict[str, Any], when: datetime) -> str:
+    """``bench-YYYYMMDD-HHMMSS`` (``scaling-`` for --scaling, ``quick-`` for --quick): the name the README cites."""
     kind = "scaling-" if results.get("scaling") else "bench-"
-    stem = ("quick-" if results["options"]["quick"] else kind) + datetime.now().strftime("%Y%m%d-%H%M%S")
+    return ("quick-" if results["options"]["quick"] else kind) + when.strftime("%Y%m%d-%H%M%S")
+
+
+def write_results(results: dict[str, Any], report: str, folder: Path) -> Path:
+    """Timestamped files in ``folder``, plus latest.* copies in the scratch folder (benchmarks/results/, ignored)
+    to diff against the README without hunting for names."""
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = report_stem(results, datetime.now())
     (folder / f"{stem}.json").write_text(json.dumps(results, indent=2))
     (folder / f"{stem}.md").write_text(report)
-    shutil.copyfile(folder / f"{stem}.json", folder / "latest.json")
-    shutil.copyfile(folder / f"{stem}.md", folder / "latest.md")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(folder / f"{stem}.json", RESULTS / "latest.json")
+    shutil.copyfile(folder / f"{stem}.md", RESULTS / "latest.md")
     return folder / f"{stem}.md"
 
 
@@ -310,8 +362,12 @@ def main(argv: list[str] | None = None) -> int:
         print("loop rates:", file=sys.stderr)
         rate_rows = rates(plans, window_seconds, Path(tmp), errors)
         memory_rows = memory(plans, Path(tmp), errors)
+        peers, skipped = peers_to_run(plans)
+        for reason in skipped.values():
+            print(f"skipped: {reason}", file=sys.stderr)
         print(f"training ({args.seeds} seed(s)):", file=sys.stderr)
-        training_rows = training(plans, args.seeds, Path(tmp), errors, compile_too=not args.no_compile)
+        training_rows = training(plans, args.seeds, Path(tmp), errors, compile_too=not args.no_compile,
+                                 peers=tuple(peers))
     results = {
         "options": {"seeds": args.seeds, "quick": args.quick, "test_episodes": test_episodes,
                     "window_seconds": window_seconds, "workloads": args.workloads, "device": args.device},
@@ -319,6 +375,7 @@ def main(argv: list[str] | None = None) -> int:
         "training": training_rows,
         "rates": rate_rows,
         "memory": memory_rows,
+        "peers": {"ran": peers, "skipped": skipped},
         "errors": errors,
         "bench_seconds": round(time.perf_counter() - start, 1),
     }

@@ -23,6 +23,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from rlconf.memory.prioritized import SumTree, proportional_draw
+from rlconf.nn import model_settings
 from rlconf.policies.soft_deterministic import LOG_STD_MAX, LOG_STD_MIN, squashed_log_prob
 from rlconf.settings import Settings
 
@@ -241,6 +243,109 @@ def dqn(settings: Settings, seed: int, test_episodes: int) -> dict[str, Any]:
     return result(steps, seconds, greedy_test(settings.env.id, act, test_episodes, seed + 1_000_003), test_episodes)
 
 
+# -- Rainbow (and DER, its data-efficient settings): one environment, noisy acting, prioritized n-step replay ----
+def project(support: torch.Tensor, rewards: torch.Tensor, discounts: torch.Tensor,
+            probabilities: torch.Tensor) -> torch.Tensor:
+    """The distribution of ``rewards + discounts * Z`` on the support (C51's projection, Bellemare et al. 2017)."""
+    atoms, v_min, v_max = len(support), float(support[0]), float(support[-1])
+    position = ((rewards.unsqueeze(-1) + discounts.unsqueeze(-1) * support).clamp(v_min, v_max) - v_min) \
+        / ((v_max - v_min) / (atoms - 1))
+    lower, upper = position.floor().long(), position.ceil().long()
+    lower[(upper > 0) & (lower == upper)] -= 1  # an exact hit would give both neighbours nothing
+    upper[(lower < atoms - 1) & (lower == upper)] += 1
+    projected = torch.zeros_like(probabilities)
+    projected.scatter_add_(-1, lower, probabilities * (upper.float() - position))
+    projected.scatter_add_(-1, upper, probabilities * (position - lower.float()))
+    return projected
+
+
+def rainbow(settings: Settings, seed: int, test_episodes: int) -> dict[str, Any]:
+    """Hessel et al. 2018's update at the workload's settings: distributional (C51) double Q-learning on n-step
+    returns from proportional prioritized replay, the dueling noisy network exploring (with the workload's
+    epsilon-greedy schedule on top: DER's is 1 to 0.01 over its warm-up, Rainbow's 0). The network
+    is rlconf's own modules (its builder: the convolutions of ``approximation.convs``, dueling noisy streams),
+    so the comparison measures everything around the arithmetic; the memory holds the whole run (DER's)."""
+    a, steps = settings.agent, settings.run.steps
+    require(settings.hardware.n_envs == 1 and settings.env.family == "atari" and a.target == "fixed",
+            "Rainbow beyond one Atari env and a fixed target")
+    require(a.replay == "prioritized" and a.double_q, "Rainbow beyond prioritized double Q-learning")
+    require(a.replay_buffer_size >= steps, "Rainbow with a replay smaller than the run")
+    require(test_episodes == 0, "a greedy test of Rainbow (the benchmark's Atari workloads are not tested)")
+    torch.manual_seed(seed)
+    env = AtariEnv(settings, seed)
+    shape, n_actions = env.observation_space.shape, env.n_actions
+    q = model_settings(settings.approximation).q_dist(env.observation_space, n_actions, a.atoms)
+    target = copy.deepcopy(q)
+    optimizer = adam(q.parameters(), a.lr, a.adam_eps)
+    lr_final = a.lr if a.lr_final is None else a.lr_final
+    support = torch.linspace(a.v_min, a.v_max, a.atoms)
+    memory = replay(steps, observations=(shape, np.uint8), next_observations=(shape, np.uint8),
+                    actions=((), np.int64), rewards=(), masks=(), ended=((), np.bool_))
+    observations, next_observations, actions, rewards, masks, ended = views(memory)
+    tree, rng, max_priority, sync_due = SumTree(steps), np.random.default_rng(seed), 1.0, False
+    rows = torch.arange(a.batch_size)
+
+    def n_step(first: torch.Tensor, newest: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Rewards summed over up to n steps (fewer where the episode ends or the newest step comes first),
+        the slot whose next observation is bootstrapped from, and gamma^k times its mask."""
+        reward, discount, last = torch.zeros(len(first)), torch.ones(len(first)), first.clone()
+        alive = torch.ones(len(first), dtype=torch.bool)
+        for k in range(a.n_steps):
+            slot = (first + k).clamp(max=newest)
+            step = alive & (first + k <= newest)
+            reward += torch.where(step, discount * rewards[slot], 0.0)
+            discount = torch.where(step, discount * a.discount_factor, discount)
+            last = torch.where(step, slot, last)
+            alive = step & ~ended[slot]
+        return reward, last, discount * masks[last]
+
+    start = time.perf_counter()
+    observation = env.reset()
+    for step in range(steps):
+        if rng.random() < linear(a.epsilon, a.epsilon_final, a.epsilon_decay_steps, step):  # DER's: on top of noise
+            action = int(rng.integers(n_actions))
+        else:
+            with torch.no_grad():  # the online network in training mode: its noise explores
+                values = (torch.softmax(q(torch.from_numpy(observation).unsqueeze(0)), -1) * support).sum(-1)
+            action = int(values.argmax(1))
+        next_observation, reward, mask, following = env.step(action)
+        memory["observations"][step], memory["next_observations"][step] = observation, next_observation
+        memory["actions"][step], memory["rewards"][step], memory["masks"][step] = action, reward, mask
+        memory["ended"][step] = not mask or following is not next_observation
+        tree.set(np.array([step]), np.array([max_priority ** a.alpha]))
+        observation = following
+        done = step + 1
+        sync_due |= done % a.target_update_frequency == 0
+        if done < a.replay_start_size or done % a.update_frequency:
+            continue
+        if sync_due:
+            target.load_state_dict(q.state_dict())
+            sync_due = False
+        for group in optimizer.param_groups:
+            group["lr"] = linear(a.lr, lr_final, steps, done)
+        beta = linear(a.beta, 1.0, steps, done)
+        for _ in range(a.gradient_steps):  # one draw per update: each sees the priorities the last one left
+            slots, weights = proportional_draw(tree, rng, a.batch_size, done, beta)
+            drawn = torch.from_numpy(slots)
+            reward_n, last, discount = n_step(drawn, step)
+            with torch.no_grad():
+                bootstrap = next_observations[last]
+                best = (torch.softmax(q(bootstrap), -1) * support).sum(-1).argmax(1)
+                targets = project(support, reward_n, discount, torch.softmax(target(bootstrap), -1)[rows, best])
+            log_probabilities = torch.log_softmax(q(observations[drawn]), -1)[rows, actions[drawn]]
+            losses = -(targets * log_probabilities).sum(-1)
+            optimizer.zero_grad(set_to_none=True)
+            (torch.from_numpy(weights.astype(np.float32)) * losses).mean().backward()
+            if a.clip_grad:
+                nn.utils.clip_grad_norm_(q.parameters(), a.clip_grad, foreach=True)
+            optimizer.step()
+            priorities = losses.detach().double().numpy() + a.priority_epsilon
+            max_priority = max(max_priority, float(priorities.max()))
+            tree.set(slots, priorities ** a.alpha)
+    seconds = time.perf_counter() - start
+    return result(steps, seconds, (None, None), test_episodes)
+
+
 # -- SAC: one environment, random warm-up, one update a step, one backward pass for all three losses --------
 def sac(settings: Settings, seed: int, test_episodes: int) -> dict[str, Any]:
     a, model, steps = settings.agent, settings.approximation, settings.run.steps
@@ -439,12 +544,15 @@ def ppo(settings: Settings, seed: int, test_episodes: int) -> dict[str, Any]:
     return result(taken, seconds, greedy_test(settings.env.id, act, test_episodes, seed + 1_000_003), test_episodes)
 
 
-ALGORITHMS = {"dqn": dqn, "sac": sac, "ppo": ppo}
+ALGORITHMS = {"dqn": dqn, "sac": sac, "ppo": ppo, "rainbow": rainbow}
 
 
 def implements(settings: Settings) -> bool:
     """Whether ``train`` can run the workload (its agent, and the settings the script covers)."""
     model = settings.approximation
+    if settings.agent_name == "rainbow":
+        return settings.body.name == "atari" and settings.hardware.n_envs == 1 and model["recurrent"] == "none" \
+            and settings.agent.replay_buffer_size >= settings.run.steps
     if settings.agent_name in ("dqn", "ppo") and model["model"] == "nature_cnn":
         return settings.body.name == "atari" and model["recurrent"] == "none" and not (model["dueling"] or
                                                                                         model["noisy"])

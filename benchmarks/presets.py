@@ -50,6 +50,7 @@ class Workload:
     overrides: tuple[str, ...] = ()
     sb3: bool = True  # False: SB3 has no such algorithm; rlconf's rate is reported alone
     test_episodes: int | None = None  # None: the benchmark's default; Atari's 20k-step agents are not tested
+    label: str = ""  # what the report's title adds to the agent's name, where the overrides make it another agent
 
     def command_overrides(self, steps: int | None = None) -> list[str]:
         """The overrides of ``rlconf run``, a changed budget last so it wins."""
@@ -87,6 +88,11 @@ WORKLOADS = {w.name: w for w in (
              ("approximation.recurrent=lstm", "approximation.recurrent_hidden=128", "steps=20000"), test_episodes=0),
     Workload("r2d1-breakout", "r2d1", "atari/breakout", ("steps=8000", "agent.replay_start_size=5000"), sb3=False,
              test_episodes=0),
+    # Data-Efficient Rainbow's shape (issue 37): the Atari 100k experiment itself (configs/experiment/
+    # atari100k_der.yaml: one env, one update of batch 32 a step, 20-step prioritized distributional double Q,
+    # the two-convolution dueling noisy network), its first 10k steps: 1,600 of warm-up, then 8,400 updates.
+    Workload("der-breakout", "rainbow", "atari/breakout", ("experiment=atari100k_der", "steps=10000"), sb3=False,
+             test_episodes=0, label=" (DER, Atari 100k's settings)"),
 )}
 
 

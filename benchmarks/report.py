@@ -13,7 +13,8 @@ from typing import Any
 from rlconf.experiments.rundir.provenance import installed_versions
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("rlconf", "torch", "stable_baselines3", "gymnasium", "numpy")
+PACKAGES = ("rlconf", "torch", "stable_baselines3", "tianshou", "torchrl", "gymnasium", "numpy")
+PEERS = {"tianshou": "Tianshou", "torchrl": "TorchRL"}  # the peers beside SB3 (benchmarks/peers.py PEERS)
 
 
 def cpu_model() -> str:
@@ -103,6 +104,42 @@ def training_table(training: list[dict]) -> list[str]:
     return lines
 
 
+def peers_table(results: dict[str, Any]) -> list[str]:
+    """rlconf against each peer beyond SB3 (peers.py): training rates, ratios, greedy test returns and CPU seconds
+    per 1,000 steps, on the workloads a peer runs; a peer not installed is one line saying so."""
+    peers = results.get("peers", {"ran": [], "skipped": {}})
+    lines = [f"Skipped: {reason}." for reason in peers["skipped"].values()]
+    ran = [name for name in PEERS if name in peers["ran"]]
+    rows = [row for row in results["training"] if any(row.get(name) for name in ran)]
+    if not rows:
+        return ["", *lines] if lines else []
+    labels = [PEERS[name] for name in ran]
+    header = (["workload", "rlconf steps/s", *(f"{label} steps/s" for label in labels),
+               *(f"rlconf/{label}" for label in labels), "rlconf test return",
+               *(f"{label} test return" for label in labels),
+               f"CPU s per 1k steps (rlconf, {', '.join(labels)})"])
+    table = ["| " + " | ".join(header) + " |", "|---|" + "--:|" * (len(header) - 1)]
+    notes = []
+    for row in rows:
+        ours = _train_rate(row["rlconf"])
+        theirs = [_train_rate(row.get(name, [])) for name in ran]
+        cells = [row["title"], _rate(ours),
+                 *(_rate(rate, bool(row.get(name))) for rate, name in zip(theirs, ran, strict=True)),
+                 *(_ratio(ours, rate) for rate in theirs), _returns(row["rlconf"]),
+                 *(_returns(row.get(name, [])) for name in ran),
+                 ", ".join(_cpu_per_k(row.get(side, [])) for side in ("rlconf", *ran))]
+        table.append("| " + " | ".join(cells) + " |")
+        for name in ran:
+            departures = sorted({d for t in row.get(name, []) for d in t.get("departures", [])})
+            notes += [f"- {PEERS[name]}, {row['title']}: {d}." for d in departures]
+    intro = (f"Beside them, in the same run, {' and '.join(labels)} at the same settings (benchmarks/peers.py maps the "
+             "workload to each library's names; peer_tianshou.py and peer_torchrl.py train as the libraries' own "
+             "examples do, env copies in-process). Steps/s: env steps over the wall time of the library's training "
+             "call or loop, its off-policy warm-up included as rlconf's is.")
+    return ["", *lines, *([""] if lines else []), intro, "", *table,
+            *(["", "Where a peer's run departs from the workload:", *notes] if notes else [])]
+
+
 def compile_table(training: list[dict]) -> list[str]:
     """rlconf eager against rlconf with ``hardware.compile=true``: training rates with compilation and without
     it (its seconds taken out), the compilation itself, and the greedy test returns of both."""
@@ -160,9 +197,10 @@ def machine_line(machine: dict[str, Any]) -> str:
     v = machine["versions"]
     commit = f" @ {machine['commit']}" if machine["commit"] else ""
     gpu = f", GPU {machine['gpu']}" if machine.get("gpu") else ""
+    peers = "".join(f"{label} {v[name]}, " for name, label in PEERS.items() if v.get(name))
     return (f"{machine['cpu']}, {machine['cores']} cores ({machine['usable_cores']} usable){gpu}; "
             f"Python {machine['python']}, torch {v['torch']}, SB3 {v['stable_baselines3']}, "
-            f"gymnasium {v['gymnasium']}, rlconf {v['rlconf']}{commit}; {machine['date']}")
+            f"{peers}gymnasium {v['gymnasium']}, rlconf {v['rlconf']}{commit}; {machine['date']}")
 
 
 BUSY_CORES = 0.25  # other processes using more than this (on average, during a trial) make its timing suspect
@@ -170,7 +208,7 @@ BUSY_CORES = 0.25  # other processes using more than this (on average, during a 
 
 def contention_note(results: dict[str, Any]) -> list[str]:
     """A warning when other processes shared the CPU with the trials: their timings are then lower bounds."""
-    trials = [t for row in results["training"] for side in ("rlconf", "compiled", "sb3", "limit")
+    trials = [t for row in results["training"] for side in ("rlconf", "compiled", "sb3", "limit", *PEERS)
               for t in row.get(side, [])]
     trials += [row[side] for row in results["rates"] for side in ("rlconf", "sb3")]
     trials += [t for row in results.get("scaling", []) for v in row["variants"] for t in v["trials"]]
@@ -219,7 +257,7 @@ def render(results: dict[str, Any]) -> str:
     mode = " (quick: shortened budgets, smoke test only)" if options["quick"] else ""
     cuda = options.get("device") == "cuda"
     where = " on the GPU (rlconf: hardware=gpu; SB3: device=cuda)" if cuda else ""
-    lines = [f"## rlconf vs Stable-Baselines3{where}{mode}", "",
+    lines = [f"## rlconf vs Stable-Baselines3, Tianshou and TorchRL{where}{mode}", "",
              f"Machine: {machine_line(results['machine'])}", "",
              f"Training at the hyperparameters of rlconf's presets (plus each workload's overrides in "
              f"benchmarks/presets.py), {options['seeds']} seed(s) per library, one process per trial, run one after "
@@ -228,6 +266,7 @@ def render(results: dict[str, Any]) -> str:
              f"{options['test_episodes']} episodes, mean over seeds (per seed in brackets); the 20k-step Atari "
              "agents are not tested.", ""]
     lines += training_table(results["training"])
+    lines += peers_table(results)
     if any(row.get("compiled") for row in results["training"]):
         mode = "mode reduce-overhead: CUDA graphs" if cuda else "torch.compile's default mode on a CPU"
         lines += ["", f"rlconf with `hardware.compile=true` ({mode}; a fresh compiler "

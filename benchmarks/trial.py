@@ -7,6 +7,8 @@ rlconf's training trials are not here: bench.py runs them through ``rlconf run``
 Kinds (WORKLOAD: a name from presets.WORKLOADS, e.g. dqn-breakout):
     sb3-train WORKLOAD       train Stable-Baselines3 at rlconf's settings, then test it greedily
     limit-train WORKLOAD     the same arithmetic in plain eager PyTorch (limit.py), then a greedy test
+    tianshou-train WORKLOAD  Tianshou 2.x at the same settings (peers.py, peer_tianshou.py), then a greedy test
+    torchrl-train WORKLOAD   TorchRL at the same settings (peers.py, peer_torchrl.py), then a greedy test
     env-rlconf WORKLOAD N    raw env steps/s with random actions, N copies built as ``rlconf run`` builds them
     env-sb3 WORKLOAD N       the same through SB3's vector env and wrappers (what SB3's learn() steps)
     collect-rlconf WORKLOAD  steps/s of rlconf's test agent acting in its env: inference only, no learning
@@ -78,6 +80,17 @@ def limit_train(name: str, steps: int, seed: int, test_episodes: int) -> dict[st
     import limit
 
     return limit.train(load_settings(WORKLOADS[name], steps), seed, test_episodes)
+
+
+def peer_train(peer: str, name: str, steps: int, seed: int, test_episodes: int) -> dict[str, Any]:
+    """A peer library (peers.PEERS) trained at the workload's settings by its trainer module."""
+    import importlib
+
+    from peers import peer_kwargs
+
+    settings = load_settings(WORKLOADS[name], steps)
+    trainer = importlib.import_module(f"peer_{peer}")
+    return trainer.train(settings, peer_kwargs(peer, settings), seed, test_episodes)
 
 
 def timed_rate(step: Callable[[], int], seconds: float) -> dict[str, Any]:
@@ -215,8 +228,8 @@ def memory(name: str) -> dict[str, Any]:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("kind", choices=["sb3-train", "limit-train", "env-rlconf", "env-sb3", "collect-rlconf",
-                                         "collect-sb3", "memory"])
+    parser.add_argument("kind", choices=["sb3-train", "limit-train", "tianshou-train", "torchrl-train", "env-rlconf",
+                                         "env-sb3", "collect-rlconf", "collect-sb3", "memory"])
     parser.add_argument("workload", choices=sorted(WORKLOADS))
     parser.add_argument("n_envs", type=int, nargs="?", default=1, help="env-*: the number of environment copies")
     parser.add_argument("--steps", type=int, help="*-train: the training budget in env steps")
@@ -233,6 +246,8 @@ def main(argv: list[str] | None = None) -> None:
     kinds: dict[str, Callable[[], dict[str, Any]]] = {
         "sb3-train": lambda: sb3_train(args.workload, args.steps, args.seed, args.test_episodes, args.device),
         "limit-train": lambda: limit_train(args.workload, args.steps, args.seed, args.test_episodes),
+        "tianshou-train": lambda: peer_train("tianshou", args.workload, args.steps, args.seed, args.test_episodes),
+        "torchrl-train": lambda: peer_train("torchrl", args.workload, args.steps, args.seed, args.test_episodes),
         "env-rlconf": lambda: env_rlconf(args.workload, args.n_envs, args.seconds),
         "env-sb3": lambda: env_sb3(args.workload, args.n_envs, args.seconds),
         "collect-rlconf": lambda: collect_rlconf(args.workload, args.seconds),
