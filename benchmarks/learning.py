@@ -5,6 +5,9 @@
     python benchmarks/learning.py ppo-hopper td3-hopper --seeds 0 1 --jobs 2
     python benchmarks/learning.py --report                    # rewrite the results from the runs on disk
     nox -s learning -- dqn-pong
+    python benchmarks/learning.py --suite atari100k-der --jobs 2           # every game x 3 seeds, resumable
+    python benchmarks/learning.py --suite atari100k-der --games pong --seeds 0
+    python benchmarks/learning.py --suite atari100k-der --report           # the suite's table and figure
 
 Each row of benchmarks/learning.yaml is one ``rlconf run`` of a preset at a budget, with the greedy test it
 must reach and the published figure it reproduces. A row's runs live in RUNS/<env>/<row>/ (RUNS defaults to
@@ -20,6 +23,13 @@ After every row it writes, into benchmarks/results/learning/ (committed with the
 - ``<env>.png`` (and its ``_curves.csv``): the greedy-evaluation curves of every row on that env, drawn by
   ``rlconf plot``;
 - ``table.md``: the README's table of every row, its final tests, target and reference.
+
+A suite (``suites:`` in benchmarks/learning.yaml) is one experiment on every game of a benchmark, 3 seeds each:
+a row per game, trained, skipped and continued as rows are, its runs in RUNS/<env>/<suite>-<game>/. Its results
+go to benchmarks/results/learning/<suite>/: ``tests.csv`` (every run's final test), ``curves.csv`` (every run's
+curve) and, drawn from tests.csv alone by suite.py (so ``--report`` works on a fresh clone), ``table.md`` (each
+game's tests beside the published means, and the aggregates of human-normalised scores beside the published
+ones) and ``aggregate.png``.
 
 These runs take from tens of minutes to hours each on 2 CPU cores: they are never a CI step.
 """
@@ -69,6 +79,39 @@ def load_rows(path: Path = ROWS_FILE) -> dict[str, Row]:
     return {name: Row(name, tuple(entry["overrides"]), entry["budget"], float(entry["target"]),
                       entry["reference"]["figure"], entry["reference"]["source"])
             for name, entry in entries.items()}
+
+
+@dataclass(frozen=True)
+class Suite:
+    """One experiment on every env of a benchmark suite, against a published agent's per-game results."""
+
+    name: str
+    experiment: str
+    envs: tuple[str, ...]
+    budget: str
+    seeds: tuple[int, ...]
+    reference: str  # a function of rlconf.analysis.references giving the published results
+    overrides: tuple[str, ...] = ()  # given to every run after the experiment and the env
+
+    def published(self):
+        from rlconf.analysis import references
+
+        return getattr(references, self.reference)()
+
+    def rows(self, envs: list[str] | None = None) -> dict[str, Row]:
+        """A row per env (of ``envs``, or all): the experiment on it, its target the published mean."""
+        published = self.published()
+        chosen = envs or self.envs
+        return {env: Row(f"{self.name}-{env.split('/', 1)[1]}",
+                         (f"experiment={self.experiment}", f"env={env}", *self.overrides), self.budget,
+                         published.per_game[env], f"{published.per_game[env]:g}",
+                         published.per_game_source) for env in chosen}
+
+
+def load_suites(path: Path = ROWS_FILE) -> dict[str, Suite]:
+    entries = yaml.safe_load(path.read_text()).get("suites") or {}
+    return {name: Suite(name, entry["experiment"], tuple(entry["envs"]), entry["budget"], tuple(entry["seeds"]),
+                        entry["reference"], tuple(entry.get("overrides", ()))) for name, entry in entries.items()}
 
 
 # -- runs on disk -----------------------------------------------------------------------------------------
@@ -176,9 +219,9 @@ def report(rows: dict[str, Row], runs: Path, out: Path) -> list[dict[str, object
     tests = []
     unfinished: dict[str, list[str]] = {}  # row -> "s0: unfinished at 841,858 steps" for the table
     for row in rows.values():
-        seeds = sorted(int(p.name.rsplit("_s", 1)[1]) for p in row.folder(runs).glob("*_s*") if p.is_dir())
+        seeds = seeds_on_disk(row, runs)
         points = []
-        for seed in sorted(set(seeds)):
+        for seed in seeds:
             path = run_dir(row, seed, runs)
             points += curve(path, seed)
             if finished(path):
@@ -189,19 +232,56 @@ def report(rows: dict[str, Row], runs: Path, out: Path) -> list[dict[str, object
                     f"s{seed}: unfinished at {int(status.get('steps') or 0):,} steps")
         if points:
             # The seeds whose runs are elsewhere (another --runs folder, or gone) keep their committed curve.
-            kept = [p for p in read_csv(out / f"{row.name}.csv") if int(p["seed"]) not in seeds]
-            write_table(out / f"{row.name}.csv", sorted([*kept, *points], key=lambda p: int(p["seed"])),
+            write_table(out / f"{row.name}.csv", with_committed(points, out / f"{row.name}.csv", ("seed",)),
                         ["seed", "step", "frames", "train_return", "eval_return", "eval_std"])
-    old = {(t["row"], t["seed"]): t for t in read_csv(out / "tests.csv")}  # rows whose runs are elsewhere
-    for t in tests:
-        old.pop((t["row"], str(t["seed"])), None)
-    tests = sorted([*tests, *old.values()], key=lambda t: (t["row"], int(t["seed"])))
+    tests = with_committed(tests, out / "tests.csv", ("row", "seed"))
     if tests:
         write_table(out / "tests.csv", tests, list(tests[0]))
     for env in sorted({row.env for row in rows.values() if row.folder(runs).is_dir()}):
         figure(runs / env, out / f"{env}.png")
     (out / "table.md").write_text(table(rows, tests, unfinished))
     return tests
+
+
+def with_committed(found: list[dict[str, object]], committed: Path, key: tuple[str, ...]) -> list[dict[str, object]]:
+    """The rows ``found`` from the runs on disk, and those of the ``committed`` CSV whose ``key`` (the seed, the
+    row's or env's and the seed) none of them has: runs trained elsewhere, or since deleted, keep their results."""
+    def of(row: dict[str, object]) -> tuple[str, ...]:
+        return tuple(str(row[k]) for k in key)
+
+    fresh = {of(row) for row in found}
+    kept = [row for row in read_csv(committed) if of(row) not in fresh]
+    return sorted([*found, *kept], key=lambda row: tuple(int(v) if v.isdigit() else v for v in of(row)))
+
+
+def suite_report(suite: Suite, runs: Path, out: Path) -> str:
+    """Rewrite the suite's tests.csv and curves.csv from the runs on disk (keeping committed runs that are not
+    on disk), then its table and figure (suite.py); returns the table."""
+    import suite as report_of_suite
+
+    folder = out / suite.name
+    tests: list[dict[str, object]] = []
+    curves: list[dict[str, object]] = []
+    for env, row in suite.rows().items():
+        for seed in seeds_on_disk(row, runs):
+            path = run_dir(row, seed, runs)
+            curves += [{"env": env, **point} for point in curve(path, seed)]
+            if finished(path):
+                tests.append({"env": env, **test_row(row, seed, path)})
+    tests = with_committed(tests, folder / "tests.csv", ("env", "seed"))
+    curves = with_committed(curves, folder / "curves.csv", ("env", "seed"))
+    if tests:
+        write_table(folder / "tests.csv", tests, ["env", "seed", "steps", "frames", "test_return_mean",
+                                                  "test_return_std", "test_episodes", "wall_minutes",
+                                                  "steps_per_second", "device"])
+    if curves:
+        write_table(folder / "curves.csv", curves, ["env", "seed", "step", "frames", "train_return", "eval_return",
+                                                    "eval_std"])
+    return report_of_suite.write(suite.name, suite.budget, tests, suite.published(), list(suite.seeds), folder)
+
+
+def seeds_on_disk(row: Row, runs: Path) -> list[int]:
+    return sorted({int(p.name.rsplit("_s", 1)[1]) for p in row.folder(runs).glob("*_s*") if p.is_dir()})
 
 
 def table(rows: dict[str, Row], tests: list[dict[str, object]], unfinished: dict[str, list[str]]) -> str:
@@ -260,7 +340,7 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, dict[str, Row]]:
     rows_file = first.parse_known_args(argv)[0].rows
     if not rows_file.is_file():
         first.exit(2, f"learning: --rows {rows_file}: no such file\n")
-    rows = load_rows(rows_file)
+    rows, suites = load_rows(rows_file), load_suites(rows_file)
     parser = argparse.ArgumentParser(
         prog="python benchmarks/learning.py", formatter_class=argparse.RawDescriptionHelpFormatter,
         description=__doc__.split("\n\n", 1)[0],
@@ -268,7 +348,11 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, dict[str, Row]]:
                "A seed that finished is skipped\n(delete RUNS/<env>/<row>/ or pass another --runs folder to train "
                "it again); one that was interrupted\ncontinues from its checkpoint. Then the results are written.")
     parser.add_argument("rows", nargs="*", metavar="ROW", help="rows of benchmarks/learning.yaml to train")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0], metavar="S", help="seeds (default: 0)")
+    parser.add_argument("--seeds", type=int, nargs="+", metavar="S",
+                        help="seeds (default: 0; a suite's: its own, 0 1 2)")
+    parser.add_argument("--suite", choices=list(suites) or None, metavar="NAME",
+                        help=f"train (or --report, --list) a suite: {', '.join(suites) or 'none in the rows file'}")
+    parser.add_argument("--games", nargs="+", metavar="GAME", help="with --suite: only these of its games (pong)")
     parser.add_argument("--jobs", type=int, default=1, metavar="N", help="seeds and rows trained at once "
                         "(default 1); the machine's cores are divided among them")
     parser.add_argument("--threads", type=int, metavar="N", help="torch threads a run (default: the machine's "
@@ -289,8 +373,23 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, dict[str, Row]]:
     for option in ("jobs", "threads"):
         if getattr(args, option) is not None and getattr(args, option) < 1:
             parser.exit(2, f"learning: --{option} {getattr(args, option)}: must be at least 1\n")
-    if not (args.rows or args.list or args.report):
-        parser.exit(2, "learning: name the rows to train, or --list, or --report; see --help\n")
+    if args.suite is None:
+        if args.games:
+            parser.exit(2, "learning: --games chooses among a suite's games: name the suite with --suite\n")
+        if not (args.rows or args.list or args.report):
+            parser.exit(2, "learning: name the rows to train, or a --suite, or --list, or --report; see --help\n")
+        args.seeds = args.seeds or [0]
+        return args, rows
+    suite = args.suite = suites[args.suite]
+    if args.rows:
+        parser.exit(2, f"learning: --suite {suite.name} trains its own rows: name rows, or a suite, not both\n")
+    games = {env.split("/", 1)[1]: env for env in suite.envs}
+    strange = [game for game in args.games or [] if game not in games]
+    if strange:
+        parser.exit(2, f"learning: suite {suite.name} has no game {strange[0]!r}; its games: {', '.join(games)}\n")
+    args.seeds = args.seeds or list(suite.seeds)
+    args.rows = [games[game] for game in args.games or games]  # env names: the keys of suite.rows()
+    rows = suite.rows(args.rows)
     return args, rows
 
 
@@ -299,8 +398,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         show(rows, args.runs)
         return 0
-    jobs = [(rows[name], seed) for name in args.rows for seed in args.seeds
-            if not finished(run_dir(rows[name], seed, args.runs))]
+    # A suite's every game before its next seed: the first pass already spans the suite.
+    order = ((name, seed) for seed in args.seeds for name in args.rows) if args.suite else \
+        ((name, seed) for name in args.rows for seed in args.seeds)
+    jobs = [(rows[name], seed) for name, seed in order if not finished(run_dir(rows[name], seed, args.runs))]
     # The cores divided among the runs trained at once: a row trained alone gets the whole machine.
     threads = args.threads or max(1, (os.cpu_count() or 1) // min(args.jobs, max(1, len(jobs))))
     if args.dry_run:
@@ -308,11 +409,14 @@ def main(argv: list[str] | None = None) -> int:
             print(" ".join(command(row, seed, args.runs, threads)))
         return 0
     failed = 0
-    if jobs:
+    if jobs and not args.report:
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:
             for name, seed, code in pool.map(lambda job: train(*job, args.runs, threads), jobs):
-                print(f"learning: {name} seed {seed}: " + ("done" if code == 0 else f"exit status {code}"))
+                print(f"learning: {name} seed {seed}: " + ("done" if code == 0 else f"exit status {code}"), flush=True)
                 failed += code != 0
+    if args.suite:
+        print(suite_report(args.suite, args.runs, args.out), end="")
+        return 1 if failed else 0
     for t in report(rows, args.runs, args.out):
         print(f"learning: {t['row']} seed {t['seed']}: test {t['test_return_mean']} ± {t['test_return_std']} "
               f"(target {float(t['target']):g}: {'met' if str(t['met']) == 'True' else 'MISSED'})")

@@ -119,3 +119,59 @@ def test_help_says_how_to_rerun_a_row_and_bad_rows_are_one_line(rows_file, tmp_p
     unknown = learning("nope", "--rows", str(rows_file), cwd=tmp_path)
     assert unknown.returncode == 2
     assert unknown.stderr.strip() == "learning: unknown row 'nope'; rows: tiny-cartpole"
+
+
+SUITE = """\
+rows: {}
+suites:
+  tiny-der:
+    experiment: atari100k_der
+    budget: 300 steps
+    seeds: [0]
+    reference: der_atari100k_reference
+    envs: [atari/pong, atari/breakout]
+    overrides: [steps=300, agent.replay_start_size=100, test_episodes=2, env.kwargs.max_num_frames_per_episode=400]
+"""
+
+
+def test_a_suite_trains_its_games_and_reports_them_beside_the_published_agent(tmp_path):
+    """A suite of two games: Pong is trained here, Breakout's test comes from the committed tests.csv (a run
+    trained elsewhere). The report is drawn from the tests alone, so a runs folder without any run rebuilds it."""
+    from rlconf.analysis.references import der_atari100k_reference, human_references
+
+    rows_file, runs, out = tmp_path / "suite.yaml", tmp_path / "runs", tmp_path / "out"
+    rows_file.write_text(SUITE)
+    committed = out / "tiny-der" / "tests.csv"
+    committed.parent.mkdir(parents=True)
+    committed.write_text("env,seed,steps,frames,test_return_mean,test_return_std,test_episodes,wall_minutes,"
+                         "steps_per_second,device\natari/breakout,0,100000,400000,12.0,3.0,100,20.0,83.0,cpu\n")
+    where = ["--rows", str(rows_file), "--runs", str(runs), "--out", str(out)]
+    trained = learning("--suite", "tiny-der", "--games", "pong", *where, cwd=tmp_path)
+    assert trained.returncode == 0, trained.stderr
+    assert "tiny-der-pong seed 0: done" in trained.stdout
+    with committed.open() as f:
+        tests = {row["env"]: row for row in csv.DictReader(f)}
+    assert set(tests) == {"atari/pong", "atari/breakout"} and tests["atari/breakout"]["test_return_mean"] == "12.0"
+    assert tests["atari/pong"]["steps"] == "300" and tests["atari/pong"]["test_episodes"] == "2"
+    with (out / "tiny-der" / "curves.csv").open() as f:
+        assert {row["env"] for row in csv.DictReader(f)} == {"atari/pong"}
+    assert (out / "tiny-der" / "aggregate.png").stat().st_size > 1000
+
+    table = (out / "tiny-der" / "table.md").read_text()
+    humans, published = human_references(), der_atari100k_reference().per_game
+    pong = float(tests["atari/pong"]["test_return_mean"])
+    assert f"| Pong | {_script()._score(pong)} |" in table
+    assert f"| Breakout | 12.0 | 12.0 | {published['atari/breakout']:.1f} |" in table
+    # The IQM of two runs is their mean (a quarter trimmed off each end of two scores trims nothing).
+    scores = [float(humans["atari/pong"].normalize(pong)), float(humans["atari/breakout"].normalize(12.0))]
+    rlconf_line = next(line for line in table.splitlines() if line.startswith("| rlconf (2 runs, 2 games)"))
+    assert rlconf_line.split(" | ")[1].startswith(f"{sum(scores) / 2:.3f} [")
+    assert any(line.startswith("| DER (published means) (2 runs, 2 games)") for line in table.splitlines())
+    assert "| published: van Hasselt" in table
+
+    # On a fresh clone there is no run directory: the committed tests give the same report.
+    again = learning("--suite", "tiny-der", "--report", "--rows", str(rows_file), "--runs", str(tmp_path / "none"),
+                     "--out", str(out), cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert (out / "tiny-der" / "table.md").read_text() == table
+    assert again.stdout == table

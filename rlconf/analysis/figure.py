@@ -54,7 +54,9 @@ def require_matplotlib() -> None:
 
 
 def curve_grid(envs: int) -> tuple[int, int]:
-    """(rows, columns) of the env panels."""
+    """(rows, columns) of the env panels (none: a figure of the aggregate alone)."""
+    if envs == 0:
+        return 0, 0
     columns = min(envs, MAX_COLUMNS)
     return math.ceil(envs / columns), columns
 
@@ -108,6 +110,9 @@ def draw(panels: list[Panel], aggregate: Aggregate | None, title: str, window: i
     figure.suptitle(title)
     if aggregate is None:
         curves_part = figure
+    elif not panels:  # scores without curves (a suite's report, from its tests)
+        draw_aggregate(figure.subfigures(1, 1), aggregate, style)
+        return figure
     else:
         rows, _ = curve_grid(len(panels))
         curves_part, aggregate_part = figure.subfigures(2, 1, height_ratios=[rows * curve_panel_height(legend_rows),
