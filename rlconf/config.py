@@ -20,6 +20,7 @@ from rlconf.core import EnvKind
 from rlconf.cost import check_costs
 from rlconf.environments.registered import check_env, require_env_id
 from rlconf.errors import ConfigError, require
+from rlconf.optim.choice import OPTIMIZATION_KEYS, OptimizationConfig, check_with_agent
 from rlconf.paths import config_dir, searchpath
 from rlconf.schema import check, config_keys
 from rlconf.settings import (
@@ -132,6 +133,10 @@ def validate(cfg: DictConfig) -> Settings:
     agent = check(spec.config, agent_node, "agent.", see, known)
 
     approximation = OmegaConf.to_container(cfg.get("approximation") or {}, resolve=True)
+    optimization = {key: approximation.pop(key) for key in OPTIMIZATION_KEYS if key in approximation}
+    optimization = {key: value for key, value in optimization.items() if value is not None}  # null: the default
+    optimization = check(OptimizationConfig, optimization, "approximation.", see, known)
+    check_with_agent(optimization, agent, agent_name)
     model = approximation.get("model", "mlp")
     try:
         model_schema = registry.model_schema(model)
@@ -140,6 +145,7 @@ def validate(cfg: DictConfig) -> Settings:
     check_pairing(groups["env"], groups["body"], model_schema, model)
     groups["body"] = with_masked_components(groups["body"], groups["env"])
     approximation = dataclasses.asdict(check(model_schema, approximation, "approximation."))
+    approximation.update(dataclasses.asdict(optimization))  # the network's keys, then the optimiser's
     check_memory(agent_name, agent, approximation.get("recurrent", "none"), spec)
     groups["env"] = named_for_its_id(groups["env"])
     settings = Settings(run=run, agent_name=agent_name, agent=agent, approximation=approximation,
@@ -242,6 +248,10 @@ def check_learners(settings: Settings) -> None:
     learners = settings.hardware.learners
     if learners == 1:
         return
+    if settings.run.episodes is not None:
+        raise ConfigError(f"episodes={settings.run.episodes}: hardware.learners={learners} step together by steps, "
+                          "each counting only its own episodes; allowed: episodes=null (the steps budget alone), or "
+                          "hardware.learners=1")
     if _env_kind(settings) is not EnvKind.SINGLE_AGENT:
         raise ConfigError(f"hardware.learners={learners}: {_env_kind(settings).value} environments "
                           f"(env={settings.env.name}) are played by one process; allowed: hardware.learners=1")

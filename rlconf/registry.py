@@ -19,7 +19,7 @@ from collections.abc import Collection
 from importlib.metadata import entry_points
 from typing import Any
 
-KINDS = ("agent", "environment", "model", "body", "logger", "buffer", "approximation", "policy")
+KINDS = ("agent", "environment", "model", "body", "logger", "buffer", "approximation", "policy", "reward")
 SPEC_KINDS = ("agent", "environment")  # the kinds known by their spec, registered with register(spec)
 
 # The modules that register the built-in specs, imported when the registry is first asked about that kind.
@@ -84,6 +84,13 @@ _BUILTIN: dict[str, dict[str, tuple[str, str, dict[str, Any]]]] = {
         "soft_deterministic": ("rlconf.policies.soft_deterministic:SoftDeterministicPolicy",
                                "SAC: reparameterised tanh-squashed Gaussian with log-prob correction", {}),
     },
+    # How a data bandit's labelled row pays each arm (env.kwargs.reward; rlconf.environments.bandit_rewards)
+    "reward": {
+        "label": ("rlconf.environments.bandit_rewards:LabelPays", "the arm of the row's label pays 1, every other 0",
+                  {}),
+        "mushroom": ("rlconf.environments.bandit_rewards:MushroomRewards",
+                     "eat (arm 1) an edible one +5, a poisonous one +5 or -35 at even odds; pass (arm 0) 0", {}),
+    },
 }
 # How ``rlconf list agent`` groups the agents: by what they play and how they learn. A plugin's agent joins
 # the group its spec names (``AgentSpec.group``), else "other".
@@ -95,9 +102,9 @@ AGENT_GROUPS: dict[str, tuple[str, ...]] = {
     "teams": ("mappo", "ippo", "qmix", "vdn", "maddpg", "iddpg", "masac", "isac"),
     "multi-armed bandits": ("epsilon_greedy", "ucb", "bayesian_ucb", "thompson", "gradient_bandit"),
     "contextual bandits": ("linear_posterior", "linucb", "neural_greedy", "neural_linear", "bootstrap_neural",
-                           "noise_sampling"),
+                           "noise_sampling", "variational"),
     "tabular": ("q_learning", "sarsa_lambda", "dyna_q"),
-    "baselines": ("random",),
+    "baselines": ("random", "fixed"),
 }
 _SPECS: dict[str, dict[str, Any]] = {kind: {} for kind in SPEC_KINDS}
 _SPECS_LOADED: set[str] = set()
@@ -299,8 +306,11 @@ KEY_ALIASES: dict[str, tuple[str, ...]] = {
                     ("clip",)),
     **dict.fromkeys(("gae_lambda", "lambda", "lmbda", "gae_lam", "lambda_"), ("lam",)),
     **dict.fromkeys(("n_epochs", "update_epochs", "ppo_epochs", "num_epochs"), ("epochs",)),
-    **dict.fromkeys(("num_steps", "n_rollout_steps", "rollout_length", "nsteps", "n_step", "multi_step"),
-                    ("n_steps", "agent.n_steps")),
+    **dict.fromkeys(("num_steps", "n_rollout_steps", "rollout_length", "nsteps", "n_step", "multi_step",
+                     "n_step_return"), ("n_steps", "agent.n_steps")),
+    **dict.fromkeys(("reward_scaling", "reward_scale_factor", "scale_reward"), ("reward_scale",)),
+    **dict.fromkeys(("eps_final_min", "vector_epsilon", "per_actor_epsilon", "apex_epsilon"), ("epsilon_per_copy",)),
+    **dict.fromkeys(("noise_type", "action_noise_type", "ou_noise"), ("noise_process",)),
     **dict.fromkeys(("norm_adv", "normalize_advantage", "normalise_advantages", "adv_norm"),
                     ("normalize_advantages",)),
     **dict.fromkeys(("alpha", "ent_alpha", "init_alpha"), ("temperature_initial",)),

@@ -94,6 +94,9 @@ class StopSettings:
 class RunSettings:
     seed: int = 0
     steps: int = 100_000  # environment-step budget
+    # An episode budget besides: the run ends once this many training episodes (every copy's, as episodes.csv
+    # counts them) have finished, or at ``steps``, whichever comes first (rlconf.experiments.loop.stopping).
+    episodes: int | None = None
     test_episodes: int = 100  # greedy episodes of the final test
     eval_every: int = 10_000  # environment steps between periodic evaluations (0: none)
     eval_episodes: int = 10
@@ -113,6 +116,8 @@ class RunSettings:
     def __post_init__(self):
         require(0 < self.steps <= MAX_STEPS, "steps", self.steps,
                 f"must be a positive integer of at most {MAX_STEPS:,} (environment steps)")
+        require(self.episodes is None or 0 < self.episodes <= MAX_STEPS, "episodes", self.episodes,
+                f"must be a positive integer of at most {MAX_STEPS:,} (training episodes), or null (steps alone)")
         require(0 <= self.seed <= MAX_SEED, "seed", self.seed, f"must be an integer from 0 to {MAX_SEED:,}")
         for key in ("test_episodes", "eval_episodes"):
             require(getattr(self, key) >= 0, key, getattr(self, key), "must be a non-negative integer")
@@ -142,6 +147,8 @@ class EnvSettings:
     family: str = "classic"
     id: str = "???"  # the simulator's id, e.g. CartPole-v1
     kwargs: dict[str, Any] = field(default_factory=dict)
+    # A data file the environment reads (the UCI data bandits: env=bandit/mushroom env.path=agaricus-lepiota.data)
+    path: str | None = None
     max_episode_steps: int | None = None
     # gymnasium wrappers of each copy: "module.Class" or {target: "module.Class", kwargs: {...}} (checked with
     # the plugins, by rlconf.environments.registered)
@@ -153,6 +160,11 @@ class EnvSettings:
         require(self.max_episode_steps is None or self.max_episode_steps > 0, "env.max_episode_steps",
                 self.max_episode_steps, "must be a positive integer or null")
         check_env_kwargs(self.kwargs)
+        # env.path reaches an env only as env.kwargs.path (the data bandits' configs pass it on): refused where it
+        # would be ignored (an env.kwargs.path of another value).
+        require(self.path is None or self.kwargs.get("path") == self.path, "env.path", self.path,
+                "allowed only with the data bandits, which read it as env.kwargs.path (env=bandit/covertype, "
+                "statlog, adult, census, magic, mushroom), and not beside another env.kwargs.path")
 
 
 # Counts among env.kwargs that must be at least 1: PettingZoo's max_cycles=0 ends every game after a turn each,

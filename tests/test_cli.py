@@ -56,7 +56,8 @@ def test_list_agent_groups_the_agents_by_what_they_play(run_cli, workdir):
             groups[heading] = []
     assert groups["multi-armed bandits"] == ["epsilon_greedy", "ucb", "bayesian_ucb", "thompson", "gradient_bandit"]
     assert groups["contextual bandits"] == ["linear_posterior", "linucb", "neural_greedy", "neural_linear",
-                                            "bootstrap_neural", "noise_sampling"]
+                                            "bootstrap_neural", "noise_sampling", "variational"]
+    assert groups["baselines"] == ["random", "fixed"]
     assert groups["tabular"] == ["q_learning", "sarsa_lambda", "dyna_q"]
     assert {"dqn", "rainbow"} <= set(groups["deep RL, value-based"]) and groups["multi-agent"] == ["independent"]
     listed = [agent for agents in groups.values() for agent in agents]

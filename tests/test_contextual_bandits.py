@@ -24,7 +24,7 @@ from rlconf.schema import check
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "agent"
 LINEAR = ("linear_posterior", "linucb")
-NEURAL = ("neural_greedy", "neural_linear", "bootstrap_neural", "noise_sampling")
+NEURAL = ("neural_greedy", "neural_linear", "bootstrap_neural", "noise_sampling", "variational")
 SMALL = {"hidden": [32, 32]}  # networks for the in-process tests
 
 

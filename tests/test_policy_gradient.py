@@ -17,7 +17,7 @@ from conftest import build, drive, one_error_line, only_run_dir, parameters, pla
 
 from rlconf.agents import PolicyGradient
 from rlconf.agents.a2c import A2CConfig
-from rlconf.approximation import adam
+from rlconf.approximation import make_optimizer
 from rlconf.core import StateArray
 from rlconf.errors import ConfigError
 from rlconf.memory import CompleteEpisodeBuffer
@@ -66,7 +66,7 @@ def box(low, high) -> gym.spaces.Box:
 def gaussian_policy(space: gym.spaces.Box, log_std_init: float = 0.0) -> GaussianPolicy:
     layers = MLPSettings(hidden=[16]).head(gym.spaces.Box(-1, 1, (3,)), policy_outputs(space))
     network = policy_network(space, layers, log_std_init)
-    optimizer, _ = adam(network.parameters(), 1e-2)
+    optimizer, _ = make_optimizer(network.parameters(), 1e-2, None)
     policy = stochastic_policy(space, network, optimizer)
     assert isinstance(policy, GaussianPolicy)
     return policy

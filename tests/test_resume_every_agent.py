@@ -35,7 +35,8 @@ RUNS = {
     **{name: ["env=bandit/bernoulli"] for name in ("epsilon_greedy", "ucb", "bayesian_ucb", "thompson",
                                                   "gradient_bandit")},
     **{name: ["env=bandit/linear"] for name in ("linear_posterior", "linucb", "neural_greedy", "neural_linear",
-                                               "bootstrap_neural", "noise_sampling")},
+                                               "bootstrap_neural", "noise_sampling", "variational")},
+    "fixed": ["env=bandit/bernoulli", "agent.arm=2"],
     **{name: ["env=tabular/frozen_lake"] for name in ("q_learning", "sarsa_lambda", "dyna_q")},
     # Teams: a shared learner per group (MAPPO), a learner per agent (IPPO without sharing)
     "mappo": ["env=vmas/balance", "agent.n_steps=20", "agent.epochs=2"],
@@ -58,6 +59,26 @@ RECURRENT_RUNS = {
     "ppo lstm": ["agent=ppo", CARTPOLE, "body=mask_velocity", "approximation.recurrent=lstm", "agent.n_steps=32"],
     "a2c gru": ["agent=a2c", CARTPOLE, "body=mask_velocity", "approximation.recurrent=gru"],
 }
+# Optimisers and schedules other than Adam and linear (approximation.optimizer, lr_schedule): their state (moments,
+# a torch scheduler's count) and the clock a cosine schedule reads. steps=400: the cosine spans this test's run.
+OPTIMIZER_RUNS = {
+    "dqn rmsprop cosine": ["agent=dqn", CARTPOLE, SMALL_REPLAY, "steps=400", "approximation.optimizer=rmsprop",
+                           "approximation.optimizer_args={momentum: 0.9, centered: true}",
+                           "approximation.lr_schedule=cosine", "agent.lr_final=1e-5"],
+    "a2c adamw StepLR": ["agent=a2c", CARTPOLE, "approximation.optimizer=adamw", "approximation.lr_schedule=StepLR",
+                         "approximation.lr_schedule_args={step_size: 7, gamma: 0.5}"],
+    "sac rmsprop_nature": [
+        "agent=sac", PENDULUM, SMALL_REPLAY, "approximation.optimizer=rmsprop_nature",
+        "approximation.lr_schedule=ExponentialLR", "approximation.lr_schedule_args={gamma: 0.99}"],
+}
+# Options with state or replay of their own: each copy's OU noise (DDPG, TD3), n-step returns with a scaled,
+# clipped target, Ape-X's per-copy epsilons.
+OPTION_RUNS = {
+    "ddpg ou n-step": ["agent=ddpg", PENDULUM, SMALL_REPLAY, "agent.noise_process=ou", "agent.n_steps=3"],
+    "sac n-step": ["agent=sac", PENDULUM, SMALL_REPLAY, "agent.n_steps=3", "agent.reward_scale=5",
+                   "agent.q_target_clip=50"],
+    "dqn per-copy epsilon": ["agent=dqn", CARTPOLE, SMALL_REPLAY, "agent.epsilon_per_copy=true"],
+}
 HALF, REST = 200, 200
 
 
@@ -73,6 +94,16 @@ def test_resumed_agent_draws_what_the_uninterrupted_one_draws(name):
 @pytest.mark.parametrize("name", sorted(RECURRENT_RUNS))
 def test_resumed_recurrent_agent_draws_what_the_uninterrupted_one_draws(name):
     _check_resumed(name, RECURRENT_RUNS[name])
+
+
+@pytest.mark.parametrize("name", sorted(OPTIMIZER_RUNS))
+def test_resumed_agent_with_another_optimizer_and_schedule_draws_the_same(name):
+    _check_resumed(name, OPTIMIZER_RUNS[name])
+
+
+@pytest.mark.parametrize("name", sorted(OPTION_RUNS))
+def test_resumed_agent_with_an_option_draws_what_the_uninterrupted_one_draws(name):
+    _check_resumed(name, OPTION_RUNS[name])
 
 
 def _check_resumed(name: str, overrides: list[str]) -> None:

@@ -23,12 +23,12 @@ import torch
 
 from rlconf.agents._agent import Buildable, BuildContext, ParallelAgent, PolicyGraph, ReplayLearner, TestAgent
 from rlconf.agents.specs._plays import CONTINUOUS
-from rlconf.approximation import PolyakTarget, QContinuous, adam, make_target
+from rlconf.approximation import PolyakTarget, QContinuous, learning_rate, make_target, training
 from rlconf.core import StateArray
 from rlconf.errors import ConfigError
 from rlconf.memory import ReplayBuffer, Transitions, replay_buffer
 from rlconf.nn import model_settings
-from rlconf.optim import Clock, schedule
+from rlconf.optim import Clock
 from rlconf.policies import ActionBounds
 
 
@@ -173,29 +173,41 @@ def _slice(field, part: slice):
 
 def off_policy_replay(config: Any, context: BuildContext, **options: Any) -> ReplayBuffer:
     """The replay of ``replay_buffer_size`` transitions of the context's observations and actions, seeded from
-    the run's seed; ``options``: how it samples (``rlconf.memory.replay_buffer``)."""
+    the run's seed, giving ``n_steps``-step transitions discounted by ``discount_factor`` (the DQN family's and
+    DDPG's, TD3's and SAC's alike); ``options``: how it samples (``rlconf.memory.replay_buffer``)."""
     return replay_buffer(config.replay_buffer_size, context.n_envs, context.observation_space,
                          context.observation_dtype, device=context.device, seed=context.seed,
-                         action_space=context.action_space, **options)
+                         action_space=context.action_space, n_steps=config.n_steps,
+                         discount_factor=config.discount_factor, **options)
 
 
 # -- value networks of the DQN family --------------------------------------------------------------------
 def training_settings(model: torch.nn.Module, config: Any, context: BuildContext, clock: Clock) -> dict:
-    """Optimiser (Adam, learning rate schedule), target network, clipping and logger of a value network:
-    the keyword arguments of its Approximation, the same for every agent of the DQN family."""
-    lr = schedule(config.lr, config.lr_final, context.total_steps, clock, "lr")
-    optimizer, lr_schedule = adam(model.parameters(), lr, config.adam_eps)
-    return dict(optimizer=optimizer, scheduler=lr_schedule, target=make_target(config.target, 0, config.target_rate),
+    """Optimiser (``approximation.optimizer``, learning rate schedule), target network, clipping and logger of a
+    value network: the keyword arguments of its Approximation, the same for every agent of the DQN family."""
+    lr = learning_rate(config.lr, config.lr_final, context.total_steps, clock, "lr", context.approximation)
+    return dict(**training(model.parameters(), lr, context.approximation, config.adam_eps),
+                target=make_target(config.target, 0, config.target_rate),
                 clip_grad=config.clip_grad, logger=context.logger)
 
 
 # -- continuous actions: DDPG, TD3, SAC ------------------------------------------------------------------
 class ContinuousOffPolicy(OffPolicy):
     """Base of the off-policy actor-critics: actions in ``bounds``, uniformly random ones (from
-    ``generator``) during the warm-up, which fill the replay with diverse experience, the policy's after."""
+    ``generator``) during the warm-up, which fill the replay with diverse experience, the policy's after.
+    Their critics' targets scale the rewards by ``reward_scale`` and are clipped to +-``q_target_clip`` where
+    one is given (rlpyt's options; n-step transitions come from the replay, ``off_policy_replay``)."""
 
     bounds: ActionBounds
     generator: torch.Generator
+
+    def _bootstrap(self, batch: Transitions, next_values: torch.Tensor) -> torch.Tensor:
+        """reward_scale * r + gamma^n * mask' * next_values, clipped to +-q_target_clip where one is given."""
+        scale, clip = self.config.reward_scale, self.config.q_target_clip
+        if scale != 1:  # the default leaves the rewards' floats untouched
+            batch = batch._replace(reward=scale * batch.reward)
+        targets = super()._bootstrap(batch, next_values)
+        return targets if clip is None else targets.clamp(-clip, clip)
 
     def _explore(self, states: StateArray) -> torch.Tensor:
         if self._warming_up():
@@ -242,13 +254,15 @@ def critic(config: Any, context: BuildContext, bounds: ActionBounds, name: str, 
     space = gym.spaces.Box(-np.inf, np.inf, (width + bounds.dim,), np.float32)
     model = settings.head(space, 1).to(context.device)
     parts = torch.nn.ModuleList([part.to(context.device) for part in (encoder, model) if part is not None])
-    return QContinuous(model, optimizer(parts, config.lr_q, config), name=name, encoder=encoder,
-                       target=PolyakTarget(config.polyak_rate, every), logger=context.logger)
+    return QContinuous(model, **optimizer(parts, config.lr_q, config, context.approximation), name=name,
+                       encoder=encoder, target=PolyakTarget(config.polyak_rate, every), logger=context.logger)
 
 
-def optimizer(model: torch.nn.Module, lr: float, config: Any) -> torch.optim.Adam:
-    """Fused Adam at a constant learning rate."""
-    return adam(model.parameters(), lr, config.adam_eps)[0]
+def optimizer(model: torch.nn.Module, lr: float, config: Any, approximation: Any) -> dict[str, Any]:
+    """The chosen optimiser (``approximation``: the approximation group's settings) of ``model`` at a constant
+    learning rate, or one a torch.optim.lr_scheduler moves: an Approximation's ``optimizer`` and ``scheduler``.
+    (These agents' rates have no ``lr_final``: rlconf.optim.choice refuses linear and cosine schedules.)"""
+    return training(model.parameters(), lr, approximation, config.adam_eps)
 
 
 def generator(context: BuildContext) -> torch.Generator:

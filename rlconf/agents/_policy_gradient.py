@@ -44,7 +44,8 @@ from rlconf.approximation import (
     Identity,
     RecurrentFeatureNetwork,
     VNetwork,
-    adam,
+    learning_rate,
+    make_optimizer,
     reinforce_together,
 )
 from rlconf.core import StateArray
@@ -53,7 +54,7 @@ from rlconf.nn import ModelSettings, model_settings
 from rlconf.nn.builders import part_space
 from rlconf.nn.layers import OncePerFrame
 from rlconf.nn.recurrent import Part, SideBySide
-from rlconf.optim import Clock, LinearScheduler, schedule
+from rlconf.optim import Clock, LinearScheduler
 from rlconf.policies import (
     StochasticPolicy,
     action_layout,
@@ -66,11 +67,11 @@ from rlconf.policies import (
 
 def build_networks(config: PolicyGradientConfig, context: BuildContext,
                    clock: Clock) -> tuple[Approximation, StochasticPolicy, VNetwork]:
-    """Features, policy and value head for the context's spaces, each with its own Adam and gradient
-    clipping. Features and policy learn at ``lr``, the value head at ``lr_v`` (as the Autonomous Learning
-    Library's VAC and VPG): its targets are returns, often far larger than its first outputs, which a
-    policy's learning rate moves too slowly. With ``lr_final`` both decay linearly over the run, keeping
-    their ratio.
+    """Features, policy and value head for the context's spaces, each with its own optimiser (the chosen one:
+    ``approximation.optimizer``) and gradient clipping. Features and policy learn at ``lr``, the value head at
+    ``lr_v`` (as the Autonomous Learning Library's VAC and VPG): its targets are returns, often far larger than
+    its first outputs, which a policy's learning rate moves too slowly. With ``lr_final`` both decay over the
+    run (linearly, or as ``approximation.lr_schedule`` says), keeping their ratio.
 
     Output layers start small under ``ortho_init``: the policy's (gain 0.01) so the first policy is close to
     uniform, or to the Gaussian's mean 0, whatever the observation.
@@ -78,14 +79,15 @@ def build_networks(config: PolicyGradientConfig, context: BuildContext,
     space, device = context.observation_space, context.device
     outputs = policy_outputs(context.action_space)
     settings = model_settings(context.approximation)
-    lr = schedule(config.lr, config.lr_final, context.total_steps, clock, "lr")
+    choice = context.approximation
+    lr = learning_rate(config.lr, config.lr_final, context.total_steps, clock, "lr", choice)
     lr_v = lr
     if config.lr_v is not None:
         final = None if config.lr_final is None else config.lr_final * config.lr_v / config.lr
-        lr_v = schedule(config.lr_v, final, context.total_steps, clock, "lr_v")
+        lr_v = learning_rate(config.lr_v, final, context.total_steps, clock, "lr_v", choice)
 
     def training(model: torch.nn.Module, name: str, rate: float | LinearScheduler) -> dict[str, Any]:
-        optimizer, lr_schedule = adam(model.parameters(), rate, config.adam_eps)
+        optimizer, lr_schedule = make_optimizer(model.parameters(), rate, choice, config.adam_eps)
         return dict(optimizer=optimizer, clip_grad=config.clip_grad, scheduler=lr_schedule, name=name,
                     logger=context.logger)
 

@@ -233,7 +233,7 @@ class GroupActorCritic:
         space = gym.spaces.Box(-np.inf, np.inf, (width,), np.float32)
         settings = model_settings(context.approximation)
         model = AgentNetworks([settings.head(space, 1) for _ in range(self.view.learners)]).to(context.device)
-        return QContinuous(model, optimizer(model, self.config.lr_q, self.config), name=name,
+        return QContinuous(model, **optimizer(model, self.config.lr_q, self.config, context.approximation), name=name,
                            clip_grad=self.config.clip_grad, target=PolyakTarget(self.config.polyak_rate),
                            logger=self.logger)
 

@@ -8,7 +8,8 @@ picks the next action and the target network values it, ``r + gamma * Q_target(s
 which removes most of Q-learning's overestimation. Replay may be prioritized and n-step: the loss is then
 weighted by the importance weights and the sampled transitions' priorities follow their TD errors.
 Where states say which actions are legal (``action_mask``: board games), acting and the target's max (or the
-online network's choice) count only the legal ones.
+online network's choice) count only the legal ones. With ``epsilon_per_copy`` each environment copy explores with
+its own fixed epsilon, Ape-X's log-spaced scale (``rlconf.policies.exploration``), as C51, Rainbow and R2D1 do.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from rlconf.memory import ReplayBuffer, Transitions
 from rlconf.nn import model_settings
 from rlconf.optim import Clock, schedule
 from rlconf.policies import ParallelGreedyPolicy, global_random_actions, legal_actions, legal_argmax, legal_max
+from rlconf.policies.exploration import per_copy_epsilons
 
 # Element-wise, so prioritized replay can weight each sample.
 LOSS_FUNCTIONS = {"mse": lambda x, y: F.mse_loss(x, y, reduction="none"),
@@ -72,15 +74,18 @@ class DQN(OffPolicy):
         prioritized = config.replay == "prioritized"
         beta = cls.beta(config, context, clock)
         replay = off_policy_replay(config, context, prioritized=prioritized, alpha=config.alpha, beta=beta,
-                                   epsilon=config.priority_epsilon, n_steps=config.n_steps,
-                                   discount_factor=config.discount_factor)
+                                   epsilon=config.priority_epsilon)
         return cls(q, policy, replay, clock, config, context.n_envs)
 
     @staticmethod
     def epsilon_greedy(q, config: DQNConfig, context: BuildContext, clock: Clock,
                        n_actions: int) -> ParallelGreedyPolicy:
-        """Epsilon-greedy over ``q``, epsilon decaying linearly on the agent's clock, coins from the run's seed."""
-        epsilon = schedule(config.epsilon, config.epsilon_final, config.epsilon_decay_steps, clock, "epsilon")
+        """Epsilon-greedy over ``q``, epsilon decaying linearly on the agent's clock, or with ``epsilon_per_copy``
+        Ape-X's fixed epsilon for each environment copy; coins from the run's seed."""
+        if config.epsilon_per_copy:
+            epsilon = per_copy_epsilons(context.n_envs, config.epsilon_copy_base, config.epsilon_copy_alpha)
+        else:
+            epsilon = schedule(config.epsilon, config.epsilon_final, config.epsilon_decay_steps, clock, "epsilon")
         return ParallelGreedyPolicy(q, n_actions, epsilon, np.random.default_rng(context.seed))
 
     @staticmethod

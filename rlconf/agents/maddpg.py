@@ -46,7 +46,8 @@ class GroupDDPG(GroupActorCritic):
         self.noise = noise  # a float, or the clock's schedule
         self.actor = self.actor_networks(context, self.bounds.dim)
         target = PolyakTarget(config.polyak_rate) if config.target_policy else None
-        self.policy = DeterministicPolicy(self.actor, optimizer(self.actor, config.lr_pi, config), bounds=self.bounds,
+        trained = optimizer(self.actor, config.lr_pi, config, context.approximation)
+        self.policy = DeterministicPolicy(self.actor, **trained, bounds=self.bounds,
                                           target=target, clip_grad=config.clip_grad, logger=self.logger)
         self.q = self.critic(context, "q")
 

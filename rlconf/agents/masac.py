@@ -46,12 +46,12 @@ class GroupSAC(GroupActorCritic):
         super().__init__(agent, config, context, name, group, seed, clock)
         # Means and log standard deviations of each agent's Gaussian, one of each per action dimension.
         self.actor = self.actor_networks(context, 2 * self.bounds.dim)
-        self.policy = SoftDeterministicPolicy(self.actor, optimizer(self.actor, config.lr_pi, config),
-                                              bounds=self.bounds, generator=self.generator,
+        trained = optimizer(self.actor, config.lr_pi, config, context.approximation)
+        self.policy = SoftDeterministicPolicy(self.actor, **trained, bounds=self.bounds, generator=self.generator,
                                               clip_grad=config.clip_grad, logger=self.logger)
         self.q_1, self.q_2 = self.critic(context, "q_1"), self.critic(context, "q_2")
         self.temperature, self.entropy_target = tuned_temperature(config, self.bounds.dim, context.device,
-                                                                  self.logger)
+                                                                  self.logger, context.approximation)
 
     def _act(self, own: torch.Tensor) -> torch.Tensor:
         return self.policy.no_grad(own)[0]

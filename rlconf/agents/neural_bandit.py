@@ -1,10 +1,13 @@
 """Neural contextual bandit agents: a network predicts every arm's reward from the context.
 
-All four share one protocol (``NeuralBandit``): every pull joins a growing store of (context, arm, reward),
-and every ``update_every`` pulls the networks take ``gradient_steps`` Adam steps on minibatches of
-``batch_size`` drawn from the store (with replacement), the loss the squared error of the pulled arm's
-output. The learning rate is ``lr / (1 + lr_decay t)``, t the steps since the round began (``lr_reset``) or
-since the first round; ``clip_grad`` bounds each network's gradient norm. They differ in how they explore:
+All four (and ``variational``, Bayes by backprop: rlconf.agents.variational_bandit) share one protocol
+(``NeuralBandit``): every pull joins a growing store of (context, arm, reward), and every ``update_every``
+pulls the networks take ``gradient_steps`` Adam steps on minibatches of ``batch_size`` drawn from the store
+(with replacement), the loss (``loss``) the squared error of the pulled arm's output. The learning rate is
+``lr / (1 + lr_decay t)``, t the steps since the round began (``lr_reset``) or since the first round;
+``clip_grad`` bounds each network's gradient norm; ``dropout_p`` drops hidden units in training, and with
+``eval_with_dropout`` in the forward passes that choose training pulls too (GenRL's options; test agents
+never drop). They differ in how they explore:
 
 - ``neural_greedy``: the arm of the largest prediction, a uniformly random one with probability ``epsilon``;
 - ``neural_linear``: Thompson sampling with the linear posterior (rlconf.agents.linear_bandit) on the
@@ -42,6 +45,7 @@ from rlconf.agents.specs.neural_bandit import (
     NeuralLinearConfig,
     NoiseSamplingConfig,
 )
+from rlconf.approximation import make_optimizer
 from rlconf.errors import ConfigError, require
 from rlconf.nn.builders import model_settings
 from rlconf.nn.layers import Linear0
@@ -75,12 +79,18 @@ class StackedNetworks(nn.Module):
                 "neural bandit agents need at least one hidden layer")
         self.members = len(networks)
 
-    def forward(self, x: torch.Tensor, noise: list[torch.Tensor] | None = None, features: bool = False) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, noise: list[torch.Tensor] | None = None, features: bool = False,
+                dropout: float = 0.0, generator: torch.Generator | None = None) -> torch.Tensor:
+        """``dropout``: the probability of zeroing each hidden unit (the input of every linear layer but the
+        first, as GenRL's models drop after each hidden activation), drawn from ``generator``."""
         last = len(self.weights) - 1
         for step in self.plan:
             if isinstance(step, int):
                 if features and step == last:
                     return x
+                if dropout > 0 and step > 0:
+                    keep = torch.rand(x.shape, generator=generator, device=x.device) >= dropout
+                    x = x * keep / (1.0 - dropout)
                 weight, bias = self.weights[step], self.biases[step]
                 if noise is not None:
                     weight, bias = weight + noise[2 * step], bias + noise[2 * step + 1]
@@ -89,9 +99,9 @@ class StackedNetworks(nn.Module):
                 x = step(x)
         return x
 
-    def features(self, x: torch.Tensor) -> torch.Tensor:
+    def features(self, x: torch.Tensor, dropout: float = 0.0, generator: torch.Generator | None = None) -> torch.Tensor:
         """The last hidden layer's output, [m, B, width]."""
-        return self.forward(x, features=True)
+        return self.forward(x, features=True, dropout=dropout, generator=generator)
 
     def parameter_list(self) -> list[torch.Tensor]:
         """Weights and biases in the order ``noise`` takes them."""
@@ -196,13 +206,17 @@ class NeuralBandit(BanditAgent):
             torch.manual_seed(context.seed)
             networks = [settings.head(context.observation_space, arms) for _ in range(self.n_bandits * views)]
         self.networks = StackedNetworks(networks, context.approximation.get("model", "mlp")).to(self.device)
-        # Fused Adam: one kernel for every parameter, a fifth of the loop's time on CPU for networks this small.
-        fused = self.device.type in ("cpu", "cuda")
-        self.optimizer = torch.optim.Adam(self.networks.parameters(), lr=config.lr, fused=fused or None)
+        # The chosen optimiser (fused Adam by default: one kernel for every parameter, a fifth of the loop's time on
+        # CPU for networks this small); its rate follows lr_decay, set in train_round.
+        self.optimizer = make_optimizer(self.trained_parameters(), config.lr, context.approximation)[0]
         self.store = Store(self.n_bandits, self.features, views, self.device)
         self.logger = context.logger
         self.rounds = 0  # training rounds so far
         self.updates = 0  # gradient steps so far
+
+    def trained_parameters(self) -> list[torch.Tensor]:
+        """What the optimizer trains and ``clip_grad`` bounds: each with the networks as its first dimension."""
+        return list(self.networks.parameters())
 
     def state_dict(self) -> dict:
         return super().state_dict() | {"networks": self.networks.state_dict(), "optimizer": self.optimizer.state_dict(),
@@ -252,10 +266,7 @@ class NeuralBandit(BanditAgent):
             t = step if config.lr_reset else self.updates
             for group in self.optimizer.param_groups:
                 group["lr"] = config.lr / (1.0 + config.lr_decay * t)
-            contexts, arms, rewards = self.store.sample(config.batch_size, self.generator)
-            predicted = self.networks(contexts).gather(-1, arms.unsqueeze(-1)).squeeze(-1)
-            # Summed over the networks: each one's gradient is its own loss's, as if it trained alone.
-            loss = ((predicted - rewards) ** 2).mean(dim=1).sum()
+            loss = self.loss(*self.store.sample(config.batch_size, self.generator))
             self.optimizer.zero_grad()
             loss.backward()
             if config.clip_grad > 0:
@@ -267,20 +278,34 @@ class NeuralBandit(BanditAgent):
         if self.logger is not None and self.logger.wants_debug(self.rounds):
             self.logger.add_scalar("loss/network", float(torch.stack(losses).mean()) / self.networks.members)
 
+    def loss(self, contexts: torch.Tensor, arms: torch.Tensor, rewards: torch.Tensor) -> torch.Tensor:
+        """The squared error of each network's pulled-arm predictions on its minibatch (m, B, ...), summed over
+        the networks: each one's gradient is its own loss's, as if it trained alone."""
+        predicted = self.pulled(self.networks(contexts, dropout=self.config.dropout_p, generator=self.generator), arms)
+        return ((predicted - rewards) ** 2).mean(dim=1).sum()
+
+    @staticmethod
+    def pulled(predictions: torch.Tensor, arms: torch.Tensor) -> torch.Tensor:
+        """The predictions (m, B, arms) of the pulled arms (m, B)."""
+        return predictions.gather(-1, arms.unsqueeze(-1)).squeeze(-1)
+
     def _clip_gradients(self, max_norm: float) -> None:
         """Scale each network's gradient to norm ``max_norm`` at most (clip_grad_norm_ network by network)."""
-        grads = [p.grad for p in self.networks.parameters() if p.grad is not None]
+        grads = [p.grad for p in self.trained_parameters() if p.grad is not None]
         norms = torch.stack([g.flatten(1).sum(1) for g in torch._foreach_pow(grads, 2)]).sum(0).sqrt()  # (m,)
         scale = (max_norm / (norms + 1e-6)).clamp(max=1.0)
         torch._foreach_mul_(grads, [scale.view(-1, *([1] * (g.dim() - 1))) for g in grads])
 
     # -- predicting ---------------------------------------------------------------------------------------
     @torch.no_grad()
-    def predict(self, contexts: np.ndarray, noise: list[torch.Tensor] | None = None) -> np.ndarray:
-        """Every network's predicted rewards for its bandit's context: (n, views, arms)."""
+    def predict(self, contexts: np.ndarray, noise: list[torch.Tensor] | None = None,
+                acting: bool = False) -> np.ndarray:
+        """Every network's predicted rewards for its bandit's context: (n, views, arms). ``acting``: for the
+        arm a training pull takes, with dropout on where ``eval_with_dropout`` asks for it (GenRL's inference)."""
         x = torch.as_tensor(contexts, dtype=torch.float32, device=self.device)
         x = x.repeat_interleave(self.views, dim=0).unsqueeze(1)  # (m, 1, d)
-        out = self.networks(x, noise)
+        dropout = self.config.dropout_p if acting and self.config.eval_with_dropout else 0.0
+        out = self.networks(x, noise, dropout=dropout, generator=self.generator)
         return out.view(self.n_bandits, self.views, self.arms).double().cpu().numpy()
 
 
@@ -290,7 +315,7 @@ class NeuralGreedy(NeuralBandit):
     name = "neural_greedy"
 
     def choose(self, contexts):
-        arms = argmax_random_ties(self.predict(contexts)[:, 0], self.rng)
+        arms = argmax_random_ties(self.predict(contexts, acting=True)[:, 0], self.rng)
         explore = self.rng.random(len(arms)) < self.config.epsilon
         return np.where(explore, self.rng.integers(self.arms, size=len(arms)), arms)
 
@@ -316,14 +341,16 @@ class NeuralLinear(NeuralBandit):
         self.stats.load_state_dict(state["stats"])
 
     @torch.no_grad()
-    def latent(self, contexts: torch.Tensor) -> torch.Tensor:
+    def latent(self, contexts: torch.Tensor, dropout: float = 0.0) -> torch.Tensor:
         """The features of contexts (n, B, d): (n, B, width [+ 1]), float64."""
-        z = self.networks.features(contexts).double()
+        z = self.networks.features(contexts, dropout, self.generator).double()
         return torch.cat([z, torch.ones_like(z[..., :1])], dim=-1) if self.config.intercept else z
 
-    def _latent_now(self, contexts: np.ndarray) -> np.ndarray:
+    def _latent_now(self, contexts: np.ndarray, acting: bool = False) -> np.ndarray:
+        """The features of each bandit's context; ``acting`` as ``predict``'s."""
         x = torch.as_tensor(contexts, dtype=torch.float32, device=self.device).unsqueeze(1)
-        return self.latent(x)[:, 0].cpu().numpy()
+        dropout = self.config.dropout_p if acting and self.config.eval_with_dropout else 0.0
+        return self.latent(x, dropout)[:, 0].cpu().numpy()
 
     def observed(self, contexts, arms, rewards):
         self.stats.add(self._latent_now(contexts), arms, rewards)
@@ -334,7 +361,7 @@ class NeuralLinear(NeuralBandit):
                          self.store.rewards[:, :size])
 
     def choose(self, contexts):
-        z = self._latent_now(contexts)
+        z = self._latent_now(contexts, acting=True)
         return argmax_random_ties(thompson_scores(self.stats, z, self.config.a0, self.config.b0, self.rng), self.rng)
 
     def greedy(self, contexts):
@@ -355,7 +382,7 @@ class BootstrapNeural(NeuralBandit):
 
     def choose(self, contexts):
         member = self.rng.integers(self.views, size=self.n_bandits)
-        return argmax_random_ties(self.predict(contexts)[np.arange(self.n_bandits), member], self.rng)
+        return argmax_random_ties(self.predict(contexts, acting=True)[np.arange(self.n_bandits), member], self.rng)
 
 
 # -- noise sampling ---------------------------------------------------------------------------------------
@@ -408,7 +435,7 @@ class NoiseSampling(NeuralBandit):
     def choose(self, contexts):
         if self.config.resample == "pull":
             self.noise = self.draw_noise()
-        return argmax_random_ties(self.predict(contexts, self.noise)[:, 0], self.rng)
+        return argmax_random_ties(self.predict(contexts, self.noise, acting=True)[:, 0], self.rng)
 
     def state_dict(self) -> dict:
         return super().state_dict() | arrays_state(self, ("noise_std",)) | {"noise": [n.clone() for n in self.noise]}

@@ -44,7 +44,7 @@ from rlconf.agents._team_off_policy import GroupReplay, TeamOffPolicy
 from rlconf.agents.dqn import LOSS_FUNCTIONS
 from rlconf.agents.specs._plays import TEAM_DISCRETE
 from rlconf.agents.specs.qmix import QMIXConfig, VDNConfig
-from rlconf.approximation import QNetwork, adam, make_target
+from rlconf.approximation import QNetwork, make_target, training
 from rlconf.core import AgentGroup, StateArray, TeamState
 from rlconf.core.layout import ACTION_MASK
 from rlconf.errors import ConfigError
@@ -137,7 +137,8 @@ class GroupQ:
         settings = model_settings(context.approximation)
         model = TeamQ(AgentNetworks([settings.q(view.actor_space, n_actions) for _ in range(view.learners)]), mixer)
         model = model.to(context.device)
-        q = QNetwork(model, adam(model.parameters(), config.lr, config.adam_eps)[0], clip_grad=config.clip_grad,
+        trained = training(model.parameters(), config.lr, context.approximation, config.adam_eps)
+        q = QNetwork(model, **trained, clip_grad=config.clip_grad,
                      target=make_target(config.target, 0, config.target_rate), logger=context.logger_of(name))
         policy = ParallelGreedyPolicy(q, n_actions, epsilon, np.random.default_rng(seed))
         # What replay keeps of the state: VDN's mixer reads none.

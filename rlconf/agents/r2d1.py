@@ -14,9 +14,9 @@ rescaling:
 with h(x) = sign(x)(sqrt(|x| + 1) - 1) + eps x, which shrinks large returns so one network fits every game's
 scale without clipping rewards. The target network is refreshed every ``target_update_frequency`` steps.
 
-Departures from R2D2, because this is one learner: exploration follows one epsilon schedule (as DQN) instead of
-Ape-X's fixed per-actor epsilons, and updates come every ``update_frequency`` steps of the acting loop instead of
-from a learner running beside 256 actors.
+Departures from R2D2, because this is one learner: exploration follows one epsilon schedule (as DQN) unless
+``epsilon_per_copy`` gives each environment copy Ape-X's fixed epsilon, and updates come every
+``update_frequency`` steps of the acting loop instead of from a learner running beside 256 actors.
 """
 
 from __future__ import annotations

@@ -14,7 +14,8 @@ steps it takes ``gradient_steps`` minibatch steps, each training in one backward
 
 All three losses are taken from the networks as they are before the step (one backward pass, as in rlkit).
 Every critic update moves the critics' targets a ``polyak_rate`` step; the policy has no target network.
-``mask'`` is 0 only after a terminal state: an episode cut off by a time limit still bootstraps.
+``mask'`` is 0 only after a terminal state: an episode cut off by a time limit still bootstraps. ``n_steps``,
+``reward_scale`` and ``q_target_clip`` are DDPG's (ddpg.py); the entropy term enters at the bootstrap state only.
 """
 
 from __future__ import annotations
@@ -56,15 +57,15 @@ class LogTemperature(nn.Module):
         return self.log_alpha
 
 
-def tuned_temperature(config: SACConfig, action_dim: int, device: torch.device, logger: Any
-                      ) -> tuple[Approximation, float]:
+def tuned_temperature(config: SACConfig, action_dim: int, device: torch.device, logger: Any,
+                      approximation: Any) -> tuple[Approximation, float]:
     """log alpha as an Approximation (Adam at ``lr_temperature``; fixed where ``temperature`` is given), and the
     entropy it steers towards (``entropy_target``, default -dim(A)): SAC's, and each MASAC group's."""
     fixed = config.temperature is not None
     log_alpha = LogTemperature(config.temperature if fixed else config.temperature_initial).to(device)
     log_alpha.requires_grad_(not fixed)
-    temperature = Approximation(log_alpha, optimizer(log_alpha, config.lr_temperature, config), name="temperature",
-                                logger=logger)
+    temperature = Approximation(log_alpha, **optimizer(log_alpha, config.lr_temperature, config, approximation),
+                                name="temperature", logger=logger)
     return temperature, -action_dim if config.entropy_target is None else config.entropy_target
 
 
@@ -95,10 +96,11 @@ class SAC(ContinuousOffPolicy):
         # Means and log standard deviations of the Gaussian, one of each per action dimension.
         model = model_settings(context.approximation).head(context.observation_space, 2 * bounds.dim)
         model = model.to(context.device)
-        policy = SoftDeterministicPolicy(model, optimizer(model, config.lr_pi, config), bounds=bounds,
-                                         generator=generator(context), logger=context.logger)
+        policy = SoftDeterministicPolicy(model, **optimizer(model, config.lr_pi, config, context.approximation),
+                                         bounds=bounds, generator=generator(context), logger=context.logger)
         q_1, q_2 = (critic(config, context, bounds, name) for name in ("q_1", "q_2"))
-        temperature, entropy_target = tuned_temperature(config, bounds.dim, context.device, context.logger)
+        temperature, entropy_target = tuned_temperature(config, bounds.dim, context.device, context.logger,
+                                                        context.approximation)
         return cls(q_1, q_2, policy, temperature, off_policy_replay(config, context), Clock(), config,
                    context.n_envs, entropy_target)
 

@@ -7,11 +7,16 @@ from rlconf.approximation.approximation import (
     NonFinite,
     QNetwork,
     RecurrentFeatureNetwork,
-    ScheduledLearningRate,
     VNetwork,
-    adam,
     check_finite,
     reinforce_together,
+)
+from rlconf.approximation.optimizers import (
+    NatureRMSprop,
+    ScheduledLearningRate,
+    learning_rate,
+    make_optimizer,
+    training,
 )
 from rlconf.approximation.q_continuous import QContinuous
 from rlconf.approximation.qdist import QDist
@@ -22,6 +27,7 @@ __all__ = [
     "FeatureNetwork",
     "FixedTarget",
     "Identity",
+    "NatureRMSprop",
     "NonFinite",
     "PolyakTarget",
     "QContinuous",
@@ -32,8 +38,10 @@ __all__ = [
     "TargetNetwork",
     "TrivialTarget",
     "VNetwork",
-    "adam",
     "check_finite",
+    "learning_rate",
+    "make_optimizer",
     "make_target",
     "reinforce_together",
+    "training",
 ]

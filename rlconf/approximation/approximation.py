@@ -13,7 +13,6 @@ from torch import nn
 from rlconf import distributed
 from rlconf.approximation.compiled import compiled
 from rlconf.approximation.target import TargetNetwork, TrivialTarget
-from rlconf.optim import LinearScheduler
 
 
 class Approximation:
@@ -229,40 +228,6 @@ class _Squeeze(nn.Module):
 
     def forward(self, *inputs):
         return self.model(*inputs).squeeze(-1)
-
-
-def adam(parameters, lr, eps: float = 1e-8) -> tuple[torch.optim.Adam, ScheduledLearningRate | None]:
-    """Adam with torch's fused kernel (one call updates every tensor: a third faster than the default on
-    small networks, where per-tensor overhead dominates), and the schedule that drives its learning rate
-    when ``lr`` is a LinearScheduler rather than a number."""
-    optimizer = torch.optim.Adam(parameters, lr=float(lr), eps=eps, fused=True)
-    return optimizer, (ScheduledLearningRate(optimizer, lr) if isinstance(lr, LinearScheduler) else None)
-
-
-class ScheduledLearningRate:
-    """Sets the learning rate from a schedule after every optimiser step.
-
-    Stateless on purpose: the schedule reads the agent's clock, which the agent checkpoints. (torch's
-    LambdaLR does the same with several times the per-step overhead.)
-    """
-
-    def __init__(self, optimizer: torch.optim.Optimizer, lr: LinearScheduler):
-        self.optimizer = optimizer
-        self.lr = lr
-
-    def step(self) -> None:
-        lr = self.lr.value
-        for group in self.optimizer.param_groups:
-            group["lr"] = lr
-
-    def state_dict(self) -> dict:
-        return {}
-
-    def load_state_dict(self, state: dict) -> None:
-        # Nothing to set: the optimiser's own state holds the rate its next step uses (set after its last step),
-        # as an uninterrupted run would use it. Setting it from the clock here made a resumed run's first step
-        # differ from the uninterrupted run's.
-        pass
 
 
 class NonFinite(ArithmeticError):

@@ -1,11 +1,13 @@
 """``rlconf list``: each config group's options with the line that describes each (``rlconf list GROUP``: one
-group), the agents grouped by what they play and how they learn, and ``rlconf list components``: what the
-registry holds, plugins included. Nothing here imports torch: the answer comes at once."""
+group), the agents grouped by what they play and how they learn, the optimisers and learning-rate schedules
+under the approximation group, and ``rlconf list components``: what the registry holds, plugins included.
+Nothing here imports torch: the answer comes at once."""
 
 from __future__ import annotations
 
 from rlconf import registry
 from rlconf.errors import UsageError
+from rlconf.optim.choice import described
 from rlconf.pipeline.groups import HIDDEN_GROUPS, group_options, search_dirs
 
 
@@ -27,7 +29,17 @@ def list_options(args: list[str], config_dirs: list[str]) -> int:
             continue
         for option, text in sorted(options.items()):
             print(f"  {option:<{width}}  {text}")
+        if group == "approximation":  # the group's keys that choose how its networks are optimised
+            _print_optimization()
     return 0
+
+
+def _print_optimization() -> None:
+    for key, rows in described().items():
+        print(f"  {key}=")
+        width = max(len(name) for name, _ in rows)
+        for name, text in rows:
+            print(f"    {name:<{width}}  {text}")
 
 
 def _print_agents(options: dict[str, str], width: int) -> None:
@@ -50,5 +62,10 @@ def list_components() -> int:
         entries = registry.describe(kind)
         width = max((len(n) for n, _ in entries), default=0)
         for name, text in entries:
+            print(f"  {name:<{width}}  {text}")
+    for key, rows in described().items():
+        print(f"{key.rpartition('.')[2]}:")
+        width = max(len(name) for name, _ in rows)
+        for name, text in rows:
             print(f"  {name:<{width}}  {text}")
     return 0

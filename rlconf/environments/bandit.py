@@ -1,4 +1,5 @@
-"""Bandits: multi-armed (Bernoulli, Gaussian) and contextual (synthetic linear, a CSV of features and labels).
+"""Bandits: multi-armed (Bernoulli, Gaussian) and contextual (synthetic linear, a CSV of features and labels,
+the UCI data sets of rlconf.environments.uci).
 
 A bandit is reinforcement learning with episodes of one step: the agent sees a context, pulls an arm, gets
 a reward, and the episode is over. The adapter keeps the loop's protocol with no reset step in between: the
@@ -27,7 +28,10 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from rlconf import registry
 from rlconf.core import EnvKind, StateArray
+from rlconf.environments import uci
+from rlconf.environments.bandit_rewards import LabelPays, RewardRule
 from rlconf.environments.base import Environment
 from rlconf.environments.gym import Episode
 from rlconf.errors import ConfigError, require
@@ -121,16 +125,18 @@ class LinearArms(BanditProblem):
 
 
 class LabelledRows(BanditProblem):
-    """A classification dataset as a bandit: the context is a row's features, the arms are the labels, and
-    the arm of the row's label pays 1, every other arm 0. Rows are drawn uniformly, with replacement."""
+    """A labelled data set as a bandit: the context is a row's features; its reward rule (``env.kwargs.reward``,
+    rlconf.environments.bandit_rewards) says what the arms are and what each pays for a row of its label (by
+    default each label is an arm that pays 1 for its rows). Rows are drawn uniformly, with replacement."""
 
-    reward_range = (0.0, 1.0)
-
-    def __init__(self, features: np.ndarray, labels: np.ndarray, label_names: list[str]):
+    def __init__(self, features: np.ndarray, labels: np.ndarray, label_names: list[str],
+                 rule: RewardRule | None = None):
         self.table = features  # (rows, features) float32
-        self.labels = labels  # (rows,) int64 in [0, arms)
+        self.labels = labels  # (rows,) int64 in [0, len(label_names))
         self.label_names = label_names
-        self.arms = len(label_names)
+        self.rule = rule if rule is not None else LabelPays(label_names)
+        self.arms = self.rule.arms
+        self.reward_range = self.rule.reward_range
         self.features = features.shape[1]
         self._rows: np.ndarray | None = None
 
@@ -139,12 +145,10 @@ class LabelledRows(BanditProblem):
         return self.table[self._rows]
 
     def expected(self, contexts):
-        onehot = np.zeros((len(self._rows), self.arms))
-        onehot[np.arange(len(self._rows)), self.labels[self._rows]] = 1.0
-        return onehot
+        return self.rule.expected(self.labels[self._rows])
 
-    def draw(self, rng, chosen):
-        return chosen  # the label's arm pays 1, every other 0: nothing random
+    def rewards(self, rng, expected, arms):
+        return self.rule.draw(rng, self.labels[self._rows], arms, expected).astype(np.float32)
 
 
 class BanditEnvironment(Environment):
@@ -276,12 +280,22 @@ def linear(kwargs: dict, n: int, rng: np.random.Generator) -> LinearArms:
 
 def dataset(kwargs: dict, n: int, rng: np.random.Generator) -> LabelledRows:
     path, label = kwargs.pop("path", None), kwargs.pop("label", None)
-    normalize = kwargs.pop("normalize", True)
-    _no_more(kwargs, "path, label, normalize, problem_seed")
+    normalize, reward = kwargs.pop("normalize", True), kwargs.pop("reward", "label")
+    _no_more(kwargs, "path, label, normalize, reward, problem_seed")
     if not path:
         raise ConfigError("env.kwargs.path: not set; allowed: a CSV file of feature columns and a label column, "
                           "e.g. env.kwargs.path=data.csv env.kwargs.label=class")
-    return read_labelled_csv(Path(path), label, bool(normalize))
+    rows = read_labelled_csv(Path(path), label, bool(normalize))
+    return LabelledRows(rows.table, rows.labels, rows.label_names, reward_rule(reward, rows.label_names))
+
+
+def reward_rule(name: object, label_names: list[str]) -> RewardRule:
+    """The reward rule ``env.kwargs.reward`` names (a built-in one, or a plugin's), built for these labels."""
+    try:
+        rule = registry.get("reward", str(name))
+    except registry.UnknownComponent as error:
+        raise ConfigError(f"env.kwargs.reward={name}: {error}") from None
+    return rule(label_names)
 
 
 def read_labelled_csv(path: Path, label: str | None, normalize: bool) -> LabelledRows:
@@ -321,7 +335,24 @@ def _feature_block(column: tuple[str, ...], normalize: bool) -> np.ndarray:
     return values
 
 
-class ContextualBandit(BanditEnvironment):
-    """A synthetic linear bandit (``env.id: linear``) or labelled rows of a CSV (``dataset``)."""
+def uci_data(name: str):
+    """The builder of the UCI data bandit ``name`` (rlconf.environments.uci): the file at ``env.path``, at most
+    ``rows`` of its rows (null: all), paid by the data set's reward rule unless ``reward`` names another."""
+    data = uci.DATA_SETS[name]
 
-    problems = {"linear": linear, "dataset": dataset}
+    def build(kwargs: dict, n: int, rng: np.random.Generator) -> LabelledRows:
+        path, rows, reward = kwargs.pop("path", None), kwargs.pop("rows", None), kwargs.pop("reward", data.reward)
+        _no_more(kwargs, "path, rows, reward, problem_seed")
+        require(rows is None or (isinstance(rows, int) and rows >= 2), "env.kwargs.rows", rows,
+                "must be an integer of at least 2, or null for every row")
+        table = uci.read(data, path, rows)
+        return LabelledRows(table.features, table.labels, table.label_names, reward_rule(reward, table.label_names))
+
+    return build
+
+
+class ContextualBandit(BanditEnvironment):
+    """A synthetic linear bandit (``env.id: linear``), labelled rows of a CSV (``dataset``) or of a UCI data
+    set (``covertype``, ``statlog``, ``adult``, ``census``, ``magic``, ``mushroom``: rlconf.environments.uci)."""
+
+    problems = {"linear": linear, "dataset": dataset, **{name: uci_data(name) for name in uci.DATA_SETS}}

@@ -93,6 +93,6 @@ for spec in (
     EnvSpec("bandit", "rlconf.environments.bandit:MultiArmedBandit",
             "multi-armed bandits (Bernoulli, Gaussian): no observation, one pull per step", BANDIT),
     EnvSpec("contextual_bandit", "rlconf.environments.bandit:ContextualBandit",
-            "contextual bandits (synthetic linear, a CSV of features and labels)", BANDIT),
+            "contextual bandits (synthetic linear, a CSV of features and labels, UCI data sets)", BANDIT),
 ):
     registry.register(spec)

@@ -120,7 +120,8 @@ def user_callbacks(settings: Settings, given: Sequence[Callback]) -> list[Callba
     wrong = next((c for c in given if not isinstance(c, Callback)), None)
     if wrong is not None:  # rlconf.train(cfg, callbacks=[...]) with a class, or something else
         raise ConfigError(f"callbacks: {wrong!r} is not a callback; allowed: rlconf.Callback objects (instances)")
-    found = [*loop_callbacks.from_config(settings.run.callbacks), *stop_callbacks(settings.run.stop), *given]
+    found = [*loop_callbacks.from_config(settings.run.callbacks),
+             *stop_callbacks(settings.run.stop, settings.run.episodes), *given]
     if found and settings.hardware.learners > 1:
         raise ConfigError(f"hardware.learners={settings.hardware.learners}: callbacks and stop.* run in a run of "
                           "one learner; allowed: hardware.learners=1 with them")

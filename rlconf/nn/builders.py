@@ -36,6 +36,7 @@ from rlconf.nn.layers import (
 )
 from rlconf.nn.recurrent import Part, RecurrentCore, RecurrentNetwork, SideBySide
 from rlconf.nn.schemas import MLPConfig, NatureCNNConfig, min_image_side
+from rlconf.optim.choice import OPTIMIZATION_KEYS
 
 HIDDEN_GAIN = math.sqrt(2)  # orthogonal gain of layers followed by a ReLU-like activation
 
@@ -272,7 +273,9 @@ class NatureCNNSettings(NatureCNNConfig, ModelSettings):
 
 def model_settings(approximation: Mapping[str, Any]) -> ModelSettings:
     """The settings object of the model ``approximation['model']`` names: what agents build networks from."""
-    return registry.get("model", approximation.get("model", "mlp"))(**approximation)
+    # The optimiser's keys (rlconf.optim.choice) share the group; they shape no network.
+    network = {key: value for key, value in approximation.items() if key not in OPTIMIZATION_KEYS}
+    return registry.get("model", approximation.get("model", "mlp"))(**network)
 
 
 def part_space(space: gym.spaces.Box, start: int, width: int) -> gym.spaces.Box:

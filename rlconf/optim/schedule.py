@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 
 class Clock:
     """Counts the environment steps an agent has seen; every schedule of that agent reads it.
@@ -55,6 +57,21 @@ class LinearScheduler:
 
     def __float__(self) -> float:
         return self.value
+
+
+class CosineScheduler(LinearScheduler):
+    """A value that moves from ``initial`` to ``final`` between two step counts along half a cosine (slowly at
+    both ends: Loshchilov & Hutter's annealing without restarts), then stays. Read like a LinearScheduler."""
+
+    @property
+    def value(self) -> float:
+        t = self.clock.steps
+        if t <= self.decay_start:
+            return self.initial
+        if t >= self.decay_end:
+            return self.final
+        fraction = (t - self.decay_start) / (self.decay_end - self.decay_start)
+        return self.final + 0.5 * (self.initial - self.final) * (1 + math.cos(math.pi * fraction))
 
 
 def schedule(initial: float, final: float | None, decay_steps: int, clock: Clock, name: str,

@@ -96,7 +96,8 @@ class GreedyPolicy:
 
 
 class ParallelGreedyPolicy(GreedyPolicy):
-    """Epsilon-greedy for a StateArray: each environment flips its own coin.
+    """Epsilon-greedy for a StateArray: each environment flips its own coin (with its own epsilon, where
+    ``epsilon`` is an array of one per copy).
 
     The network is only evaluated when at least one environment exploits, which at high epsilon saves most
     forward passes.
@@ -111,7 +112,7 @@ class ParallelGreedyPolicy(GreedyPolicy):
         hands them over."""
         n = len(states)
         mask = legal_actions(states)
-        explore = self.rng.random(n) < float(self.epsilon)
+        explore = self.rng.random(n) < self._epsilon()
         if explore.all():
             return random_actions(self.rng, n, self.n_actions, mask).to(states.device)
         actions = legal_argmax(values(), mask)
@@ -119,6 +120,11 @@ class ParallelGreedyPolicy(GreedyPolicy):
             drawn = random_actions(self.rng, n, self.n_actions, mask).to(actions.device)
             actions = torch.where(torch.from_numpy(explore).to(actions.device), drawn, actions)
         return actions
+
+    def _epsilon(self) -> float | np.ndarray:
+        """Epsilon now; an array of one per environment copy (``exploration.per_copy_epsilons``) compares copy
+        by copy."""
+        return self.epsilon if isinstance(self.epsilon, np.ndarray) else float(self.epsilon)
 
     def eval(self, states: State) -> torch.Tensor:
         mask = legal_actions(states)

@@ -43,9 +43,14 @@ class DQNConfig:
     beta: float
     priority_epsilon: float
     double_q: bool
+    epsilon_per_copy: bool
+    epsilon_copy_base: float
+    epsilon_copy_alpha: float
 
     def __post_init__(self):
-        check_q_learning(self, ("n_steps",), ("eval_epsilon", "alpha", "beta"))
+        check_q_learning(self, ("n_steps",), ("eval_epsilon", "alpha", "beta", "epsilon_copy_base"))
+        require(self.epsilon_copy_alpha >= 0, "agent.epsilon_copy_alpha", self.epsilon_copy_alpha,
+                "must be non-negative")
         require(self.replay in REPLAYS, "agent.replay", self.replay, f"allowed: {', '.join(REPLAYS)}")
 
 

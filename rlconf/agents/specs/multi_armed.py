@@ -1,4 +1,5 @@
-"""The multi-armed bandit agents (rlconf.agents.multi_armed): their schemas and what they declare."""
+"""The multi-armed bandit agents (rlconf.agents.multi_armed) and the fixed-arm baseline (rlconf.agents.fixed_arm):
+their schemas and what they declare."""
 
 from __future__ import annotations
 
@@ -92,6 +93,16 @@ class GradientBanditConfig(ArmConfig):
         require(self.temperature > 0, "agent.temperature", self.temperature, "must be positive")
 
 
+@dataclass
+@agent_defaults("fixed")
+class FixedConfig:
+    """Always the same arm (GenRL's FixedAgent): the baseline of a regret plot."""
+
+    arm: int
+
+    def __post_init__(self):
+        require(isinstance(self.arm, int) and self.arm >= 0, "agent.arm", self.arm, "must be an integer of at least 0")
+
 
 AGENT = "rlconf.agents.multi_armed"
 for spec in (
@@ -105,5 +116,7 @@ for spec in (
               "multi-armed bandit: Thompson sampling from Beta-Bernoulli or Gaussian posteriors", plays=BANDITS),
     AgentSpec("gradient_bandit", f"{AGENT}:GradientBandit", GradientBanditConfig,
               "multi-armed bandit: softmax over learned preferences, reward baseline", plays=BANDITS),
+    AgentSpec("fixed", "rlconf.agents.fixed_arm:FixedArm", FixedConfig,
+              "bandit baseline: always the same arm (agent.arm), for regret plots", plays=BANDITS),
 ):
     registry.register(spec)

@@ -23,6 +23,8 @@ class NeuralConfig:
     lr_decay: float
     lr_reset: bool
     clip_grad: float
+    dropout_p: float
+    eval_with_dropout: bool
 
     def __post_init__(self):
         require(self.init_pulls >= 0, "agent.init_pulls", self.init_pulls, "must be 0 or more")
@@ -31,6 +33,9 @@ class NeuralConfig:
         require(self.lr > 0, "agent.lr", self.lr, "must be positive")
         require(self.lr_decay >= 0, "agent.lr_decay", self.lr_decay, "must be 0 or more")
         require(self.clip_grad >= 0, "agent.clip_grad", self.clip_grad, "must be 0 or more (0: no clipping)")
+        require(0 <= self.dropout_p < 1, "agent.dropout_p", self.dropout_p, "must lie in [0, 1) (0: no dropout)")
+        require(not self.eval_with_dropout or self.dropout_p > 0, "agent.eval_with_dropout", self.eval_with_dropout,
+                "drops hidden units when choosing arms, and agent.dropout_p=0 drops none; set agent.dropout_p > 0")
 
 
 @dataclass
@@ -100,6 +105,20 @@ class NoiseSamplingConfig(NeuralConfig):
         require(self.noise_batch_size >= 1, "agent.noise_batch_size", self.noise_batch_size, "must be at least 1")
 
 
+@dataclass
+@agent_defaults("variational")
+class VariationalConfig(NeuralConfig):
+    """Bayes by backprop (Blundell et al. 2015): a Gaussian posterior over every weight, Thompson sampling."""
+
+    noise_std: float
+    prior_std: float
+    init_std: float
+
+    def __post_init__(self):
+        super().__post_init__()
+        for key in ("noise_std", "prior_std", "init_std"):
+            require(getattr(self, key) > 0, f"agent.{key}", getattr(self, key), "must be positive")
+
 
 AGENT = "rlconf.agents.neural_bandit"
 for spec in (
@@ -111,5 +130,8 @@ for spec in (
               "contextual bandit: an ensemble of networks on bootstrapped data, one drawn per pull", plays=BANDITS),
     AgentSpec("noise_sampling", f"{AGENT}:NoiseSampling", NoiseSamplingConfig,
               "contextual bandit: greedy under a network with noise added to its weights", plays=BANDITS),
+    AgentSpec("variational", "rlconf.agents.variational_bandit:Variational", VariationalConfig,
+              "contextual bandit: a Bayesian network by Bayes by backprop, one posterior sample per pull",
+              plays=BANDITS),
 ):
     registry.register(spec)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from rlconf import registry
 from rlconf.agents.specs._defaults import agent_defaults
 from rlconf.agents.specs._groups import PerGroup
+from rlconf.agents.specs._off_policy import refuse_single_agent_options
 from rlconf.agents.specs._plays import TEAM_CONTINUOUS
 from rlconf.agents.specs._spec import AgentSpec
 from rlconf.agents.specs.ddpg import DDPGConfig
@@ -31,6 +32,7 @@ class TeamActorCritic(PerGroup):
 
     def __post_init__(self):
         super().__post_init__()  # the groups', then DDPG's or SAC's checks, after this class in the MRO
+        refuse_single_agent_options(self)
         require(self.clip_grad >= 0, "agent.clip_grad", self.clip_grad, "must be non-negative (0: no clipping)")
 
 

@@ -1,6 +1,7 @@
 """Why a loop stops before its budget: signals that ask it to stop where it stands, instead of interrupting it
 wherever it happens to be; and the callbacks of ``stop.*`` that end a run "done" early, saying why (a return
-reached, evaluations that stopped improving, a wall-clock limit)."""
+reached, evaluations that stopped improving, a wall-clock limit), and of ``episodes=N``, an episode budget
+beside the step budget."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from rlconf.experiments.loop.callbacks import Callback, Evaluation, Run
+from rlconf.experiments.loop.callbacks import Callback, Episode, Evaluation, Run
 
 # SIGINT: Ctrl-C. SIGTERM: kill, and Slurm at a time limit, on preemption or scancel. SIGUSR1 / SIGUSR2: the
 # warning Slurm sends ahead of a time limit (sbatch --signal; submitit asks for USR2) or scancel --signal.
@@ -104,9 +105,24 @@ def _duration(seconds: float) -> str:
     return "".join(f"{n}{unit}" for n, unit in ((hours, "h"), (minutes, "m")) if n) + f"{secs}s"
 
 
-def stop_callbacks(stop: Any) -> list[Callback]:
-    """The callbacks of the ``stop`` settings (rlconf.settings.StopSettings) that are set."""
-    found: list[Callback] = []
+class StopAtEpisodes(Callback):
+    """``episodes=N``: the run ends once N training episodes have finished, every copy's counted as episodes.csv
+    counts them (a bandit's: its pulls, at each row of pulls.csv). It ends at the end of the step in which the
+    N-th finishes: copies that finish one in the same step add theirs, so a run of n copies records from N to
+    N + n - 1. A resumed run counts on from its checkpoint's count. Stateless: the count is the run's."""
+
+    def __init__(self, episodes: int):
+        self.episodes = episodes
+
+    def on_episode_end(self, run: Run, episode: Episode) -> None:
+        if run.episodes >= self.episodes:
+            run.stop(f"episodes={self.episodes}: {run.episodes:,} training episodes finished at step {run.steps:,}")
+
+
+def stop_callbacks(stop: Any, episodes: int | None = None) -> list[Callback]:
+    """The callbacks of the ``stop`` settings (rlconf.settings.StopSettings) that are set, and of the episode
+    budget (``episodes``) where there is one."""
+    found: list[Callback] = [StopAtEpisodes(episodes)] if episodes is not None else []
     if stop.reward is not None:
         found.append(StopAtReturn(stop.reward))
     if stop.patience is not None:

@@ -32,8 +32,8 @@ from rlconf.experiments.rundir.directory import (
 from rlconf.experiments.rundir.saved import read_config
 from rlconf.files import load_json, write_json
 
-RESUME_MAY_CHANGE = ("steps", "quiet", "verbose", "logdir", "resume", "plugins", "eval_every", "eval_episodes",
-                     "test_episodes", "checkpoint_every", "checkpoint", "logger", "callbacks", "stop",
+RESUME_MAY_CHANGE = ("steps", "episodes", "quiet", "verbose", "logdir", "resume", "plugins", "eval_every",
+                     "eval_episodes", "test_episodes", "checkpoint_every", "checkpoint", "logger", "callbacks", "stop",
                      "hardware.device", "hardware.gpus_per_run",
                      *PLACEMENT_KEYS)  # and everything that says where a run executes
 

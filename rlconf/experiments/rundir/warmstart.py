@@ -58,12 +58,23 @@ def warm_start(agent, value: str, optimizer: bool) -> list[str]:
         if optimizer:
             if "optimizer" not in theirs[name]:
                 raise ConfigError(f"init={value}: {name} has no optimiser state there; leave out init.optimizer")
+            if "optimizer" in state and _kind(theirs[name]["optimizer"]) != _kind(state["optimizer"]):
+                raise ConfigError(f"init={value}: {name} was trained by another optimiser there "
+                                  "(approximation.optimizer); its state fits only the same one: choose it, or leave "
+                                  "out init.optimizer")
             state["optimizer"] = theirs[name]["optimizer"]
     try:
         agent.load_state_dict(live)
     except (ValueError, KeyError, RuntimeError) as error:  # an optimiser of other parameter groups
         raise ConfigError(f"init={value}: {first_line(error)}") from None
     return list(mine)
+
+
+def _kind(optimizer_state: dict[str, Any]) -> tuple:
+    """What tells one optimiser's state from another's: its settings' names (RMSprop's alpha, SGD's nesterov,
+    the Nature RMSProp's decay) and whether its weight decay is decoupled (AdamW's, beside Adam's same names)."""
+    groups = optimizer_state.get("param_groups") or [{}]
+    return frozenset(groups[0]) - {"params", "initial_lr"}, groups[0].get("decoupled_weight_decay")
 
 
 STATISTICS = {"observation_statistics": "body.normalize_observations", "reward_statistics": "body.normalize_rewards"}
