@@ -143,7 +143,7 @@ CASES = [
     run("agent=dqn", "env=classic/nosuch", words=("in classic/: classic/acrobot, classic/cartpole",)),
     run(*CARTPOLE, "agent.nosuchkey=1", words=("available: agent.name, agent.discount_factor", "more; see them all: "
                                                 "rlconf run agent=dqn env=classic/cartpole --cfg job")),
-    run(*CARTPOLE, "agent.lrr=1", words=("did you mean 'agent.lr'?", "25 keys; see them all")),
+    run(*CARTPOLE, "agent.lrr=1", words=("did you mean 'agent.lr'?", "28 keys; see them all")),
     # -- types and values -----------------------------------------------------------------------------------
     run(*CARTPOLE, "steps=abc", words="steps"),
     run(*CARTPOLE, "steps=1.5", words="steps"),

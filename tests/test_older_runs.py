@@ -15,6 +15,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
 DATA = Path(__file__).parent / "data" / "before_issue34"
 # What ``rlconf eval RUN --episodes 3 --seed 0`` gave at commit 2405656, for each run.
@@ -52,3 +53,16 @@ def test_an_older_run_resumes_without_losing_a_row(run_cli, workdir, tmp_path, n
     assert int(after[-1]["step"]) >= 900 - 200  # the resumed episodes reach into the new budget
     status = json.loads((run / "status.json").read_text())
     assert (status["state"], status["resumes"]) == ("done", 1)
+
+
+def test_an_older_run_takes_keys_newer_than_it_at_their_defaults_and_refuses_them_given(run_cli, workdir, tmp_path):
+    """Keys added to rlconf after the run began (the optimiser's choice) are absent from its config.yaml: their
+    defaults are the behaviour it had, so a resume takes them; set on the command line, they would change what
+    it computes, and the resume is refused in one line."""
+    run = _copy("ppo", tmp_path)
+    assert "optimizer" not in yaml.safe_load((run / "config.yaml").read_text())["approximation"]
+    refused = run_cli("run", f"resume={run}", "steps=900", "approximation.optimizer=adamw", cwd=workdir)
+    assert refused.returncode == 2
+    assert refused.stderr.strip().splitlines() == [
+        f"rlconf: error: resume={run}: approximation.optimizer=adamw but the run has approximation.optimizer=<unset>; "
+        "a resumed run may change only steps, episodes, quiet, verbose, logdir, resume, ... (not what it computes)"]

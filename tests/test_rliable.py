@@ -53,8 +53,15 @@ def rliable_modules() -> tuple[types.ModuleType, types.ModuleType]:
         namespace.__path__ = list(spec.submodule_search_locations)
         sys.modules["arch"] = namespace
         import arch.bootstrap  # noqa: F401
-    from rliable import library, metrics
-
+    # rliable imports absl's logging, whose handler keeps the stderr of the moment it is imported: under pytest,
+    # this test's capture, which its end closes; every later test of the process that logs (rlconf run's Hydra
+    # does) then fails with "I/O operation on closed file". Imported beside the process's own stderr, it keeps
+    # that one.
+    captured, sys.stderr = sys.stderr, sys.__stderr__
+    try:
+        from rliable import library, metrics
+    finally:
+        sys.stderr = captured
     return metrics, library
 
 

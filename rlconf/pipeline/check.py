@@ -177,7 +177,7 @@ def check_composition(overrides: list[str], config_dirs: list[str]) -> tuple[Dic
     if str(cfg.hydra.launcher.get("_target_", "")) != SLURM_TARGET:  # a run of this machine
         check_process_counts(settings.hardware)
     if settings.run.resume and "hydra.sweep.dir" not in {key(o) for o in overrides}:
-        check_resumable(check_resume_dir(settings.run.resume), OmegaConf.to_container(job, resolve=True))
+        check_resumable(check_resume_dir(settings.run.resume), OmegaConf.to_container(job, resolve=True), overrides)
     return cfg, settings
 
 

@@ -86,15 +86,20 @@ def _check_dir(path: str | Path, kind: str, marker: str, other_marker: str, othe
     return folder
 
 
-def check_resumable(run_dir: Path, config: dict[str, Any]) -> None:
+def check_resumable(run_dir: Path, config: dict[str, Any], overrides: list[str] | tuple[str, ...] = ()) -> None:
     """Raise a ConfigError naming the first key of ``config`` (resolved) that differs from the run's saved
-    config.yaml and may not change on resume."""
+    config.yaml and may not change on resume.
+
+    A key the saved config lacks came to rlconf after the run began: its default keeps what the run computed
+    (a new key's default is the behaviour before it), so it is taken as the run's unless ``overrides`` (the
+    command line) set it."""
     saved = read_config(run_dir / "config.yaml")  # data only: no interpolation is resolved, nothing imported
     old, new = flatten(saved), flatten(config)
+    given = tuple(override_key(o) for o in overrides)
     for group in ("agent", "env"):  # say so, not the first of the group's keys that differs
         check_same_choice(run_dir, group, old.get(f"{group}.name"), new.get(f"{group}.name"))
     for key in sorted(old.keys() | new.keys()):
-        if within(key, RESUME_MAY_CHANGE):
+        if within(key, RESUME_MAY_CHANGE) or (key not in old and not within(key, given)):
             continue
         if old.get(key, "<unset>") != new.get(key, "<unset>"):
             raise ConfigError(f"resume={run_dir}: {key}={new.get(key, '<unset>')} but the run has "
@@ -130,7 +135,7 @@ def plan(steps: int, resume: str | None, parent_dir: str | Path | None, name: tu
         run_dir = Path(parent_dir) / sweep_job_name(parent_dir, *name, overrides)
     elif resume:
         run_dir = check_resume_dir(resume)
-        check_resumable(run_dir, config)
+        check_resumable(run_dir, config, overrides)
     else:
         return Plan(None)
     if parent_dir is not None and (run_dir.exists() or run_dir.is_symlink()):  # resume= was checked above
