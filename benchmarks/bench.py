@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -41,7 +40,7 @@ from typing import Any
 import limit
 from peers import PEERS, Unmatched, installed, peer_kwargs
 from presets import SCALING, WORKLOADS, Scaling, Workload, describe, load_settings, recurrent, sb3_kwargs
-from report import machine_info, render
+from report import OtherLoad, machine_info, render
 
 from rlconf.settings import Settings
 
@@ -122,21 +121,6 @@ def variant(settings: Settings) -> str:
 
 
 # -- running trials ----------------------------------------------------------------------------------------
-def busy_cpu_seconds() -> float | None:
-    """CPU time all processes of the machine have used since boot (Linux), or None elsewhere."""
-    try:
-        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    except (OSError, ValueError):
-        return None
-    idle, iowait = fields[3], fields[4]
-    return (sum(fields[:8]) - idle - iowait) / os.sysconf("SC_CLK_TCK")
-
-
-def children_cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 def run_process(command: list[str], label: str, environment: dict[str, str] | None = None) -> dict[str, Any]:
     """Run one trial's process; returns how long it took and how busy the rest of the machine was meanwhile.
 
@@ -144,13 +128,9 @@ def run_process(command: list[str], label: str, environment: dict[str, str] | No
     says whether its timing can be trusted, and the report flags it.
     """
     print(f"  {label} ...", end="", file=sys.stderr, flush=True)
-    busy, ours, start = busy_cpu_seconds(), children_cpu_seconds(), time.perf_counter()
+    load = OtherLoad()
     process = subprocess.run(command, capture_output=True, text=True, env=environment)
-    wall = time.perf_counter() - start
-    cpu = children_cpu_seconds() - ours  # the trial's whole process: startup, imports, training, test
-    others = None
-    if busy is not None and (busy_now := busy_cpu_seconds()) is not None:
-        others = round(max(0.0, (busy_now - busy) - cpu) / wall, 2)
+    wall, cpu, others = load.measure()  # cpu: the trial's whole process (startup, imports, training, test)
     print(f" {wall:.0f} s (other processes: {others} cores)", file=sys.stderr, flush=True)
     if process.returncode != 0:
         tail = " | ".join(process.stderr.strip().splitlines()[-5:])

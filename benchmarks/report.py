@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import platform
+import resource
 import statistics
 import subprocess
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,38 @@ from rlconf.experiments.rundir.provenance import installed_versions
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("rlconf", "torch", "stable_baselines3", "tianshou", "torchrl", "gymnasium", "numpy")
 PEERS = {"tianshou": "Tianshou", "torchrl": "TorchRL"}  # the peers beside SB3 (benchmarks/peers.py PEERS)
+
+
+class OtherLoad:
+    """How busy the rest of the machine was while a trial's child process ran: made just before it starts,
+    ``measure()`` just after it ends gives (wall seconds, the children's CPU seconds, the cores other processes
+    used on average: None off Linux). A trial's timing is comparable with another's only under like loads."""
+
+    def __init__(self):
+        self.busy, self.ours, self.start = busy_cpu_seconds(), children_cpu_seconds(), time.perf_counter()
+
+    def measure(self) -> tuple[float, float, float | None]:
+        wall = time.perf_counter() - self.start
+        cpu = children_cpu_seconds() - self.ours
+        others = None
+        if self.busy is not None and (busy := busy_cpu_seconds()) is not None:
+            others = round(max(0.0, (busy - self.busy) - cpu) / wall, 2)
+        return wall, cpu, others
+
+
+def busy_cpu_seconds() -> float | None:
+    """CPU time all processes of the machine have used since boot (Linux), or None elsewhere."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle, iowait = fields[3], fields[4]
+    return (sum(fields[:8]) - idle - iowait) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def cpu_model() -> str:

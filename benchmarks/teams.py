@@ -392,12 +392,14 @@ def _call(argv: list[str], log: Path) -> None:
 
 def train(library: str, trial: dict[str, Any], path: Path) -> dict[str, Any]:
     """One trial, written to ``path`` (atomically) once it has finished."""
+    from report import OtherLoad, machine_info
+
     with tempfile.TemporaryDirectory(prefix=f"teams-{library}-") as scratch:
+        load = OtherLoad()
         result = (run_rlconf if library == "rlconf" else run_benchmarl)(trial, Path(scratch))
+        result["other_cpu_cores"] = load.measure()[2]  # what else the machine ran meanwhile: is the speed fair?
     result.update(row=trial["row"], seed=trial["seed"], spec={k: v for k, v in trial.items()
                                                                if k not in ("rlconf_settings",)})
-    from report import machine_info
-
     result["machine"] = machine_info()
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(".json.partial")
@@ -444,6 +446,12 @@ def table(trials: list[dict[str, Any]]) -> str:
              "the agents' mean return), mean and 95% Student-t interval over seeds. Steps/s: frames (steps of all "
              "copies) per second of training, collection and updates, evaluations excluded; one torch thread each, "
              "one trial at a time, on the CPU. Ratio: rlconf's steps/s over BenchMARL's.")
+    loads = [t["other_cpu_cores"] for t in trials if t.get("other_cpu_cores") is not None]
+    if loads:
+        notes += (f" Other processes used {min(loads):.2f} to {max(loads):.2f} cores on average during the trials "
+                  "(each trial's other_cpu_cores): speeds compare only between trials under like loads.")
+    else:
+        notes += " The trials recorded no load of other processes: their speeds are not a measurement."
     departures = sorted({d for t in trials for d in t["spec"].get("departures", [])})
     kept = "".join(f"\n- {d}" for d in departures)
     return "\n".join(lines) + "\n\n" + notes + ("\n\nWhat still differs:" + kept if kept else "") + "\n"
