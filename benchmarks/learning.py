@@ -326,8 +326,8 @@ def figure(folder: Path, png: Path) -> None:
 # -- command line -----------------------------------------------------------------------------------------
 def show(rows: dict[str, Row], runs: Path) -> None:
     for row in rows.values():
-        seeds = sorted(p.name.rsplit("_s", 1)[1] for p in row.folder(runs).glob("*_s*") if p.is_dir())
-        state = ", ".join(f"s{s} {'done' if finished(run_dir(row, int(s), runs)) else 'partial'}" for s in seeds)
+        state = ", ".join(f"s{s} {'done' if finished(run_dir(row, s, runs)) else 'partial'}"
+                          for s in seeds_on_disk(row, runs))
         print(f"{row.name:18} {' '.join(row.overrides)}")
         print(f"{'':18} budget {row.budget}; target >= {row.target:g}; reference {row.figure} ({row.source})")
         print(f"{'':18} on disk: {state or 'nothing yet'}")

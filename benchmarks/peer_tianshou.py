@@ -20,6 +20,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch
+from peers import orthogonal
 from torch import nn
 
 from rlconf.settings import Settings
@@ -80,19 +81,6 @@ def adam(lr: float, eps: float, schedule=None):
 
     factory = AdamOptimizerFactory(lr=lr, eps=eps)
     return factory.with_lr_scheduler_factory(schedule) if schedule is not None else factory
-
-
-def orthogonal(modules: list[nn.Module], heads: dict[nn.Module, float]) -> None:
-    """rlconf's ortho_init as Tianshou's PPO examples apply it: orthogonal weights of gain sqrt(2) and zero biases,
-    each head's last layer at its own gain (0.01 the policy, 1 the value)."""
-    for module in modules:
-        for layer in module.modules():
-            if isinstance(layer, nn.Linear | nn.Conv2d):
-                nn.init.orthogonal_(layer.weight, np.sqrt(2))
-                nn.init.zeros_(layer.bias)
-    for head, gain in heads.items():
-        last = [layer for layer in head.modules() if isinstance(layer, nn.Linear)][-1]
-        nn.init.orthogonal_(last.weight, gain)
 
 
 def trunk(network: dict[str, Any], space: gym.Space, actions: int = 0, concat: bool = False):

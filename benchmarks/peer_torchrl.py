@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from peers import orthogonal
 from torch import nn
 
 from rlconf.settings import Settings
@@ -80,18 +81,6 @@ def mlp(network: dict[str, Any], n_in: int, n_out: int):
 
     return MLP(in_features=n_in, out_features=n_out, num_cells=network["hidden"],
                activation_class=_activation(network["activation"]))
-
-
-def orthogonal(modules: list[nn.Module], heads: dict[nn.Module, float]) -> None:
-    """rlconf's ortho_init: orthogonal weights of gain sqrt(2), zero biases, each head's last layer its own gain."""
-    for module in modules:
-        for layer in module.modules():
-            if isinstance(layer, nn.Linear | nn.Conv2d):
-                nn.init.orthogonal_(layer.weight, np.sqrt(2))
-                nn.init.zeros_(layer.bias)
-    for head, gain in heads.items():
-        last = [layer for layer in head.modules() if isinstance(layer, nn.Linear)][-1]
-        nn.init.orthogonal_(last.weight, gain)
 
 
 def clip(parameters, max_norm: float | None) -> None:

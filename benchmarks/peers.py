@@ -238,3 +238,18 @@ MAPPINGS = {"tianshou": tianshou_kwargs, "torchrl": torchrl_kwargs}
 def peer_kwargs(peer: str, settings: Settings) -> dict[str, Any]:
     """The peer's arguments for the workload (Unmatched where it cannot express a setting)."""
     return MAPPINGS[peer](settings)
+
+
+def orthogonal(modules: list[Any], heads: dict[Any, float]) -> None:
+    """rlconf's ortho_init on a peer's networks, as the peers' PPO examples apply it: orthogonal weights of gain
+    sqrt(2) and zero biases, then each head's last linear layer at its own gain (0.01 the policy, 1 the value)."""
+    from torch import nn  # here: the mappings above are read without torch
+
+    for module in modules:
+        for layer in module.modules():
+            if isinstance(layer, nn.Linear | nn.Conv2d):
+                nn.init.orthogonal_(layer.weight, math.sqrt(2))
+                nn.init.zeros_(layer.bias)
+    for head, gain in heads.items():
+        last = [layer for layer in head.modules() if isinstance(layer, nn.Linear)][-1]
+        nn.init.orthogonal_(last.weight, gain)

@@ -45,8 +45,8 @@ from rlconf.approximation import (
     RecurrentFeatureNetwork,
     VNetwork,
     learning_rate,
-    make_optimizer,
     reinforce_together,
+    training,
 )
 from rlconf.core import StateArray
 from rlconf.memory import CompleteEpisodeBuffer, GeneralizedAdvantageBuffer, RecurrentAdvantageBuffer
@@ -86,16 +86,15 @@ def build_networks(config: PolicyGradientConfig, context: BuildContext,
         final = None if config.lr_final is None else config.lr_final * config.lr_v / config.lr
         lr_v = learning_rate(config.lr_v, final, context.total_steps, clock, "lr_v", choice)
 
-    def training(model: torch.nn.Module, name: str, rate: float | LinearScheduler) -> dict[str, Any]:
-        optimizer, lr_schedule = make_optimizer(model.parameters(), rate, choice, config.adam_eps)
-        return dict(optimizer=optimizer, clip_grad=config.clip_grad, scheduler=lr_schedule, name=name,
-                    logger=context.logger)
+    def trained(model: torch.nn.Module, name: str, rate: float | LinearScheduler) -> dict[str, Any]:
+        return dict(**training(model.parameters(), rate, choice, config.adam_eps), clip_grad=config.clip_grad,
+                    name=name, logger=context.logger)
 
     # With critic_inputs the actor must not see the critic's: a network (a recurrent trunk) each, whatever is shared.
     if settings.recurrent != "none":
         trunk, width = settings.recurrent_trunk(space, context.critic_inputs)
         trunk = trunk.to(device)
-        features: Approximation = RecurrentFeatureNetwork(trunk, **training(trunk, "features", lr))
+        features: Approximation = RecurrentFeatureNetwork(trunk, **trained(trunk, "features", lr))
         side_by_side = bool(context.critic_inputs) or not settings.shared
         policy_layers, value_model = heads_on_recurrent_trunk(settings, width, outputs, side_by_side)
     elif context.critic_inputs:
@@ -106,16 +105,16 @@ def build_networks(config: PolicyGradientConfig, context: BuildContext,
     elif settings.shared:
         trunk, width = settings.trunk(space)
         trunk = trunk.to(device)
-        features = FeatureNetwork(trunk, **training(trunk, "features", lr))
+        features = FeatureNetwork(trunk, **trained(trunk, "features", lr))
         policy_layers, value_model = settings.linear(width, outputs, 0.01), settings.linear(width, 1, 1.0)
     else:
         features = Identity()
         policy_layers = settings.head(space, outputs, out_gain=0.01)
         value_model = settings.head(space, 1, out_gain=1.0)
     network = policy_network(context.action_space, policy_layers, config.log_std_init).to(device)
-    policy = stochastic_policy(context.action_space, network, **training(network, "policy", lr))
+    policy = stochastic_policy(context.action_space, network, **trained(network, "policy", lr))
     value_model = value_model.to(device)
-    v = VNetwork(value_model, **training(value_model, "v", lr_v))
+    v = VNetwork(value_model, **trained(value_model, "v", lr_v))
     return features, policy, v
 
 

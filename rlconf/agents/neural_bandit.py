@@ -206,6 +206,7 @@ class NeuralBandit(BanditAgent):
             torch.manual_seed(context.seed)
             networks = [settings.head(context.observation_space, arms) for _ in range(self.n_bandits * views)]
         self.networks = StackedNetworks(networks, context.approximation.get("model", "mlp")).to(self.device)
+        self.add_parameters()
         # The chosen optimiser (fused Adam by default: one kernel for every parameter, a fifth of the loop's time on
         # CPU for networks this small); its rate follows lr_decay, set in train_round.
         self.optimizer = make_optimizer(self.trained_parameters(), config.lr, context.approximation)[0]
@@ -213,6 +214,10 @@ class NeuralBandit(BanditAgent):
         self.logger = context.logger
         self.rounds = 0  # training rounds so far
         self.updates = 0  # gradient steps so far
+
+    def add_parameters(self) -> None:
+        """A subclass's parameters beside the networks' weights (the variational bandit's spreads), made before
+        the optimiser that trains them (``trained_parameters``)."""
 
     def trained_parameters(self) -> list[torch.Tensor]:
         """What the optimizer trains and ``clip_grad`` bounds: each with the networks as its first dimension."""
@@ -284,6 +289,11 @@ class NeuralBandit(BanditAgent):
         predicted = self.pulled(self.networks(contexts, dropout=self.config.dropout_p, generator=self.generator), arms)
         return ((predicted - rewards) ** 2).mean(dim=1).sum()
 
+    def dropout(self, acting: bool) -> float:
+        """The dropout of a forward pass that predicts (not one that trains): ``dropout_p`` where it chooses a
+        training pull (``acting``) and ``eval_with_dropout`` asks for it, else none."""
+        return self.config.dropout_p if acting and self.config.eval_with_dropout else 0.0
+
     @staticmethod
     def pulled(predictions: torch.Tensor, arms: torch.Tensor) -> torch.Tensor:
         """The predictions (m, B, arms) of the pulled arms (m, B)."""
@@ -304,8 +314,7 @@ class NeuralBandit(BanditAgent):
         arm a training pull takes, with dropout on where ``eval_with_dropout`` asks for it (GenRL's inference)."""
         x = torch.as_tensor(contexts, dtype=torch.float32, device=self.device)
         x = x.repeat_interleave(self.views, dim=0).unsqueeze(1)  # (m, 1, d)
-        dropout = self.config.dropout_p if acting and self.config.eval_with_dropout else 0.0
-        out = self.networks(x, noise, dropout=dropout, generator=self.generator)
+        out = self.networks(x, noise, dropout=self.dropout(acting), generator=self.generator)
         return out.view(self.n_bandits, self.views, self.arms).double().cpu().numpy()
 
 
@@ -349,8 +358,7 @@ class NeuralLinear(NeuralBandit):
     def _latent_now(self, contexts: np.ndarray, acting: bool = False) -> np.ndarray:
         """The features of each bandit's context; ``acting`` as ``predict``'s."""
         x = torch.as_tensor(contexts, dtype=torch.float32, device=self.device).unsqueeze(1)
-        dropout = self.config.dropout_p if acting and self.config.eval_with_dropout else 0.0
-        return self.latent(x, dropout)[:, 0].cpu().numpy()
+        return self.latent(x, self.dropout(acting))[:, 0].cpu().numpy()
 
     def observed(self, contexts, arms, rewards):
         self.stats.add(self._latent_now(contexts), arms, rewards)

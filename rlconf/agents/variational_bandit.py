@@ -26,11 +26,9 @@ import torch
 from torch import nn
 from torch.nn.functional import softplus
 
-from rlconf.agents._agent import BuildContext
 from rlconf.agents._bandit import argmax_random_ties
 from rlconf.agents.neural_bandit import NeuralBandit
 from rlconf.agents.specs.neural_bandit import VariationalConfig
-from rlconf.approximation import make_optimizer
 
 
 class Variational(NeuralBandit):
@@ -39,16 +37,13 @@ class Variational(NeuralBandit):
     Config = VariationalConfig
     name = "variational"
 
-    def __init__(self, config: VariationalConfig, context: BuildContext):
-        super().__init__(config, context)
-        start = math.log(math.expm1(config.init_std))  # softplus(start) = init_std
+    def add_parameters(self) -> None:
+        start = math.log(math.expm1(self.config.init_std))  # softplus(start) = init_std
         self.rho = nn.ParameterList([nn.Parameter(torch.full_like(p.detach(), start))
                                      for p in self.networks.parameter_list()])
-        self.optimizer = make_optimizer(self.trained_parameters(), config.lr, context.approximation)[0]
 
     def trained_parameters(self):
-        rho = list(self.rho) if hasattr(self, "rho") else []  # the networks' own until rho exists
-        return [*self.networks.parameters(), *rho]
+        return [*super().trained_parameters(), *self.rho]
 
     def sample(self) -> list[torch.Tensor]:
         """One draw of each network's weights, as offsets from the means: sigma * eps, eps ~ N(0, 1)."""

@@ -17,7 +17,7 @@ import torch
 from rlconf.agents._agent import Buildable, BuildContext, Checkpointed, ParallelAgent, TestAgent
 from rlconf.agents.dqn import DQNTestAgent
 from rlconf.agents.specs.vqn import VQNConfig
-from rlconf.approximation import QNetwork, learning_rate, make_optimizer
+from rlconf.approximation import QNetwork, learning_rate, training
 from rlconf.core import StateArray
 from rlconf.nn import model_settings
 from rlconf.optim import Clock, schedule
@@ -51,8 +51,8 @@ class VQN(Checkpointed, ParallelAgent, Buildable):
         clock = Clock()
         model = model_settings(context.approximation).q(context.observation_space, n_actions).to(context.device)
         lr = learning_rate(config.lr, config.lr_final, context.total_steps, clock, "lr", context.approximation)
-        optimizer, lr_schedule = make_optimizer(model.parameters(), lr, context.approximation, config.adam_eps)
-        q = QNetwork(model, optimizer, clip_grad=config.clip_grad, scheduler=lr_schedule, logger=context.logger)
+        q = QNetwork(model, **training(model.parameters(), lr, context.approximation, config.adam_eps),
+                     clip_grad=config.clip_grad, logger=context.logger)
         epsilon = schedule(config.epsilon, config.epsilon_final, config.epsilon_decay_steps, clock, "epsilon")
         policy = ParallelGreedyPolicy(q, n_actions, epsilon, np.random.default_rng(context.seed))
         return cls(q, policy, clock, config)

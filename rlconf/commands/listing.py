@@ -27,19 +27,19 @@ def list_options(args: list[str], config_dirs: list[str]) -> int:
         if group == "agent":  # many kinds of agent: grouped by what they play and how they learn
             _print_agents(options, width)
             continue
-        for option, text in sorted(options.items()):
-            print(f"  {option:<{width}}  {text}")
+        _print_rows(sorted(options.items()), "  ", width)
         if group == "approximation":  # the group's keys that choose how its networks are optimised
-            _print_optimization()
+            for key, rows in described().items():
+                print(f"  {key}=")
+                _print_rows(rows, "    ")
     return 0
 
 
-def _print_optimization() -> None:
-    for key, rows in described().items():
-        print(f"  {key}=")
-        width = max(len(name) for name, _ in rows)
-        for name, text in rows:
-            print(f"    {name:<{width}}  {text}")
+def _print_rows(rows: list[tuple[str, str]], indent: str, width: int | None = None) -> None:
+    """A name and its description a line, the descriptions aligned (at ``width``, or the longest name's)."""
+    width = max((len(name) for name, _ in rows), default=0) if width is None else width
+    for name, text in rows:
+        print(f"{indent}{name:<{width}}  {text}")
 
 
 def _print_agents(options: dict[str, str], width: int) -> None:
@@ -59,13 +59,8 @@ def list_components() -> int:
     registry.load_plugins()
     for kind in registry.KINDS:
         print(f"{kind}:")
-        entries = registry.describe(kind)
-        width = max((len(n) for n, _ in entries), default=0)
-        for name, text in entries:
-            print(f"  {name:<{width}}  {text}")
+        _print_rows(registry.describe(kind), "  ")
     for key, rows in described().items():
         print(f"{key.rpartition('.')[2]}:")
-        width = max(len(name) for name, _ in rows)
-        for name, text in rows:
-            print(f"  {name:<{width}}  {text}")
+        _print_rows(rows, "  ")
     return 0

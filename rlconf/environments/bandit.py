@@ -328,8 +328,7 @@ def _feature_block(column: tuple[str, ...], normalize: bool) -> np.ndarray:
     try:
         values = np.array([float(v) for v in column])[:, None]
     except ValueError:  # a categorical column: one indicator per value
-        levels = sorted({v.strip() for v in column})
-        return (np.array([v.strip() for v in column])[:, None] == np.array(levels)[None, :]).astype(np.float64)
+        return uci.one_hot([v.strip() for v in column])
     if normalize:
         values = (values - values.mean()) / (values.std() or 1.0)
     return values

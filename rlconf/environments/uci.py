@@ -89,7 +89,7 @@ def read(data: DataSet, path: object, rows: int | None = None) -> Table:
     label = header.index(data.label) if isinstance(data.label, str) else data.label
     ignored = {header.index(name) for name in data.ignore}
     categorical = set(range(data.fields)) if data.categorical is None else set(data.categorical)
-    blocks = [_one_hot(columns[i]) if i in categorical else _standardised(columns[i], i, path)
+    blocks = [one_hot(columns[i]) if i in categorical else _standardised(columns[i], i, path)
               for i in range(data.fields) if i != label and i not in ignored]
     label_names, labels = _labels(columns[label])
     if len(label_names) < 2:
@@ -164,8 +164,8 @@ def _is_number(value: str) -> bool:
     return True
 
 
-def _one_hot(column) -> np.ndarray:
-    """One indicator per value of a categorical column, values in sorted order."""
+def one_hot(column) -> np.ndarray:
+    """One indicator per value of a categorical column, values in sorted order (float64, rows x values)."""
     _, index = np.unique(np.asarray(column), return_inverse=True)
     onehot = np.zeros((len(index), int(index.max()) + 1))
     onehot[np.arange(len(index)), index] = 1.0

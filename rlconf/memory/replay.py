@@ -17,6 +17,7 @@ first such state: a buffer whose environment has no masks keeps its layout and s
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from typing import Any, NamedTuple
@@ -195,16 +196,14 @@ class ReplayBuffer:
         # or not, from its last state).
         ended_before = torch.cat([torch.zeros_like(ended[:, :1]), ended[:, :-1]], dim=1).cummax(dim=1).values
         steps = reachable.cummin(dim=1).values & ~ended_before
-        powers = [torch.ones((), device=self.device)]  # gamma ** k, multiplied up in float32
-        for _ in range(n_steps):
-            powers.append(powers[-1] * gamma)
-        discounted = torch.where(steps, torch.stack(powers[:-1]) * rewards, 0.0)
+        powers = discounts(n_steps, gamma, self.device)
+        discounted = torch.where(steps, powers[:-1] * rewards, 0.0)
         reward = torch.zeros(len(rows), device=self.device)
         for k in range(n_steps):
             reward += discounted[:, k]
         taken = steps.sum(dim=1)
         last = torch.where(taken > 0, ahead.gather(1, (taken - 1).clamp(min=0).unsqueeze(1)).squeeze(1), rows)
-        return last, reward, torch.stack(powers)[taken]
+        return last, reward, powers[taken]
 
     def observations(self, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
         """The observations at (rows, cols); frame stacks are rebuilt from the frames stored before them."""
@@ -280,6 +279,16 @@ class ReplayBuffer:
         self._next_row, self._filled = state["next_row"], state["filled"]
         if self._filled:
             self.done[self.newest_row] = True
+
+
+@functools.cache
+def discounts(n_steps: int, gamma: float, device: str | torch.device) -> torch.Tensor:
+    """``[gamma ** k for k in 0..n_steps]``, multiplied up in float32 (as a sum taken a step at a time discounts):
+    computed once, not at every sample."""
+    powers = [torch.ones((), device=device)]
+    for _ in range(n_steps):
+        powers.append(powers[-1] * gamma)
+    return torch.stack(powers)
 
 
 class NStepReplayBuffer:

@@ -29,9 +29,9 @@ from torch import nn
 from rlconf.core.layout import DISCRETE, IMAGE, Field, ObservationLayout, layout_of
 from rlconf.errors import ConfigError
 from rlconf.nn.layers import Flatten, Scale, activation
-from rlconf.nn.schemas import ENCODER_ARGUMENTS, ENCODERS, NATURE_CONVS, encoder_entries
+from rlconf.nn.schemas import ENCODER_ARGUMENTS, ENCODERS, NATURE_CONVS, encoder_entries, min_image_side
 
-NATURE_MIN_SIZE = 36  # the smallest side the Nature convolutions take
+NATURE_MIN_SIZE = min_image_side(NATURE_CONVS)  # 36: the smallest side the Nature convolutions take
 SMALL_CHANNELS = [16, 32, 64]  # the minigrid baselines' convolutions: 2x2 kernels, a 2x2 max-pool after the first
 SMALL_KERNEL = 2
 MAX_ONE_HOT = 64  # discrete values with more than this many values (in a dimension) are embedded by default

@@ -52,7 +52,10 @@ class LinearScheduler:
             return self.initial
         if t >= self.decay_end:
             return self.final
-        fraction = (t - self.decay_start) / (self.decay_end - self.decay_start)
+        return self.between((t - self.decay_start) / (self.decay_end - self.decay_start))
+
+    def between(self, fraction: float) -> float:
+        """The value ``fraction`` of the way through the decay (strictly between its start and its end)."""
         return self.initial + fraction * (self.final - self.initial)
 
     def __float__(self) -> float:
@@ -63,14 +66,7 @@ class CosineScheduler(LinearScheduler):
     """A value that moves from ``initial`` to ``final`` between two step counts along half a cosine (slowly at
     both ends: Loshchilov & Hutter's annealing without restarts), then stays. Read like a LinearScheduler."""
 
-    @property
-    def value(self) -> float:
-        t = self.clock.steps
-        if t <= self.decay_start:
-            return self.initial
-        if t >= self.decay_end:
-            return self.final
-        fraction = (t - self.decay_start) / (self.decay_end - self.decay_start)
+    def between(self, fraction: float) -> float:
         return self.final + 0.5 * (self.initial - self.final) * (1 + math.cos(math.pi * fraction))
 
 
