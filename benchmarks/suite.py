@@ -109,8 +109,9 @@ def table(name: str, budget: str, tests: list[dict[str, object]], reference: Pub
           result: Aggregate | None) -> str:
     games, far = game_lines(tests, reference, seeds)
     done = len({str(t["env"]) for t in tests})
+    source = reference.per_game_source.rstrip(".")
     header = [f"# {name}: {len(tests)} finished runs on {done} of {len(reference.per_game)} games, budget {budget}",
-              "", f"Final tests (mean return of the test episodes) per seed; published: {reference.per_game_source}. "
+              "", f"Final tests (mean return of the test episodes) per seed; published: {source}. "
               "Normalised: (score - random) / (human - random), rlconf/analysis/data/atari_human.csv.", "", *games]
     if result is not None:
         header += ["", f"Aggregates of human-normalised scores over the {done} games rlconf has finished, 95% "
