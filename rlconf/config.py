@@ -287,10 +287,6 @@ def check_sampler(settings: Settings) -> None:
         return
     require_capability(settings, "alternates", "hardware.sampler=alternating", "acts on all its environments at once",
                        "hardware.sampler=serial or parallel")
-    if settings.approximation.get("recurrent", "none") != "none":
-        raise ConfigError("hardware.sampler=alternating: a recurrent core carries every environment's state "
-                          "through one step of all of them; allowed: hardware.sampler=parallel, or "
-                          "approximation.recurrent=none")
     if settings.hardware.learners > 1:
         raise ConfigError(f"hardware.sampler=alternating: hardware.learners={settings.hardware.learners} count their "
                           "steps one step of all their environments at a time; allowed: hardware.sampler=parallel")

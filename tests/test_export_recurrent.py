@@ -5,7 +5,8 @@ Each case trains a real (tiny) run, exports it in both formats, then plays the r
 its test agent (which carries its state, zeroed where an episode begins) across several episodes: the
 TorchScript module (torch.jit.load) and the ONNX graph (onnxruntime) are fed the same observations one step at
 a time, each its own ``next_state_*`` outputs of the step before, zeros at an episode's first step, as the
-export's description says, and must choose the agent's actions.
+export's description says, and must choose the agent's actions. R2D1 with ``agent.prev_action_reward`` is fed the
+previous action and reward as well (-1 and 0 at an episode's first step).
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ SMALL_REPLAY = ["agent.replay_start_size=100", "agent.batch_size=4", "agent.sequ
                 "agent.period=4", "agent.update_frequency=16", "agent.eval_epsilon=0"]
 CASES = {  # name: (overrides, plugins)
     "r2d1-lstm": (["agent=r2d1", *MASKED_CARTPOLE, "approximation.recurrent=lstm", "steps=300", *SMALL_REPLAY], []),
+    # The previous action and reward as inputs too: the graph takes them between the observation and the state.
+    "r2d1-lstm-previous": (["agent=r2d1", *MASKED_CARTPOLE, "approximation.recurrent=lstm", "steps=300",
+                            *SMALL_REPLAY, "agent.prev_action_reward=true"], []),
     "ppo-lstm": (["agent=ppo", *MASKED_CARTPOLE, "approximation.recurrent=lstm", "steps=256", "agent.n_steps=64"], []),
     # An actor and a critic side by side (the MLP's default): only the actor's state is in the graph.
     "a2c-gru": (["agent=a2c", *MASKED_CARTPOLE, "approximation.recurrent=gru", "steps=256"], []),
@@ -55,8 +59,8 @@ def exported(request, tmp_path_factory):
 
 def played(run_dir, plugins: list[str], steps: int) -> tuple[list[dict[str, np.ndarray]], list[bool], np.ndarray]:
     """``steps`` steps of the run's test environment played by its test agent: each step's graph inputs by name
-    (the observation, one per key of a Dict; the action mask where there is one), whether it ended an episode,
-    and the agent's actions."""
+    (the observation, one per key of a Dict; the action mask where there is one; the previous action and reward
+    where the graph reads them), whether it ended an episode, and the agent's actions."""
     playback = load_run(run_dir, "cpu", plugins)
     env = playback.make_env(1)
     try:
@@ -64,14 +68,19 @@ def played(run_dir, plugins: list[str], steps: int) -> tuple[list[dict[str, np.n
         layout = layout_of(env.observation_space)
         state = env.reset(seed=1)
         inputs, dones, actions = [], [], []
+        previous = getattr(playback.settings.agent, "prev_action_reward", False)
         with torch.inference_mode():
-            for _ in range(steps):
+            for t in range(steps):
+                begins = t == 0 or dones[-1]
                 action = agent.act(state)
                 rows = state.observation.numpy()
                 feed = {"observation": rows.copy()} if layout is None else \
                     {key: np.ascontiguousarray(x) for key, x in layout.without_mask().unpack(rows).items()}
                 if ACTION_MASK in state:
                     feed[ACTION_MASK] = state[ACTION_MASK].numpy().copy()
+                if previous:
+                    feed["previous_action"] = np.array([-1 if begins else int(actions[-1][0])], np.int64)
+                    feed["previous_reward"] = np.array([0.0 if begins else float(state.reward[0])], np.float32)
                 inputs.append(feed)
                 dones.append(bool(state.done[0]))
                 actions.append(action.numpy().copy())
@@ -131,3 +140,7 @@ def test_the_description_and_the_command_line_name_the_state_and_how_it_starts(e
     assert f"feed {', '.join(parts)}: zeros at an episode's first step" in line
     if "masked" in case:
         assert f"action_mask bool [batch, 4], {parts[0]} float32" in line
+    if "previous" in case:
+        assert [part["name"] for part in description["previous"]["inputs"]] == ["previous_action", "previous_reward"]
+        assert f"previous_action int64 [batch], previous_reward float32 [batch], {parts[0]} float32" in line
+        assert "feed previous_action, previous_reward: -1 and 0 at an episode's first step" in line

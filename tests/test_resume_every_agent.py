@@ -72,12 +72,15 @@ OPTIMIZER_RUNS = {
         "approximation.lr_schedule=ExponentialLR", "approximation.lr_schedule_args={gamma: 0.99}"],
 }
 # Options with state or replay of their own: each copy's OU noise (DDPG, TD3), n-step returns with a scaled,
-# clipped target, Ape-X's per-copy epsilons.
+# clipped target, Ape-X's per-copy epsilons, R2D1's previous actions and rewards and its input priorities.
 OPTION_RUNS = {
     "ddpg ou n-step": ["agent=ddpg", PENDULUM, SMALL_REPLAY, "agent.noise_process=ou", "agent.n_steps=3"],
     "sac n-step": ["agent=sac", PENDULUM, SMALL_REPLAY, "agent.n_steps=3", "agent.reward_scale=5",
                    "agent.q_target_clip=50"],
     "dqn per-copy epsilon": ["agent=dqn", CARTPOLE, SMALL_REPLAY, "agent.epsilon_per_copy=true"],
+    # The previous action and reward as inputs (stored at sequence starts), the acted Q-values and input priorities
+    "r2d1 previous action, input priorities": ["agent=r2d1", CARTPOLE, SMALL_REPLAY, "agent.prev_action_reward=true",
+                                               "agent.input_priorities=true"],
 }
 HALF, REST = 200, 200
 

@@ -156,12 +156,18 @@ class PolicyGraph(torch.nn.Module):
     state, mask)`` then maps the flat state ``[batch, state_size]`` too and returns ``(actions, state after)``,
     and ``forward(observation, action_mask, state)`` takes and returns the state as its parts (``state_parts``:
     ``h`` and ``c`` of an LSTM, ``h`` of a GRU), each ``[batch, state_width]``: zeros at an episode's start.
+    One whose network also reads the previous action and reward (``previous_actions``, the number of actions:
+    R2D1's ``prev_action_reward``) takes them as ``previous``, the previous action (int64 ``[batch]``, -1 at an
+    episode's first step) and reward (``[batch]``, 0 there): ``forward(observation, action_mask, state,
+    previous)`` hands them to ``act(observations, state, mask, action, reward)``.
     """
 
-    def __init__(self, act: Callable[..., Any], networks: dict[str, torch.nn.Module], core: Any = None):
+    def __init__(self, act: Callable[..., Any], networks: dict[str, torch.nn.Module], core: Any = None,
+                 previous_actions: int = 0):
         super().__init__()
         self._act = act
         self.networks = torch.nn.ModuleDict(networks)
+        self.previous_actions = previous_actions
         self.state_parts: tuple[str, ...] = () if core is None else core.state_parts
         self.state_width = 0 if core is None else core.hidden
         self._preprocessing: list[Callable[[torch.Tensor], torch.Tensor]] = []
@@ -185,11 +191,11 @@ class PolicyGraph(torch.nn.Module):
         return observation_space
 
     def forward(self, observation: torch.Tensor, action_mask: torch.Tensor | None = None,
-                state: tuple[torch.Tensor, ...] | None = None) -> Any:
+                state: tuple[torch.Tensor, ...] | None = None, previous: tuple[torch.Tensor, ...] = ()) -> Any:
         for step in self._preprocessing:
             observation = step(observation)
         if self.state_parts:  # recurrent: (actions, the state's parts after this step)
-            actions, after = self._act(observation, torch.cat(state, dim=-1), action_mask)
+            actions, after = self._act(observation, torch.cat(state, dim=-1), action_mask, *previous)
             return actions, after.split(self.state_width, dim=-1)
         return self._act(observation) if action_mask is None else self._act(observation, action_mask)
 

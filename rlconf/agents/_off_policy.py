@@ -24,7 +24,7 @@ import torch
 from rlconf.agents._agent import Buildable, BuildContext, ParallelAgent, PolicyGraph, ReplayLearner, TestAgent
 from rlconf.agents.specs._plays import CONTINUOUS
 from rlconf.approximation import PolyakTarget, QContinuous, learning_rate, make_target, training
-from rlconf.core import StateArray
+from rlconf.core import ALL_COPIES, StateArray
 from rlconf.errors import ConfigError
 from rlconf.memory import ReplayBuffer, Transitions, replay_buffer
 from rlconf.nn import model_settings
@@ -45,19 +45,42 @@ class OffPolicy(ReplayLearner, ParallelAgent, Buildable):
         self.replay = replay
         self.clock = clock
         self.config = config
+        self.n_envs = n_envs
         # Periods are given in environment steps; with n_envs environments one act() is n_envs steps.
         self._train_every = max(1, config.update_frequency // n_envs)
         self._calls = 0
         # False in the acting process of the async runner: it explores and stores, the learning process learns.
         self.learns = True
+        # With the alternating sampler: the groups that have acted on this step so far, by their first column.
+        self._row: dict[int, tuple[slice, StateArray, torch.Tensor]] = {}
 
-    def act(self, states: StateArray) -> torch.Tensor:
+    def act(self, states: StateArray, lanes: slice | None = None) -> torch.Tensor:
+        if lanes is not None:
+            return self._act_in_lane(states, lanes)
         self._count(len(states))
-        actions = self._explore(states)
+        actions = self._explore(states, ALL_COPIES)
+        self._stored_and_learned(states, actions)
+        return actions
+
+    def _act_in_lane(self, states: StateArray, lanes: slice) -> torch.Tensor:
+        """Act on the group of copies ``lanes`` (the alternating sampler's): its columns of this step are kept
+        until every group has acted, then the whole step is stored and a burst of updates comes when one is due,
+        as when acting on every copy at once. The clock moves by a step of every copy when the step's first group
+        acts, so each group explores at the step counts acting on all of them would: the step is one act."""
+        if not self._row:
+            self._count(self.n_envs)
+        actions = self._explore(states, lanes)
+        self._row[lanes.start] = (lanes, states, actions)
+        if sum(group.stop - group.start for group, _, _ in self._row.values()) == self.n_envs:
+            row = [self._row[start] for start in sorted(self._row)]
+            self._row.clear()
+            self._stored_and_learned(StateArray.cat([s for _, s, _ in row]), torch.cat([a for _, _, a in row]))
+        return actions
+
+    def _stored_and_learned(self, states: StateArray, actions: torch.Tensor) -> None:
         self._store(states, actions)
         if self.learns:
             self._learn()
-        return actions
 
     def learn_as_if_acted(self, n_envs: int) -> None:
         """What ``act`` does besides acting, for the learning process of the async runner, whose acting happens
@@ -95,7 +118,10 @@ class OffPolicy(ReplayLearner, ParallelAgent, Buildable):
         # The replay's own (the contents are saved only with checkpoint.replay, the generator always).
         return {"replay": self.replay}
 
-    def _explore(self, states: StateArray) -> torch.Tensor:  # pragma: no cover - interface
+    def _explore(self, states: StateArray, copies: slice) -> torch.Tensor:  # pragma: no cover - interface
+        """Actions for ``states``, the states of the environment copies ``copies`` (``ALL_COPIES``, or one
+        group's with the alternating sampler): what the agent keeps per copy (an epsilon, a noise process, a
+        recurrent state) is read and moved for those copies only."""
         raise NotImplementedError
 
     def _learn(self) -> None:
@@ -209,12 +235,12 @@ class ContinuousOffPolicy(OffPolicy):
         targets = super()._bootstrap(batch, next_values)
         return targets if clip is None else targets.clamp(-clip, clip)
 
-    def _explore(self, states: StateArray) -> torch.Tensor:
+    def _explore(self, states: StateArray, copies: slice) -> torch.Tensor:
         if self._warming_up():
             return random_actions(self.bounds, len(states), self.generator)
-        return self._policy_actions(states)
+        return self._policy_actions(states, copies)
 
-    def _policy_actions(self, states: StateArray) -> torch.Tensor:  # pragma: no cover - interface
+    def _policy_actions(self, states: StateArray, copies: slice) -> torch.Tensor:  # pragma: no cover - interface
         raise NotImplementedError
 
 

@@ -48,7 +48,7 @@ from rlconf.approximation import (
     reinforce_together,
     training,
 )
-from rlconf.core import StateArray
+from rlconf.core import ALL_COPIES, StateArray
 from rlconf.memory import CompleteEpisodeBuffer, GeneralizedAdvantageBuffer, RecurrentAdvantageBuffer
 from rlconf.nn import ModelSettings, model_settings
 from rlconf.nn.builders import part_space
@@ -140,10 +140,12 @@ def heads_on_recurrent_trunk(settings: ModelSettings, width: int, outputs: int,
             nn.Sequential(Part(half, half), settings.linear(half, 1, 1.0)))
 
 
-def acting_features(forward: Callable, states: StateArray, carried: CarriedState | None) -> torch.Tensor:
-    """The features of ``states`` as an agent acts on them: ``forward`` (the features' ``no_grad`` or ``eval``)
-    on the batch, or, with memory, one step of the recurrent trunk from each environment's carried state."""
-    return forward(states.as_input()) if carried is None else carried.step(forward, states)
+def acting_features(forward: Callable, states: StateArray, carried: CarriedState | None,
+                    copies: slice = ALL_COPIES) -> torch.Tensor:
+    """The features of ``states`` (those of the environment copies ``copies``) as an agent acts on them:
+    ``forward`` (the features' ``no_grad`` or ``eval``) on the batch, or, with memory, one step of the recurrent
+    trunk from each environment's carried state."""
+    return forward(states.as_input()) if carried is None else carried.step(forward, states, copies)
 
 
 def normalized(advantages: torch.Tensor) -> torch.Tensor:
@@ -206,12 +208,12 @@ class PolicyGradient(Checkpointed, ParallelAgent, Buildable):
         """What an algorithm adds to its networks (its buffer, its schedules), built after them."""
         return {}
 
-    def _sample(self, states: StateArray) -> tuple[torch.Tensor, torch.Tensor]:
-        """Actions for ``states`` from the current policy (among their legal ones), without gradients, and their
-        log-probabilities. The actions are the policy's own (normalised, for a Box); ``policy.env_actions`` maps
-        them."""
+    def _sample(self, states: StateArray, copies: slice = ALL_COPIES) -> tuple[torch.Tensor, torch.Tensor]:
+        """Actions for ``states`` (of the environment copies ``copies``) from the current policy (among their
+        legal ones), without gradients, and their log-probabilities. The actions are the policy's own
+        (normalised, for a Box); ``policy.env_actions`` maps them."""
         with torch.no_grad():
-            features = acting_features(self.features.no_grad, states, self.carried)
+            features = acting_features(self.features.no_grad, states, self.carried, copies)
             distribution = self.policy.no_grad(features, mask=legal_actions(states))
             actions = distribution.sample(self.generator)
             return actions, distribution.log_prob(actions)
@@ -249,7 +251,8 @@ class RolloutPolicyGradient(PolicyGradient):
     each group fills its columns of the rollout, and the update waits for the group that completes the rollout
     last. A group that completes it first needs an action before the update: drawn from the policy before it,
     it becomes the first action of the next rollout, with its log-probability (rlpyt's alternating sampler does
-    the same; PPO's ratio weighs it as the older policy's, A2C takes it as on-policy)."""
+    the same; PPO's ratio weighs it as the older policy's, A2C takes it as on-policy). With a recurrent trunk each
+    group's chunk starts from the state it acted on its row 0 from, that early action's included."""
 
     buffer: GeneralizedAdvantageBuffer
 
@@ -258,6 +261,8 @@ class RolloutPolicyGradient(PolicyGradient):
         self._lane_rows: dict[int, int] = {}  # with the alternating sampler: rows each group has written ...
         self._waiting: dict[int, tuple] = {}  # ... and the groups done with the rollout, with their next actions
         self._lane_widths: dict[int, int] = {}  # ... and how many environments each group has
+        if self.carried is not None:  # groups of copies act in turn: the carried state keeps every copy's row
+            self.carried.n_envs = self.buffer.n_envs
 
     @staticmethod
     def rollout_buffer(config, context: BuildContext, lam: float) -> GeneralizedAdvantageBuffer:
@@ -289,25 +294,35 @@ class RolloutPolicyGradient(PolicyGradient):
         t = rows.get(lanes.start, self.buffer.t)
         self.buffer.store_state(states, lanes, t)
         if t == self.buffer.n_steps:
-            columns = (lanes.stop - lanes.start) + sum(group.stop - group.start for group, _, _ in waiting.values())
+            columns = (lanes.stop - lanes.start) + sum(group.stop - group.start for group, *_ in waiting.values())
             if columns < self.buffer.n_envs:  # another group has yet to complete the rollout
-                actions, log_prob = self._sample(states)
-                waiting[lanes.start] = (lanes, actions, log_prob)
+                start = self._chunk_start(states, lanes)
+                actions, log_prob = self._sample(states, lanes)
+                waiting[lanes.start] = (lanes, actions, log_prob, start)
                 rows[lanes.start] = 1
                 return self.policy.env_actions(actions)
             self.buffer.t = self.buffer.n_steps
             self._train()  # the rollout's last states become the next one's first (row 0)
-            for group, actions, log_prob in waiting.values():
+            for group, actions, log_prob, start in waiting.values():
                 self.buffer.store_action(actions, log_prob, group, 0)
+                if start is not None:
+                    self.buffer.store_start(start, group)
             waiting.clear()
             t = 0
-        actions, log_prob = self._sample(states)
+        if self.carried is not None and t == 0:  # the group's chunk begins: where its unroll will start
+            self.buffer.store_start(self._chunk_start(states, lanes), lanes)
+        actions, log_prob = self._sample(states, lanes)
         self.buffer.store_action(actions, log_prob, lanes, t)
         rows[lanes.start] = t + 1
         self._lane_widths[lanes.start] = lanes.stop - lanes.start
         if not waiting and sum(self._lane_widths.values()) == self.buffer.n_envs:
             self.buffer.t = min(rows.values())  # the rows every group has written: what a checkpoint keeps
         return self.policy.env_actions(actions)
+
+    def _chunk_start(self, states: StateArray, lanes: slice) -> torch.Tensor | None:
+        """With a recurrent trunk, the state the group ``lanes`` acts on ``states`` from: where its chunk of the
+        next rollout starts when these are its row 0."""
+        return None if self.carried is None else self.carried.current(states, lanes)
 
     def _train(self) -> None:  # pragma: no cover - interface
         raise NotImplementedError

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import torch
 
-from rlconf.core import StateArray
+from rlconf.core import ALL_COPIES, StateArray
 
 
 class CarriedState:
@@ -21,39 +21,56 @@ class CarriedState:
         state = carried.current(states)          # zero where an episode begins
         outputs, after = network(x, state)
         carried.advance(after, states)           # kept for the next step
+
+    With the alternating sampler ``states`` are one group's, the copies ``copies`` of the ``n_envs`` (a slice):
+    their rows are read and written, the other group's wait for its turn.
     """
 
-    def __init__(self, size: int, device: torch.device | str = "cpu"):
+    def __init__(self, size: int, device: torch.device | str = "cpu", n_envs: int | None = None):
         self.size = size
         self.device = torch.device(device)
+        self.n_envs = n_envs  # every copy's row, where groups of them are acted on in turn
         self.state: torch.Tensor | None = None  # after the last step, [n_envs, size]
         self.ended: torch.Tensor | None = None  # [n_envs] bool: the last state ended its episode
 
-    def current(self, states: StateArray) -> torch.Tensor:
+    def current(self, states: StateArray, copies: slice = ALL_COPIES) -> torch.Tensor:
         """The state to process ``states`` from: the carried one, zeroed for environments whose previous state
         ended its episode (all of them on the first call)."""
-        n = len(states)
-        if self.state is None or len(self.state) != n:
-            return torch.zeros((n, self.size), device=self.device)
-        return self.state * (~self.ended).unsqueeze(1).to(self.state.dtype)
+        if not self._carries(states, copies):
+            return torch.zeros((len(states), self.size), device=self.device)
+        return self.state[copies] * (~self.ended[copies]).unsqueeze(1).to(self.state.dtype)
 
-    def starts(self, states: StateArray) -> torch.Tensor:
+    def starts(self, states: StateArray, copies: slice = ALL_COPIES) -> torch.Tensor:
         """``[n_envs]`` bool: where ``states`` begin an episode (no memory: the first call, or after ``done``)."""
-        if self.state is None or len(self.state) != len(states):
+        if not self._carries(states, copies):
             return torch.ones(len(states), dtype=torch.bool, device=self.device)
-        return self.ended.clone()
+        return self.ended[copies].clone()
 
-    def step(self, forward: Callable[..., tuple[torch.Tensor, torch.Tensor]], states: StateArray) -> torch.Tensor:
+    def _carries(self, states: StateArray, copies: slice) -> bool:
+        """Whether a state is carried for ``states``: one was kept, for as many copies."""
+        return self.state is not None and (copies != ALL_COPIES or len(self.state) == len(states))
+
+    def step(self, forward: Callable[..., tuple[torch.Tensor, torch.Tensor]], states: StateArray,
+             copies: slice = ALL_COPIES) -> torch.Tensor:
         """One step of a recurrent network (``forward``: the network, or an approximation's ``no_grad`` / ``eval``
-        of it) on ``states``, every environment in one batch from its carried state: the outputs ``[n_envs,
-        ...]``; the state after the step is carried to the next."""
-        outputs, after = forward(states.as_input().unsqueeze(0), self.current(states))
-        self.advance(after, states)
+        of it) on ``states`` (those of the copies ``copies``), every environment in one batch from its carried
+        state: the outputs ``[n_envs, ...]``; the state after the step is carried to the next."""
+        outputs, after = forward(states.as_input().unsqueeze(0), self.current(states, copies))
+        self.advance(after, states, copies)
         return outputs[0]
 
-    def advance(self, state: torch.Tensor, states: StateArray) -> None:
-        self.state = state.detach()
-        self.ended = torch.as_tensor(states["done"], device=self.device).reshape(len(states)).bool()
+    def advance(self, state: torch.Tensor, states: StateArray, copies: slice = ALL_COPIES) -> None:
+        ended = torch.as_tensor(states["done"], device=self.device).reshape(len(states)).bool()
+        if copies == ALL_COPIES:
+            self.state, self.ended = state.detach(), ended
+            return
+        if self.state is None:  # the first group's first step: every copy's row, the others' still unstarted
+            if self.n_envs is None:
+                raise ValueError("a CarriedState acted on in groups of copies needs n_envs")
+            self.state = torch.zeros((self.n_envs, self.size), device=self.device, dtype=state.dtype)
+            self.ended = torch.ones(self.n_envs, dtype=torch.bool, device=self.device)
+        self.state[copies] = state.detach()
+        self.ended[copies] = ended
 
     def state_dict(self) -> dict:
         return {} if self.state is None else {"state": self.state.clone(), "ended": self.ended.clone()}

@@ -87,16 +87,17 @@ class DDPG(ContinuousOffPolicy):
     def acting_approximations(self) -> dict[str, Any]:
         return {"policy": self.policy}
 
-    def _policy_actions(self, states: StateArray) -> torch.Tensor:
+    def _policy_actions(self, states: StateArray, copies: slice) -> torch.Tensor:
         actions = self.policy.no_grad(states.as_input())
-        return self.bounds.clip(actions + self.bounds.half_range * self._noise(actions, states))
+        return self.bounds.clip(actions + self.bounds.half_range * self._noise(actions, states, copies))
 
-    def _noise(self, actions: torch.Tensor, states: StateArray) -> torch.Tensor:
-        """Gaussian draws, or each copy's next OU value (its process restarting where the episode ended)."""
+    def _noise(self, actions: torch.Tensor, states: StateArray, copies: slice) -> torch.Tensor:
+        """Gaussian draws, or the next OU value of each of the copies ``copies`` (its process restarting where
+        the episode ended)."""
         if self.ou is None:
             return gaussian(actions, self.config.noise, self.generator)
-        noise = self.ou.sample(self.config.noise, self.generator).view_as(actions)
-        self.ou.reset(states["done"])
+        noise = self.ou.sample(self.config.noise, self.generator, copies).view_as(actions)
+        self.ou.reset(states["done"], copies)
         return noise
 
     def _update(self, batch: Transitions) -> None:

@@ -106,8 +106,8 @@ class DQN(OffPolicy):
         """What the epsilon-greedy policy maximises (Q itself here; the mean of a distribution in C51)."""
         return q
 
-    def _explore(self, states: StateArray) -> torch.Tensor:
-        return self.policy(states)
+    def _explore(self, states: StateArray, copies: slice) -> torch.Tensor:
+        return self.policy(states, copies)
 
     def acting_approximations(self) -> dict[str, Any]:
         return {"q": self.q}

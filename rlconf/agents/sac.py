@@ -126,7 +126,7 @@ class SAC(ContinuousOffPolicy):
     def acting_approximations(self) -> dict[str, Any]:
         return {"policy": self.policy}
 
-    def _policy_actions(self, states: StateArray) -> torch.Tensor:
+    def _policy_actions(self, states: StateArray, copies: slice) -> torch.Tensor:
         return self.policy.no_grad(states.as_input())[0]
 
     def _update(self, batch: Transitions) -> None:

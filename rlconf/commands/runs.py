@@ -124,15 +124,18 @@ def export_line(exported: dict) -> str:
         [f"{part['name']} {shape(part)}" for part in exported["inputs"]]
     if "action_mask" in exported:
         inputs.append(f"action_mask {shape(exported['action_mask'])}")
-    # A recurrent policy's state: inputs after those, returned after the action, fed back by the caller.
+    # R2D1's previous action and reward (agent.prev_action_reward), then a recurrent policy's state: inputs after
+    # those, the state returned after the action, each fed back by the caller.
+    previous = exported.get("previous", {"inputs": []})
     state = exported.get("state", {"inputs": [], "outputs": []})
-    inputs += [f"{part['name']} {shape(part)}" for part in state["inputs"]]
+    inputs += [f"{part['name']} {shape(part)}" for part in (*previous["inputs"], *state["inputs"])]
     outputs = [f"action {shape(exported['output'])}", *(part["name"] for part in state["outputs"])]
     checked = f"{exported['checked_observations']} observations" + (
         f" x {exported['checked_steps']} steps" if "checked_steps" in exported else "")
     feeding = "".join(f"; feed it: {how}" for how in exported["feeding"])
-    if state["inputs"]:
-        feeding += f"; feed {', '.join(part['name'] for part in state['inputs'])}: {state['start']}"
+    for fed in (previous, state):
+        if fed["inputs"]:
+            feeding += f"; feed {', '.join(part['name'] for part in fed['inputs'])}: {fed['start']}"
     return (f"{exported['agent']} {exported['env']} at step {exported['checkpoint_step']:,}: {exported['format']} "
             f"policy, {', '.join(inputs)} -> {', '.join(outputs)}, the same actions as the policy on {checked} "
             f"-> {exported['file']}{feeding}")

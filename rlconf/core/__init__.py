@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from rlconf.lazy import lazy_names
 
-_HOMES = {"EnvKind": "rlconf.core.kinds", "MultiagentState": "rlconf.core.state", "State": "rlconf.core.state",
-          "StateArray": "rlconf.core.state", "AgentGroup": "rlconf.core.team", "TeamState": "rlconf.core.team",
-          "TeamEpisode": "rlconf.core.team"}
-__all__ = ["AgentGroup", "EnvKind", "MultiagentState", "State", "StateArray", "TeamEpisode", "TeamState"]
+_HOMES = {"ALL_COPIES": "rlconf.core.state", "EnvKind": "rlconf.core.kinds", "MultiagentState": "rlconf.core.state",
+          "State": "rlconf.core.state", "StateArray": "rlconf.core.state", "AgentGroup": "rlconf.core.team",
+          "TeamState": "rlconf.core.team", "TeamEpisode": "rlconf.core.team"}
+__all__ = ["ALL_COPIES", "AgentGroup", "EnvKind", "MultiagentState", "State", "StateArray", "TeamEpisode", "TeamState"]
 
 
 __getattr__, __dir__ = lazy_names(__name__, _HOMES)

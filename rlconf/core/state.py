@@ -23,6 +23,11 @@ CPU = torch.device("cpu")  # the default device, built once: states are made eve
 _STANDARD_KEYS = ("observation", "reward", "done", "mask")
 
 
+# The columns of every environment copy: what an agent acts on unless the alternating sampler hands it one group
+# of copies (a slice of them) at a time.
+ALL_COPIES = slice(None)
+
+
 class State(dict):
     """One environment state: a dict of tensors with convenient accessors."""
 

@@ -24,7 +24,7 @@ import torch
 
 from rlconf.core import EnvKind, StateArray
 from rlconf.core.layout import ACTION_MASK, PLAIN, PackedSpace, packed
-from rlconf.core.state import CPU
+from rlconf.core.state import ALL_COPIES, CPU
 from rlconf.environments.base import Environment
 from rlconf.environments.parallel import SharedMemoryVectorEnv, sampled_vector_env
 from rlconf.environments.registered import find_spec
@@ -39,7 +39,6 @@ class Episode:
     stalled: bool = False  # cut short after ``stall_steps`` steps without a reward (tests of Atari games)
 
 
-ALL_COPIES = slice(None)  # a step of every copy (the alternating sampler steps a group's slice of them)
 # The ALE (and other C++ simulators) take seeds as 32-bit signed ints, copy i of a vector env seed + i.
 SIMULATOR_SEEDS = 2**31 - 2**16
 

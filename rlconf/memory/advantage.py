@@ -197,8 +197,15 @@ class RecurrentAdvantageBuffer(GeneralizedAdvantageBuffer):
         super().__init__(*args, **kwargs)
         self.start: torch.Tensor | None = None  # [n_envs, state_size] before row 0
 
-    def store_start(self, state: torch.Tensor) -> None:
-        self.start = state.detach().clone()
+    def store_start(self, state: torch.Tensor, columns: slice = slice(None)) -> None:
+        """The state every environment's chunk starts from, or those in ``columns`` (the alternating sampler's
+        groups start theirs in turn)."""
+        if columns == slice(None):
+            self.start = state.detach().clone()
+            return
+        if self.start is None:
+            self.start = torch.zeros((self.n_envs, *state.shape[1:]), dtype=state.dtype, device=state.device)
+        self.start[columns] = state.detach()
 
     @property
     def resets(self) -> torch.Tensor:

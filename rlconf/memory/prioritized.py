@@ -93,11 +93,17 @@ class Priorities:
 
     def _set_priorities(self, slots: np.ndarray, priorities: torch.Tensor) -> None:
         """Slots' new priorities, |TD error| + epsilon (to the power alpha in the tree)."""
-        p = priorities.detach().double().cpu().numpy() + self.epsilon
-        self.max_priority = max(self.max_priority, float(p.max()))
+        values = self._tree_values(priorities)
         # A slot that became invalid since it was drawn (its row was overwritten) must stay at zero.
         alive = self.tree.get(slots) > 0
-        self.tree.set(slots[alive], p[alive] ** self.alpha)
+        self.tree.set(slots[alive], values[alive])
+
+    def _tree_values(self, priorities: torch.Tensor) -> np.ndarray:
+        """What the tree holds for ``priorities`` (|TD errors|): (p + epsilon) ** alpha; the largest p + epsilon
+        so far is kept (``max_priority``, where new entries start)."""
+        p = priorities.detach().double().cpu().numpy() + self.epsilon
+        self.max_priority = max(self.max_priority, float(p.max()))
+        return p ** self.alpha
 
     def state_dict(self) -> dict:
         state = super().state_dict()

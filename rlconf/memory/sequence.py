@@ -15,12 +15,20 @@ returns to zero (the step after a ``done``), ``Sequences.valid`` which steps are
 Prioritized sampling draws sequences in proportion to ``priority ** alpha`` from a sum tree over the start
 slots, with importance weights ``(N * P) ** -beta``; a sequence's priority is R2D2's mixture ``eta * max |delta| +
 (1 - eta) * mean |delta|`` of its trained steps' TD errors (``sequence_priorities``). A sequence enters at the
-largest priority so far, the moment its last row is written; sequences that lose a row to the ring drop to zero.
+largest priority so far, the moment its last row is written, or with ``input_priority`` (R2D1's
+``agent.input_priorities``) at the priority that function gives it from its rows, the Q-values the agent acted on
+among them (``acted_values``, stored per row); sequences that lose a row to the ring drop to zero.
+
+With ``previous_action`` the sequences carry each step's previous action and reward too (the inputs of R2D1's
+``agent.prev_action_reward``): the action of the row before and the row's own reward (received on arriving),
+-1 and 0 where an episode begins. A sequence's first step reads the previous action stored with its start (as
+the recurrent state is), since the row before may belong to no sequence still held.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -38,9 +46,12 @@ class Sequences(NamedTuple):
     returns to zero before a step (after a ``done``); ``valid [T, B]``: the steps that are transitions (not
     leaving a ``done`` state). ``weights``: importance weights (None for uniform sampling); ``indices``: the
     sequences' (start row, environment) for ``update_priorities``. ``action_mask [T, B, n_actions]``: the legal
-    actions of each step (None when the environment has no action masks)."""
+    actions of each step (None when the environment has no action masks). ``previous_action``,
+    ``previous_reward [T, B]``: each step's previous action (-1: none) and reward (0 where an episode begins),
+    ``acted_values [T, B, n_actions]``: the Q-values the agent acted on, where the replay keeps them (else None).
+    ``observation`` is None in the sequences gathered for an input priority, which reads none."""
 
-    observation: torch.Tensor
+    observation: torch.Tensor | None
     action: torch.Tensor
     reward: torch.Tensor
     mask: torch.Tensor
@@ -51,17 +62,26 @@ class Sequences(NamedTuple):
     weights: torch.Tensor | None
     indices: tuple[torch.Tensor, torch.Tensor]
     action_mask: torch.Tensor | None = None
+    previous_action: torch.Tensor | None = None
+    previous_reward: torch.Tensor | None = None
+    acted_values: torch.Tensor | None = None
 
 
 class SequenceReplay(Priorities, ReplayBuffer):
     """Sequences of ``burn_in + sequence_length`` steps starting every ``period`` rows, with the recurrent state
-    (``state_size`` numbers) stored at each start; uniform, or ``prioritized`` (``alpha``, ``beta``, ``eta``)."""
+    (``state_size`` numbers) stored at each start; uniform, or ``prioritized`` (``alpha``, ``beta``, ``eta``).
+    ``previous_action``: the sequences carry the previous actions and rewards; ``acted_values``: the number of
+    actions whose Q-values acting computed, stored per row (0: none); ``input_priority``: the priority of new
+    sequences (each ``[B]`` from a batch), instead of the largest so far."""
+
+    _STATE = (*ReplayBuffer._STATE, "acted_values")
 
     def __init__(self, capacity: int, n_envs: int, observation_shape: tuple[int, ...],
                  observation_dtype: torch.dtype, *, state_size: int, sequence_length: int, burn_in: int = 0,
                  period: int | None = None, n_steps: int = 1, prioritized: bool = False, alpha: float = 0.9,
                  beta=0.6, eta: float = 0.9, epsilon: float = 1e-5, seed: int = 0, frame_stack: int = 1,
-                 **options: Any):
+                 previous_action: bool = False, acted_values: int = 0,
+                 input_priority: Callable[[Sequences], torch.Tensor] | None = None, **options: Any):
         self.burn_in = burn_in
         self.sequence_length = sequence_length
         self.period = period or sequence_length
@@ -75,16 +95,28 @@ class SequenceReplay(Priorities, ReplayBuffer):
         assert self.rows == rows
         self.starts = rows // self.period  # start slots per environment
         self.recurrent_state = torch.zeros((self.starts, n_envs, state_size), device=self.device)
+        # The previous action at each start (-1 where it begins an episode); the acted Q-values of each row.
+        self.previous_action = (torch.full((self.starts, n_envs), -1, dtype=torch.int64, device=self.device)
+                                if previous_action else None)
+        self.acted_values = (torch.zeros((rows, n_envs, acted_values), device=self.device) if acted_values
+                             else None)
+        self.input_priority = input_priority
         self.eta = eta
         self._prioritize(alpha, beta, epsilon, seed, self.starts * n_envs if prioritized else None)
 
     # -- storing -------------------------------------------------------------------------------------
-    def store(self, states: State, actions: torch.Tensor, recurrent_state: torch.Tensor) -> None:  # type: ignore[override]
+    def store(self, states: State, actions: torch.Tensor, recurrent_state: torch.Tensor,  # type: ignore[override]
+              previous_action: torch.Tensor | None = None, acted_values: torch.Tensor | None = None) -> None:
         """Record the states, the actions chosen and the recurrent state they were chosen from (kept only at
-        a sequence's start row)."""
+        a sequence's start row), with ``previous_action`` (the agent's input, -1 where an episode begins: kept
+        at start rows too) and the Q-values acting computed (``[n_envs, n_actions]``) where the replay keeps them."""
         row = self._next_row
         if row % self.period == 0:
             self.recurrent_state[row // self.period] = recurrent_state
+            if self.previous_action is not None:
+                self.previous_action[row // self.period] = previous_action
+        if self.acted_values is not None:
+            self.acted_values[row] = acted_values
         super().store(states, actions)
 
     def _stored(self, row: int) -> None:
@@ -98,7 +130,16 @@ class SequenceReplay(Priorities, ReplayBuffer):
             return
         complete = self._sampleable(torch.as_tensor(starts)).numpy() & (starts == (row - self.span + 1) % self.rows)
         for start, enters in zip(starts, complete, strict=True):
-            self.tree.set(self._slots(start), np.full(self.n_envs, self.max_priority ** self.alpha if enters else 0.0))
+            self.tree.set(self._slots(start), self._entering(int(start)) if enters else np.zeros(self.n_envs))
+
+    def _entering(self, start: int) -> np.ndarray:
+        """What the tree holds for the sequences starting at row ``start`` as they enter: the largest priority
+        so far, or the ``input_priority`` of each (to the power alpha)."""
+        if self.input_priority is None:
+            return np.full(self.n_envs, self.max_priority ** self.alpha)
+        cols = torch.arange(self.n_envs)
+        sequences = self.gather_sequences(torch.full_like(cols, start), cols, observations=False)
+        return self._tree_values(self.input_priority(sequences))
 
     def _slots(self, start: int) -> np.ndarray:
         return (start // self.period) * self.n_envs + np.arange(self.n_envs)
@@ -142,22 +183,39 @@ class SequenceReplay(Priorities, ReplayBuffer):
         chosen = torch.randint(len(starts) * self.n_envs, (n,), generator=self.generator)
         return starts[chosen // self.n_envs], chosen % self.n_envs, None
 
-    def gather_sequences(self, starts: torch.Tensor, cols: torch.Tensor,
-                         weights: torch.Tensor | None = None) -> Sequences:
-        """The sequences starting at rows ``starts`` of environments ``cols``, time-major."""
+    def gather_sequences(self, starts: torch.Tensor, cols: torch.Tensor, weights: torch.Tensor | None = None,
+                         observations: bool = True) -> Sequences:
+        """The sequences starting at rows ``starts`` of environments ``cols``, time-major (without their
+        observations unless ``observations``)."""
         starts, cols = starts.to(self.device), cols.to(self.device)
         rows = (starts.unsqueeze(0) + torch.arange(self.span, device=self.device).unsqueeze(1)) % self.rows
         columns = cols.expand_as(rows)
-        observation = self.observations(rows.flatten(), columns.flatten())
-        done = self.done[rows, columns]
+        observation = None
+        if observations:
+            observation = self.observations(rows.flatten(), columns.flatten())
+            observation = observation.view(*rows.shape, *observation.shape[1:])
+        action, reward, done = self.action[rows, columns], self.reward[rows, columns], self.done[rows, columns]
         # The state returns to zero before the step after a done; the stored state already did at step 0.
         resets = torch.cat([torch.zeros_like(done[:1]), done[:-1]])
-        return Sequences(observation=observation.view(*rows.shape, *observation.shape[1:]),
-                         action=self.action[rows, columns], reward=self.reward[rows, columns],
-                         mask=self.mask[rows, columns], done=done, resets=resets, valid=~done,
+        previous = (None, None) if self.previous_action is None else self._previous(starts, cols, action, reward,
+                                                                                      resets)
+        return Sequences(observation=observation, action=action, reward=reward, mask=self.mask[rows, columns],
+                         done=done, resets=resets, valid=~done,
                          state=self.recurrent_state[starts // self.period, cols], weights=weights,
                          indices=(starts, cols),
-                         action_mask=None if self.action_mask is None else self.action_mask[rows, columns])
+                         action_mask=None if self.action_mask is None else self.action_mask[rows, columns],
+                         previous_action=previous[0], previous_reward=previous[1],
+                         acted_values=None if self.acted_values is None else self.acted_values[rows, columns])
+
+    def _previous(self, starts: torch.Tensor, cols: torch.Tensor, action: torch.Tensor, reward: torch.Tensor,
+                  resets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Each step's previous action and reward ``[T, B]``: the step before's action (at the first step the
+        one stored with the start) and the step's reward, -1 and 0 where an episode begins (after a ``done``,
+        or at a start that began one)."""
+        first = self.previous_action[starts // self.period, cols]
+        begins = torch.cat([(first < 0).unsqueeze(0), resets[1:]])
+        previous = torch.cat([first.unsqueeze(0), action[:-1]]).masked_fill(begins, -1)
+        return previous, reward.masked_fill(begins, 0.0)
 
     def update_priorities(self, indices: tuple[torch.Tensor, torch.Tensor], priorities: torch.Tensor) -> None:
         """Each sampled sequence's new priority (``sequence_priorities``); no-op under uniform sampling."""
@@ -168,19 +226,25 @@ class SequenceReplay(Priorities, ReplayBuffer):
 
     @property
     def bytes_per_transition(self) -> float:
-        stored = self.recurrent_state.element_size() * self.recurrent_state.nelement()
+        kept = [t for t in (self.recurrent_state, self.previous_action, self.acted_values) if t is not None]
+        stored = sum(t.element_size() * t.nelement() for t in kept)
         return super().bytes_per_transition + stored / (self.rows * self.n_envs)
 
     # -- checkpoints ---------------------------------------------------------------------------------
     def state_dict(self) -> dict:
         """ReplayBuffer's rows written so far, the states stored at their sequence starts, the priorities."""
         starts = self.starts if self._filled == self.rows else math.ceil(self._filled / self.period)
-        return super().state_dict() | {"recurrent_state": self.recurrent_state[:starts].clone()}
+        state = super().state_dict() | {"recurrent_state": self.recurrent_state[:starts].clone()}
+        if self.previous_action is not None:
+            state["previous_action"] = self.previous_action[:starts].clone()
+        return state
 
     def load_state_dict(self, state: dict) -> None:
         """As ReplayBuffer's (the newest row ends its episode: a resumed run restarts its environments)."""
         super().load_state_dict(state)
         self.recurrent_state[: len(state["recurrent_state"])].copy_(state["recurrent_state"])
+        if self.previous_action is not None:
+            self.previous_action[: len(state["previous_action"])].copy_(state["previous_action"])
 
 
 def sequence_priorities(td_errors: torch.Tensor, valid: torch.Tensor, eta: float) -> torch.Tensor:

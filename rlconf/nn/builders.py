@@ -86,14 +86,18 @@ class ModelSettings:
         out = self._output(width, outputs, noisy=False)
         return self._initialised(out, {out: gain})
 
-    def recurrent_q(self, space: gym.Space, n_actions: int, atoms: int | None = None) -> RecurrentNetwork:
+    def recurrent_q(self, space: gym.Space, n_actions: int, atoms: int | None = None,
+                    previous_action_reward: bool = False) -> RecurrentNetwork:
         """Sequences ``[T, B, *space.shape]`` -> action values ``[T, B, n_actions]`` (logits ``[T, B, n_actions,
         atoms]`` with ``atoms``): the shared layers, the core, then the value-based head with its hidden layer
-        (dueling and noisy as configured), R2D2's layout: Nature convolutions, an LSTM, a dueling head."""
+        (dueling and noisy as configured), R2D2's layout: Nature convolutions, an LSTM, a dueling head. With
+        ``previous_action_reward`` the core also reads the previous action (one-hot) and reward (R2D2's inputs:
+        rlconf.nn.recurrent.RecurrentNetwork)."""
         layers, width = self._features(space)
-        core = self._core(width)
+        previous = n_actions if previous_action_reward else 0
+        core = self._core(width + (previous + 1 if previous else 0))
         head = self._action_values_on(layers=[], width=self.recurrent_hidden, n_actions=n_actions, atoms=atoms)
-        return self._recurrent(nn.Sequential(*layers), core, head)
+        return self._recurrent(nn.Sequential(*layers), core, head, previous)
 
     def recurrent_trunk(self, space: gym.Space, critic_inputs: int = 0) -> tuple[RecurrentNetwork | SideBySide, int]:
         """Sequences -> features ``[T, B, width]`` for policy and value heads (from ``linear``): every hidden
@@ -186,12 +190,13 @@ class ModelSettings:
     def _core(self, width: int) -> RecurrentCore:
         return RecurrentCore(self.recurrent, width, self.recurrent_hidden)
 
-    def _recurrent(self, encoder: nn.Module, core: RecurrentCore, head: nn.Module | None) -> RecurrentNetwork:
+    def _recurrent(self, encoder: nn.Module, core: RecurrentCore, head: nn.Module | None,
+                   previous_actions: int = 0) -> RecurrentNetwork:
         """The three parts, encoder and head initialised as their feed-forward counterparts were (each part
         on its own: the head's layers were initialised when built), the core orthogonally under ``ortho_init``."""
         if self.ortho_init:
             core.orthogonal_()
-        return RecurrentNetwork(self._initialised(encoder, {}), core, head)
+        return RecurrentNetwork(self._initialised(encoder, {}), core, head, previous_actions)
 
     def _initialised(self, model: nn.Module, output_gains: dict[nn.Module, float]) -> nn.Module:
         """``model`` with orthogonal weights and zero biases under ``ortho_init``, else as built.

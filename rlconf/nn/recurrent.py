@@ -7,6 +7,11 @@ after their last step. Acting is a sequence of one step (``T = 1``); training ru
 The state is one flat tensor per batch entry (an LSTM's ``h`` and ``c`` side by side), so buffers store it as
 one more column of numbers and agents carry it without knowing which core produced it. A reset zeroes it
 before the step it marks, as an episode's first state must not remember the previous episode.
+
+A network built with ``previous_actions`` (R2D1's ``agent.prev_action_reward``, as rlpyt's R2D1 model and R2D2)
+also reads, at every step, the action taken at the step before (one-hot over that many actions; -1 is none: an
+episode's first step) and the reward received on arriving (``State.reward``; 0 at an episode's first step),
+concatenated with the encoder's features before the core.
 """
 
 from __future__ import annotations
@@ -82,32 +87,58 @@ class RecurrentNetwork(nn.Module):
     """``encoder`` on every step, the ``core`` over time, ``head`` on every output: the recurrent counterpart
     of a feed-forward model ``head(encoder(x))``."""
 
-    def __init__(self, encoder: nn.Module, core: RecurrentCore, head: nn.Module | None = None):
+    def __init__(self, encoder: nn.Module, core: RecurrentCore, head: nn.Module | None = None,
+                 previous_actions: int = 0):
         super().__init__()
         self.encoder = encoder
         self.core = core
         self.head = head if head is not None else nn.Identity()
+        # With previous_actions: the core's inputs end with the previous action, one-hot, and reward.
+        self.previous_actions = previous_actions
+        if previous_actions:  # compared with the action for its one-hot (-1 matches none); not in checkpoints
+            self.register_buffer("action_indices", torch.arange(previous_actions), persistent=False)
 
     @property
     def state_size(self) -> int:
         return self.core.state_size
 
-    def forward(self, x: torch.Tensor, state: torch.Tensor,
-                resets: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, x: torch.Tensor, state: torch.Tensor, resets: torch.Tensor | None = None,
+                previous_action: torch.Tensor | None = None,
+                previous_reward: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """``x [T, B, *obs]`` from ``state`` -> ``([T, B, ...], state after step T)``; a network with
+        ``previous_actions`` also takes each step's ``previous_action`` (int, -1: none) and ``previous_reward``,
+        each ``[T, B]``."""
         steps, batch = x.shape[:2]
-        features = self.encoder(x.flatten(0, 1))
-        y, state = self.core(features.view(steps, batch, -1), state, resets)
+        features = self.encoder(x.flatten(0, 1)).view(steps, batch, -1)
+        features = self._with_previous(features, previous_action, previous_reward)
+        y, state = self.core(features, state, resets)
         out = self.head(y.flatten(0, 1))
         return out.view(steps, batch, *out.shape[1:]), state
 
-    def step(self, x: torch.Tensor | dict[str, torch.Tensor],
-             state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def step(self, x: torch.Tensor | dict[str, torch.Tensor], state: torch.Tensor,
+             previous_action: torch.Tensor | None = None,
+             previous_reward: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """One step of a batch without its time axis, ``x [B, *obs]`` or a Dict observation's ``{key: [B, ...]}``
-        (what an exported graph takes), from ``state``: the outputs ``[B, ...]`` and the state after it, as
-        ``forward`` computes them for a sequence of one step."""
+        (what an exported graph takes), from ``state`` (and the previous action and reward ``[B]`` where the
+        network reads them): the outputs ``[B, ...]`` and the state after it, as ``forward`` computes them for
+        a sequence of one step."""
         features = self.encoder(x)
-        y, state = self.core(features.reshape(1, features.shape[0], -1), state)
+        features = features.reshape(1, features.shape[0], -1)
+        if self.previous_actions:
+            features = self._with_previous(features, previous_action.unsqueeze(0), previous_reward.unsqueeze(0))
+        y, state = self.core(features, state)
         return self.head(y[0]), state
+
+    def _with_previous(self, features: torch.Tensor, action: torch.Tensor | None,
+                       reward: torch.Tensor | None) -> torch.Tensor:
+        """``features [T, B, width]``, followed where the network reads them by the one-hot previous action
+        (zeros for -1, no action) and the previous reward (rlpyt's R2D1 model feeds its LSTM so)."""
+        if not self.previous_actions:
+            return features
+        if action is None or reward is None:
+            raise ValueError("this recurrent network reads the previous action and reward: pass both")
+        one_hot = (action.unsqueeze(-1) == self.action_indices).to(features.dtype)
+        return torch.cat([features, one_hot, reward.unsqueeze(-1).to(features.dtype)], dim=-1)
 
 
 class SideBySide(nn.Module):

@@ -15,6 +15,8 @@ import math
 import numpy as np
 import torch
 
+from rlconf.core import ALL_COPIES
+
 
 def per_copy_epsilons(n_copies: int, epsilon: float, alpha: float) -> np.ndarray:
     """Ape-X's epsilon of each of ``n_copies`` copies: ``epsilon ** (1 + alpha * i / (n_copies - 1))``, from
@@ -38,15 +40,17 @@ class OrnsteinUhlenbeck:
         self.dt = dt
         self.state = torch.zeros((n_copies, dim), device=device)
 
-    def sample(self, sigma: float, generator: torch.Generator) -> torch.Tensor:
-        """The next value of every copy's noise (``[n_copies, dim]``), drawn from ``generator``."""
-        shock = torch.randn(self.state.shape, generator=generator, device=self.state.device)
-        self.state = self.state * (1 - self.theta * self.dt) + sigma * math.sqrt(self.dt) * shock
-        return self.state
+    def sample(self, sigma: float, generator: torch.Generator, copies: slice = ALL_COPIES) -> torch.Tensor:
+        """The next value of the noise of the copies ``copies`` (``[copies, dim]``; all of them by default),
+        drawn from ``generator``; the other copies' processes wait for their turn (the alternating sampler)."""
+        state = self.state[copies]
+        shock = torch.randn(state.shape, generator=generator, device=state.device)
+        self.state[copies] = state * (1 - self.theta * self.dt) + sigma * math.sqrt(self.dt) * shock
+        return self.state[copies].clone()
 
-    def reset(self, ended: torch.Tensor) -> None:
-        """Restart the processes of the copies whose episodes ``ended`` (a bool per copy)."""
-        self.state = torch.where(ended.to(self.state.device).view(-1, 1), 0.0, self.state)
+    def reset(self, ended: torch.Tensor, copies: slice = ALL_COPIES) -> None:
+        """Restart the processes of the copies (of ``copies``) whose episodes ``ended`` (a bool per copy)."""
+        self.state[copies] = torch.where(ended.to(self.state.device).view(-1, 1), 0.0, self.state[copies])
 
     def state_dict(self) -> dict:
         return {"state": self.state.clone()}

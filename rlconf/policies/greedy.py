@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from rlconf.approximation import QNetwork
-from rlconf.core import State
+from rlconf.core import ALL_COPIES, State
 from rlconf.core.generators import generators_state, load_generators_state
 from rlconf.core.layout import ACTION_MASK
 
@@ -103,16 +103,16 @@ class ParallelGreedyPolicy(GreedyPolicy):
     forward passes.
     """
 
-    def __call__(self, states: State) -> torch.Tensor:
-        return self.choose(states, lambda: self.q.no_grad(states.as_input()))
+    def __call__(self, states: State, copies: slice = ALL_COPIES) -> torch.Tensor:
+        return self.choose(states, lambda: self.q.no_grad(states.as_input()), copies)
 
-    def choose(self, states: State, values: Callable[[], torch.Tensor]) -> torch.Tensor:
-        """Epsilon-greedy over the action values ``values()`` of ``states``, asked for only when some
-        environment exploits. A recurrent agent computes them anyway (its state must advance every step) and
-        hands them over."""
+    def choose(self, states: State, values: Callable[[], torch.Tensor], copies: slice = ALL_COPIES) -> torch.Tensor:
+        """Epsilon-greedy over the action values ``values()`` of ``states`` (the states of the environment
+        copies ``copies``), asked for only when some environment exploits. A recurrent agent computes them
+        anyway (its state must advance every step) and hands them over."""
         n = len(states)
         mask = legal_actions(states)
-        explore = self.rng.random(n) < self._epsilon()
+        explore = self.rng.random(n) < self._epsilon(copies)
         if explore.all():
             return random_actions(self.rng, n, self.n_actions, mask).to(states.device)
         actions = legal_argmax(values(), mask)
@@ -121,10 +121,10 @@ class ParallelGreedyPolicy(GreedyPolicy):
             actions = torch.where(torch.from_numpy(explore).to(actions.device), drawn, actions)
         return actions
 
-    def _epsilon(self) -> float | np.ndarray:
+    def _epsilon(self, copies: slice = ALL_COPIES) -> float | np.ndarray:
         """Epsilon now; an array of one per environment copy (``exploration.per_copy_epsilons``) compares copy
-        by copy."""
-        return self.epsilon if isinstance(self.epsilon, np.ndarray) else float(self.epsilon)
+        by copy, those of ``copies``."""
+        return self.epsilon[copies] if isinstance(self.epsilon, np.ndarray) else float(self.epsilon)
 
     def eval(self, states: State) -> torch.Tensor:
         mask = legal_actions(states)

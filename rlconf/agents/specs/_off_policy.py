@@ -60,5 +60,6 @@ def refuse_single_agent_options(config) -> None:
 
 
 # Bursts of gradient_steps updates every update_frequency steps (data-parallel learners step together); uniform
-# replay, so acting and learning can be two processes.
-CONTINUOUS_OFF_POLICY = {"plays": CONTINUOUS, "data_parallel": True, "runs_async": True}
+# replay, so acting and learning can be two processes; acting on a group of copies at a time (the alternating
+# sampler) stores each step once every group has acted on it.
+CONTINUOUS_OFF_POLICY = {"plays": CONTINUOUS, "data_parallel": True, "runs_async": True, "alternates": True}

@@ -34,8 +34,7 @@ class AgentSpec:
       makes its optimiser steps at the same moments (counted in its own steps and updates, never decided by
       what its data holds); ``data_parallel_recurrent``: ... and so with a recurrent core too;
     - ``runs_async``: it can act and learn in two processes (``hardware.runner=async``); ``async_refusal``:
-      why a config of it cannot (None: it can), e.g. prioritized replay, whose priorities change in the
-      learning process;
+      why a config of it cannot (None: it can), e.g. an option whose state lives only where it learns;
     - ``alternates``: it acts on one group of its environments at a time (``hardware.sampler=alternating``):
       its ``act`` takes ``lanes``, the columns of that group.
     """

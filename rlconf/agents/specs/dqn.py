@@ -75,17 +75,9 @@ class DDQNConfig(DQNConfig):
 
 
 
-def async_refusal(config: DQNConfig) -> str | None:
-    """Why a DQN-kin config cannot act and learn in two processes: prioritized replay's priorities change with
-    every update, in the learning process."""
-    if config.replay == "uniform":
-        return None
-    return (f"agent.replay={config.replay}: its priorities change with every update, in the learning process; "
-            "allowed: agent.replay=uniform")
-
-
-# Bursts of gradient_steps updates every update_frequency steps: data-parallel learners step together.
-VALUE_BASED = {"plays": DISCRETE, "data_parallel": True, "runs_async": True, "async_refusal": async_refusal}
+# Bursts of gradient_steps updates every update_frequency steps: data-parallel learners step together. The async
+# runner shares the replay, priorities too (rlconf.memory.shared).
+VALUE_BASED = {"plays": DISCRETE, "data_parallel": True, "runs_async": True, "alternates": True}
 registry.register(AgentSpec("dqn", "rlconf.agents.dqn:DQN", DQNConfig,
                             "Deep Q-Network: replay, target network, epsilon-greedy", **VALUE_BASED))
 registry.register(AgentSpec("ddqn", "rlconf.agents.dqn:DDQN", DDQNConfig,

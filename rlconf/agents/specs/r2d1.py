@@ -21,6 +21,8 @@ class R2D1Config(DQNConfig):
     value_rescaling: bool
     rescale_epsilon: float
     eta: float
+    prev_action_reward: bool  # the Q-network also reads the previous action (one-hot) and reward (R2D2, rlpyt)
+    input_priorities: bool  # new sequences enter the replay at priorities from the acting network's Q-values
 
     def __post_init__(self):
         super().__post_init__()
@@ -31,9 +33,11 @@ class R2D1Config(DQNConfig):
                 f"must be in [1, burn_in + sequence_length = {span}]: sequences start every period rows")
         require(self.rescale_epsilon > 0, "agent.rescale_epsilon", self.rescale_epsilon, "must be positive")
         require(0 <= self.eta <= 1, "agent.eta", self.eta, "must be in [0, 1]")
+        require(not self.input_priorities or self.replay == "prioritized", "agent.input_priorities", "true",
+                f"needs agent.replay=prioritized (agent.replay={self.replay} has no priorities)")
 
 
-# Its sequence replay, with priorities, lives in one process: no async runner.
+# The async runner shares its sequence replay, priorities and stored states too (rlconf.memory.shared).
 registry.register(AgentSpec("r2d1", "rlconf.agents.r2d1:R2D1", R2D1Config,
                             "R2D2 on one learner: LSTM Q, sequence replay, burn-in, value rescaling", plays=DISCRETE,
-                            recurrent="required", data_parallel=True))
+                            recurrent="required", data_parallel=True, alternates=True, runs_async=True))

@@ -42,6 +42,7 @@ from rlconf.experiments.loop import bookkeeping
 from rlconf.experiments.loop.callbacks import Callback, Callbacks, Episode, Evaluation, Run
 from rlconf.experiments.loop.evaluate import evaluate
 from rlconf.experiments.loop.learner_group import LearnerGroupEnvironment
+from rlconf.experiments.loop.stepping import lanes_of, stepping
 from rlconf.experiments.loop.stopping import stop_requests
 from rlconf.experiments.loop.video import TrainingVideos
 from rlconf.experiments.rundir.checkpoint import BEST, first_non_finite_weight, learner_state, write_checkpoint
@@ -162,7 +163,7 @@ class Experiment:
         # directory and evaluates; every learner takes part in checkpoints (the first writes all their states).
         self.writer = distributed.rank() == 0
         # With the alternating sampler: the agent's body for each group of copies (bodies.Body.lane).
-        self.lanes = [agent.lane(env.group_copies(g)) for g in range(env.groups)] if env.groups > 1 else None
+        self.lanes = lanes_of(agent, env)
         self.learner_group = env if isinstance(env, LearnerGroupEnvironment) else None
         self.view = Run(self)
         own = bookkeeping.own(self, videos, loop.keep, loop.scalars_every, trial)
@@ -241,31 +242,8 @@ class Experiment:
         self.fire("on_run_end")
 
     def _stepping(self, state, start: float) -> Callable[[], None]:
-        """One iteration of the loop: the agent acts on every copy and they all step; or, with the alternating
-        sampler (``lanes``: the agent's body for each group of copies), each group in turn is waited for, acted
-        on and sent stepping again, so that one group steps while the agent acts on the other. Episodes that
-        end are recorded as they come."""
-        env = self.env
-        if self.lanes is None:
-            def lockstep() -> None:
-                nonlocal state
-                state = env.step(self.agent.act(state))
-                if env.completed:
-                    self._record_episodes(start)
-
-            return lockstep
-        groups = [state[env.group_copies(g)] for g in range(len(self.lanes))]
-        for g, lane in enumerate(self.lanes):
-            env.step_async(lane.act(groups[g]), g)
-
-        def alternate() -> None:
-            for g, lane in enumerate(self.lanes):
-                groups[g] = env.step_wait(g)
-                if env.completed:
-                    self._record_episodes(start)
-                env.step_async(lane.act(groups[g]), g)
-
-        return alternate
+        """One iteration of the loop (``loop.stepping``): episodes that end are recorded as they come."""
+        return stepping(self.env, self.agent, self.lanes, state, lambda: self._record_episodes(start))
 
     def _stopping(self, stop) -> int | None:
         """The signal training stops on: this process's, or the one a group of learners agreed on."""

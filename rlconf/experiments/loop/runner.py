@@ -3,8 +3,8 @@ in another, at the replay ratio it is configured with.
 
 The acting process builds the run's environments and agent from the run's config, as a synchronous run would,
 and steps them; its agent explores and stores into the replay but never updates (``OffPolicy.learns``). The
-replay's rows are shared with the learning process (``memory.SharedReplay``), and so are the weights acting
-reads (``SharedWeights``): the learner copies them there every ``hardware.sync_every`` optimiser steps.
+replay's rows and priorities are shared with the learning process (``memory.SharedReplay``), as are the weights
+acting reads (``SharedWeights``): the learner copies them there every ``hardware.sync_every`` optimiser steps.
 
 The learning process (this one) runs the experiment's bookkeeping (episodes, evaluations, checkpoints, status)
 and learns: for every act of the acting process it makes the updates the synchronous agent makes after that act
@@ -36,6 +36,7 @@ from rlconf.agents import AgentWrapper
 from rlconf.environments.gym import Episode
 from rlconf.errors import first_line
 from rlconf.experiments.loop.experiment import Experiment, ProcessLost
+from rlconf.experiments.loop.stepping import lanes_of, stepping
 from rlconf.memory.shared import SharedReplay
 
 # The control block both processes share: [acts, steps, learner's acts, command, acting phase]
@@ -364,7 +365,8 @@ def _acting_loop(config: dict, replay: dict, weights: SharedWeights, control: to
             agent.load_state_dict(state)
         weights.refresh(actor)
         env.steps = steps
-        observed = env.reset(seed=reset_seed)
+        step = stepping(env, agent, lanes_of(agent, env), env.reset(seed=reset_seed), lambda: messages.put(
+            ("episodes", env.steps, [(e.env_index, e.returns, e.length, e.stalled) for e in env.completed])))
         messages.put(("ready",))
         learner = mp.parent_process()
         while int(control[COMMAND]) != STOP:
@@ -382,12 +384,9 @@ def _acting_loop(config: dict, replay: dict, weights: SharedWeights, control: to
                 pass
             else:
                 weights.refresh(actor)
-                observed = env.step(agent.act(observed))
+                step()  # one act: of every copy, or (the alternating sampler) of each group in turn
                 control[ACTS], control[STEPS] = actor._calls, env.steps
                 acted.release()
-                if env.completed:
-                    messages.put(("episodes", env.steps, [(e.env_index, e.returns, e.length, e.stalled)
-                                                          for e in env.completed]))
                 continue
             if not learner.is_alive():  # a learner killed outright: nobody to act for
                 return

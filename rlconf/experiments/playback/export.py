@@ -16,6 +16,9 @@ takes the recurrent state as inputs after those (``state_h`` and ``state_c`` of 
 float32 ``[batch, hidden]``) and returns the state after the step beside the action (``next_state_h`` ...). The
 caller carries it as the agent does (rlconf.agents._recurrent.CarriedState): zeros at an episode's first step,
 then the previous step's outputs. Of an actor and a critic side by side only the actor's state is in the graph.
+R2D1 with ``agent.prev_action_reward`` reads the previous action and reward too: its graph takes them before the
+state (``previous_action`` int64 ``[batch]``, ``previous_reward`` float32 ``[batch]``), -1 and 0 at an episode's
+first step, then the action the graph chose at the step before and the reward the environment gave for it.
 
 The run directory is read as ``rlconf eval`` reads it (config.yaml as data, the checkpoint as tensors). The
 written file is loaded back (TorchScript by torch.jit, ONNX by onnxruntime) and must choose the graph's actions
@@ -52,6 +55,8 @@ CHECKED_STEPS = 4  # steps a recurrent graph is checked over, each from the stat
 STATE_TOLERANCE = 1e-4  # how far a recurrent state may stray after CHECKED_STEPS steps in another runtime
 STATE_START = ("zeros at an episode's first step (after a step whose state ended an episode), then the "
                "previous step's next_state outputs")
+PREVIOUS_START = ("-1 and 0 at an episode's first step, then the action chosen at the previous step and the "
+                  "reward the environment gave for it")
 
 
 def export_run(run_dir: str | Path, fmt: str, out: str | Path | None = None, which: str = "last",
@@ -145,8 +150,12 @@ def _export_recurrent(playback: Any, graph: PolicyGraph, module: torch.nn.Module
     keys = None if layout_of(input_space) is None else list(inputs)
     if masked:
         inputs[ACTION_MASK] = legal_masks(action_space, n * CHECKED_STEPS, seed)
+    if graph.previous_actions:  # any previous action (-1: none) and reward
+        rng = np.random.default_rng(seed)
+        inputs["previous_action"] = rng.integers(-1, graph.previous_actions, size=n * CHECKED_STEPS)
+        inputs["previous_reward"] = rng.normal(size=n * CHECKED_STEPS).astype(np.float32)
     names = [f"state_{part}" for part in graph.state_parts]
-    module = _Recurrent(module, keys, masked, names)
+    module = _Recurrent(module, keys, masked, names, bool(graph.previous_actions))
     steps = [{name: x[t * n:(t + 1) * n] for name, x in inputs.items()} for t in range(CHECKED_STEPS)]
     zeros = {name: np.zeros((n, graph.state_width), np.float32) for name in names}
 
@@ -173,6 +182,10 @@ def _export_recurrent(playback: Any, graph: PolicyGraph, module: torch.nn.Module
         "state": {"inputs": [{"name": name, **part} for name in names],
                   "outputs": [{"name": f"next_{name}", **part} for name in names], "start": STATE_START},
         "checked_steps": CHECKED_STEPS}
+    if graph.previous_actions:
+        description["previous"] = {"inputs": [{"name": "previous_action", "shape": ["batch"], "dtype": "int64"},
+                                              {"name": "previous_reward", "shape": ["batch"], "dtype": "float32"}],
+                                   "start": PREVIOUS_START}
     write_json(description_path(path), description)
     return description
 
@@ -292,19 +305,24 @@ class _FromKeys(torch.nn.Module):
 
 class _Recurrent(torch.nn.Module):
     """A recurrent graph with flat inputs, in this order: the observation (one, or one per key of a Dict or
-    Tuple: ``keys``), the action mask where there is one, the state's parts (``names``); its outputs: the
-    action, then the state's parts after the step (``outputs``, the names ONNX gives them)."""
+    Tuple: ``keys``), the action mask where there is one, the previous action and reward where the network
+    reads them (``previous``), the state's parts (``names``); its outputs: the action, then the state's parts
+    after the step (``outputs``, the names ONNX gives them)."""
 
-    def __init__(self, module: torch.nn.Module, keys: list[str] | None, masked: bool, names: list[str]):
+    def __init__(self, module: torch.nn.Module, keys: list[str] | None, masked: bool, names: list[str],
+                 previous: bool = False):
         super().__init__()
-        self.module, self.keys, self.masked = module, keys, masked
+        self.module, self.keys, self.masked, self.previous = module, keys, masked, previous
         self.outputs = ["action", *(f"next_{name}" for name in names)]
 
     def forward(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
         taken = 1 if self.keys is None else len(self.keys)
         observation = inputs[0] if self.keys is None else dict(zip(self.keys, inputs[:taken], strict=True))
         mask = inputs[taken] if self.masked else None
-        actions, after = self.module(observation, mask, tuple(inputs[taken + self.masked:]))
+        taken += self.masked
+        previous = tuple(inputs[taken:taken + 2]) if self.previous else ()
+        taken += len(previous)
+        actions, after = self.module(observation, mask, tuple(inputs[taken:]), previous)
         return (actions, *after)
 
 
@@ -321,11 +339,12 @@ class _InTheBox(torch.nn.Module):
             self.register_buffer("high", torch.as_tensor(action_space.high, dtype=torch.float32))
 
     def forward(self, observation: torch.Tensor, action_mask: torch.Tensor | None = None,
-                state: tuple[torch.Tensor, ...] | None = None) -> Any:
-        """The actions; with a recurrent ``state``, ``(actions, state after the step)``."""
+                state: tuple[torch.Tensor, ...] | None = None, previous: tuple[torch.Tensor, ...] = ()) -> Any:
+        """The actions; with a recurrent ``state``, ``(actions, state after the step)`` (``previous``: the
+        previous action and reward, where the graph reads them)."""
         if state is None:
             return self._clipped(self.policy(observation, action_mask))
-        actions, after = self.policy(observation, action_mask, state)
+        actions, after = self.policy(observation, action_mask, state, previous)
         return self._clipped(actions), after
 
     def _clipped(self, actions: torch.Tensor) -> torch.Tensor:
