@@ -101,7 +101,7 @@ def aggregate_lines(result: Aggregate, reference: PublishedSuite) -> list[str]:
         runs = f"{published.runs_per_game} runs a game" if published.runs_per_game else "runs a game not given"
         lines.append(f"| published: {short(published.source)} ({runs}) | " + " | ".join(cells) + " |")
     lines += ["", "Sources of the published aggregates:", "",
-              *(f"- {short(published.source)}: {published.source}" for published in reference.aggregates)]
+              *(f"- {published.source}" for published in reference.aggregates)]  # each source names itself first
     return lines
 
 
