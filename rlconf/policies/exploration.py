@@ -45,12 +45,19 @@ class OrnsteinUhlenbeck:
         drawn from ``generator``; the other copies' processes wait for their turn (the alternating sampler)."""
         state = self.state[copies]
         shock = torch.randn(state.shape, generator=generator, device=state.device)
-        self.state[copies] = state * (1 - self.theta * self.dt) + sigma * math.sqrt(self.dt) * shock
-        return self.state[copies].clone()
+        value = state * (1 - self.theta * self.dt) + sigma * math.sqrt(self.dt) * shock
+        self._replace(copies, value)
+        return value
 
     def reset(self, ended: torch.Tensor, copies: slice = ALL_COPIES) -> None:
         """Restart the processes of the copies (of ``copies``) whose episodes ``ended`` (a bool per copy)."""
-        self.state[copies] = torch.where(ended.to(self.state.device).view(-1, 1), 0.0, self.state[copies])
+        self._replace(copies, torch.where(ended.to(self.state.device).view(-1, 1), 0.0, self.state[copies]))
+
+    def _replace(self, copies: slice, value: torch.Tensor) -> None:
+        """A new state tensor with ``copies``' rows replaced: values handed out earlier stay as they were."""
+        state = self.state.clone()
+        state[copies] = value
+        self.state = state
 
     def state_dict(self) -> dict:
         return {"state": self.state.clone()}

@@ -347,6 +347,14 @@ def _act(config: dict, replay: dict, weights: SharedWeights, control: torch.Tens
         raise SystemExit(1) from None
 
 
+def _release(actor, env, control: torch.Tensor, acted, released: int) -> int:
+    """Tell the learner of the acts made since ``released`` (one for each, ``acted``); the acts now told of."""
+    control[ACTS], control[STEPS] = actor._calls, env.steps
+    for _ in range(actor._calls - released):
+        acted.release()
+    return actor._calls
+
+
 def _acting_loop(config: dict, replay: dict, weights: SharedWeights, control: torch.Tensor, messages,
                  state: dict | None, reset_seed: int, steps: int, budget: int, acted, room) -> None:
     from rlconf.experiments.build.agent import build_agent
@@ -365,8 +373,11 @@ def _acting_loop(config: dict, replay: dict, weights: SharedWeights, control: to
             agent.load_state_dict(state)
         weights.refresh(actor)
         env.steps = steps
+        released = actor._calls  # the acts the learner has been told of
+        # With the alternating sampler the groups' first acts come here, before the first step: told of at once.
         step = stepping(env, agent, lanes_of(agent, env), env.reset(seed=reset_seed), lambda: messages.put(
             ("episodes", env.steps, [(e.env_index, e.returns, e.length, e.stalled) for e in env.completed])))
+        released = _release(actor, env, control, acted, released)
         messages.put(("ready",))
         learner = mp.parent_process()
         while int(control[COMMAND]) != STOP:
@@ -385,8 +396,7 @@ def _acting_loop(config: dict, replay: dict, weights: SharedWeights, control: to
             else:
                 weights.refresh(actor)
                 step()  # one act: of every copy, or (the alternating sampler) of each group in turn
-                control[ACTS], control[STEPS] = actor._calls, env.steps
-                acted.release()
+                released = _release(actor, env, control, acted, released)
                 continue
             if not learner.is_alive():  # a learner killed outright: nobody to act for
                 return
