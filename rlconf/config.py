@@ -128,7 +128,7 @@ def validate(cfg: DictConfig) -> Settings:
     agent_node = OmegaConf.to_container(cfg.agent, resolve=True)
     agent_name = agent_node.pop("name", None)
     target = agent_node.pop("_target_", None)
-    spec = agent_spec(agent_name, target)
+    spec = agent_spec(agent_name, target, run.plugins)
     agent_name = agent_name or target.replace(":", ".").rpartition(".")[2].lower()
     agent = check(spec.config, agent_node, "agent.", see, known)
 
@@ -155,16 +155,21 @@ def validate(cfg: DictConfig) -> Settings:
     return settings
 
 
-def agent_spec(name: str | None, target: str | None) -> Any:
+def agent_spec(name: str | None, target: str | None, plugins: list[str] | None = None) -> Any:
     """The spec of the agent a config names: by ``name`` (``agent=dqn``), or by its class (``agent._target_``),
     whose module registers it as it is imported, as every plugin module does. A name or class the registry does
-    not know is one line."""
+    not know is one line (with no ``plugins`` given, one that says how an agent of one's own is found)."""
     require(name is not None or bool(target), "agent", None, "the agent config needs a 'name' (or a '_target_')")
     if not target:
         try:
             return registry.agent_spec(name)
         except registry.UnknownComponent as error:
-            raise ConfigError(f"agent.name: {error}") from None
+            # A config that names an agent nobody registered: most often an agent of one's own, whose module
+            # registers it only when plugins=[...] imports it.
+            raise ConfigError(f"agent.name: unknown agent {name!r}: an agent of your own is registered when its "
+                              "module is imported: add plugins=[MODULE] (its folder on PYTHONPATH); the built-in "
+                              "ones: rlconf list agent" if not plugins else
+                              f"agent.name: {error}") from None
     try:
         return registry.agent_spec(name, target)
     except (ImportError, ValueError) as error:  # ValueError: an empty module name

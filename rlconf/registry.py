@@ -367,9 +367,10 @@ def _nearest(value: str, allowed: list[str], n: int = 3) -> list[str]:
     if not candidates:
         candidates, family = allowed, ""
     leaf = value.rpartition(sep)[2] if family or sep == "/" else value
-    by_leaf: dict[str, list[str]] = {}
+    by_leaf: dict[str, list[str]] = {}  # compared in lower case: agent=DQN is dqn
     for name in candidates:
-        by_leaf.setdefault(name.rpartition(sep)[2] if family or sep == "/" else name, []).append(name)
+        by_leaf.setdefault((name.rpartition(sep)[2] if family or sep == "/" else name).lower(), []).append(name)
+    leaf = leaf.lower()
     near = difflib.get_close_matches(leaf, list(by_leaf), n=n, cutoff=0.6)
     near = near[:1] + [name for name in near[1:] if difflib.SequenceMatcher(None, leaf, name).ratio() >= 0.7]
     return [name for match in near for name in by_leaf[match]][:n]
@@ -383,7 +384,8 @@ def _did_you_mean(names: list[str]) -> str:
 
 
 def aliases(key: str, allowed: Collection[str], known: Collection[str] | None = None) -> list[str]:
-    """The keys ``key`` may mean by ``KEY_ALIASES`` that exist, at most two."""
+    """The keys ``key`` may mean by ``KEY_ALIASES`` that exist, at most two; for a top-level key that is none,
+    the keys of that name (or of its aliases) one level down (hidden: approximation.hidden, lr: agent.lr)."""
     parent, _, leaf = key.rpartition(".")
     found: list[str] = []
     for name in KEY_ALIASES.get(leaf, ()):
@@ -392,6 +394,9 @@ def aliases(key: str, allowed: Collection[str], known: Collection[str] | None = 
             found.append(beside)
         elif name != key and (name in known if known is not None else "." in name):
             found.append(name)
+    if not found and not parent and known is not None:  # gamma: agent.discount_factor
+        for meant in (key, *(name for name in KEY_ALIASES.get(key, ()) if "." not in name)):
+            found += sorted(name for name in known if name.count(".") == 1 and name.endswith("." + meant))
     return list(dict.fromkeys(found))[:2]
 
 

@@ -229,8 +229,11 @@ class HardwareSettings:
         require(self.runs_per_gpu == 1 or self.gpus_per_run == 1, "hardware.runs_per_gpu", self.runs_per_gpu,
                 "runs share a GPU only with hardware.gpus_per_run=1")
         require(self.cpus_per_run >= 1, "hardware.cpus_per_run", self.cpus_per_run, "must be at least 1")
-        require(not self.device.startswith("cuda") or self.gpus_per_run >= 1, "hardware.gpus_per_run",
-                self.gpus_per_run, f"hardware.device={self.device} needs at least 1")
+        # hardware.device=cuda alone (on hardware=cpu, with no GPU for the run): the hardware group is what asks
+        # for a GPU, and what launchers divide the GPUs by.
+        require(not self.device.startswith("cuda") or self.gpus_per_run >= 1, "hardware.device", self.device,
+                "a run on a GPU is chosen with hardware=gpu (device cuda, hardware.gpus_per_run=1, the GPU a "
+                f"launcher gives it), not hardware.device alone (hardware.gpus_per_run={self.gpus_per_run})")
         require(self.torch_threads >= 1, "hardware.torch_threads", self.torch_threads, "must be at least 1")
         require(self.eval_envs >= 1, "hardware.eval_envs", self.eval_envs, "must be at least 1")
         require(self.vectorization in VECTORIZATION_MODES, "hardware.vectorization", self.vectorization,

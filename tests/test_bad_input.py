@@ -478,6 +478,32 @@ def test_the_readme_refusals_print_what_it_shows(command, line, tmp_path, capsys
     assert list(tmp_path.iterdir()) == []
 
 
+# Issue 39's messages, each line exactly (a count of options, which grows, as a number).
+EXACT_LINES = [
+    (["agent=DQN", "env=classic/cartpole"],
+     r"rlconf: error: unknown agent 'DQN' \(did you mean 'dqn' or 'ddqn'\?\); \d+ agents; see them all: "
+     r"rlconf list agent"),
+    ([*CARTPOLE, "hidden=[64,64]"],
+     r"rlconf: error: unknown key 'hidden' \(did you mean 'approximation.hidden'\?\); \d+ keys; see them all: "
+     r"rlconf run agent=dqn env=classic/cartpole --cfg job"),
+    ([*CARTPOLE, "gamma=0.9"],
+     r"rlconf: error: unknown key 'gamma' \(did you mean 'agent.discount_factor'\?\); \d+ keys; see them all: "
+     r"rlconf run agent=dqn env=classic/cartpole --cfg job"),
+    ([*CARTPOLE, "hardware.device=cuda"],
+     re.escape("rlconf: error: hardware.device=cuda: a run on a GPU is chosen with hardware=gpu (device cuda, "
+               "hardware.gpus_per_run=1, the GPU a launcher gives it), not hardware.device alone "
+               "(hardware.gpus_per_run=0)")),
+]
+
+
+@pytest.mark.parametrize(("args", "line"), EXACT_LINES, ids=[" ".join(a) for a, _ in EXACT_LINES])
+def test_issue_39_messages_read_as_described(args, line, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    shown = one_error_line(run_main(["run", *args], capsys))
+    assert re.fullmatch(line, shown), shown
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_thousand_learners_are_refused_before_any_starts_and_none_is_left(tmp_path):
     """hardware.learners=1000 once spawned learners until the process limit and left ~26 behind: the bound is
     checked before anything starts, and no process of the command outlives it."""

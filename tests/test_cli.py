@@ -107,6 +107,12 @@ def test_list_experiment_shows_the_settings_pinned_by_name(run_cli, workdir):
     assert {"atari_pong_ppo", "mujoco_half_cheetah_sac"} <= set(experiments)
     assert experiments["atari_pong_ppo"].startswith("PPO on Pong without sticky actions")
     assert experiments["atari100k_der"].startswith("Data-Efficient Rainbow on Atari 100k: 100k agent steps")
+    # A first line that introduces what follows it (ends in ":") stands alone, with no dangling colon.
+    assert experiments["cartpole_masked_ppo_lstm"] == ("PPO with an LSTM on CartPole without its velocities "
+                                                       "(body=mask_velocity: cart position and pole angle only)")
+    listed_all = run_cli("list", cwd=workdir)
+    dangling = [line for line in listed_all.stdout.splitlines() if re.fullmatch(r"\s+\S+\s{2,}.*[:;,]", line)]
+    assert not dangling, "no description ends in a dangling colon, semicolon or comma"
 
 
 def test_list_components_reads_the_registry(run_cli, workdir):

@@ -49,7 +49,8 @@ def test_a_diverging_run_stops_in_one_line_and_keeps_its_last_good_checkpoint(ag
                      f"logdir={logdir}", cwd=workdir)
     assert result.returncode == 1, (result.stdout, result.stderr)
     assert "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()
+    first, *lines = result.stderr.strip().splitlines()
+    assert first == f"rlconf: run directory {only_run_dir(logdir)}"  # said first, whatever the output
     assert len(lines) == 1, result.stderr
     match = re.fullmatch(r"rlconf: error: (loss|grad_norm)/\S+ is (nan|inf|-inf) at step ([\d,]+); "
                          r"the checkpoint of step ([\d,]+) is kept \((.+)\)", lines[0])

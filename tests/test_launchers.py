@@ -258,6 +258,37 @@ def test_optuna_pruner_stops_a_hopeless_trial_after_its_first_evaluation(run_cli
     assert len(load_study(sweep).trials) == 3 and json.loads((run_dir / "summary.json").read_text()) == summary
 
 
+def test_an_optuna_trial_is_never_pruned_at_its_last_evaluation_and_the_sweep_closes_once(run_cli, workdir,
+                                                                                        tmp_path):
+    """The hopeless arm of PRUNING_SWEEP, evaluated once at the end of its 200-step budget: the median pruner
+    would stop it there, but it has spent its budget, so it is tested and its trial completes. Two batches of
+    one trial (launcher=basic): one line of counts after the first, one closing table and one closing line."""
+    pytest.importorskip("optuna", reason="needs the optuna extra: pip install 'rlconf[optuna]'")
+    configs = tmp_path / "configs"
+    (configs / "sweep").mkdir(parents=True)
+    (configs / "sweep" / "prune_cartpole.yaml").write_text(PRUNING_SWEEP.replace("n_trials: 3", "n_trials: 2"))
+    logdir = tmp_path / "runs"
+    result = run_cli("run", "-m", *CARTPOLE, "sweep=prune_cartpole", "steps=200", "eval_every=200",
+                     "eval_episodes=2", "test_episodes=2", f"logdir={logdir}", "launcher=basic",
+                     "--config-dir", str(configs), cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    sweep = the_sweep(logdir)
+    study = load_study(sweep)
+    hopeless = study.trials[1]
+    assert hopeless.params == {"env.kwargs.sutton_barto_reward": True} and not trials_in(study, "PRUNED")
+    assert hopeless.state.name == "COMPLETE" and sorted(hopeless.intermediate_values) == [200]
+    summary = json.loads((sweep / hopeless.user_attrs["run"] / "summary.json").read_text())
+    assert summary["state"] == "done" and hopeless.value == summary["test_return_mean"]
+
+    lines = result.stderr.splitlines()
+    tables = [line for line in lines if line.startswith(f"rlconf: sweep {sweep}: ") and " runs in " in line]
+    assert len(tables) == 1 and tables[0].split(": ")[2].startswith("2 runs in "), lines
+    assert sum(line.startswith("rlconf: study: ") for line in lines) == 1, lines  # after the first batch
+    closing = [line for line in lines if line.startswith(f"rlconf: study {sweep / 'optuna.journal'}: ")]
+    assert len(closing) == 1 and closing[0].endswith(f"results: {sweep / 'optimization_results.yaml'}"), lines
+    assert lines.index(tables[0]) < lines.index(closing[0]) == len(lines) - 1
+
+
 def test_an_interrupted_optuna_sweep_asks_its_running_trial_again_and_finishes_the_study(run_cli, workdir,
                                                                                        tmp_path):
     pytest.importorskip("optuna", reason="needs the optuna extra: pip install 'rlconf[optuna]'")

@@ -24,7 +24,8 @@ ROOT = "rlconf"
 
 # From the ground up: (floor, the modules and packages on it).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("ground", ("rlconf.errors", "rlconf.paths", "rlconf.version", "rlconf.files", "rlconf.process", "rlconf.lazy")),
+    ("ground", ("rlconf.errors", "rlconf.paths", "rlconf.version", "rlconf.files", "rlconf.process", "rlconf.lazy",
+                "rlconf.text")),
     ("registry", ("rlconf.registry",)),
     ("schema", ("rlconf.schema", "rlconf.settings", "rlconf.cost")),
     ("core", ("rlconf.core", "rlconf.distributed")),

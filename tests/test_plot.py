@@ -76,8 +76,9 @@ def test_plot_writes_a_png_and_the_curves_of_both_agents(aggregate_plot, sweep):
     written = [out, out.with_name("X_curves.csv"), out.with_name("X_aggregate.csv"), out.with_name("X_profiles.csv")]
     assert result.stdout.count("\n") == 1 and all(str(path) in result.stdout for path in written), result.stdout
     assert out.read_bytes()[:8] == PNG_SIGNATURE
-    # a curve panel (its legend: what is shaded and a line per agent) above a row of 4 aggregate panels
-    width, height = figure_size(envs=1, aggregate=True, legend_rows=3)
+    # a curve panel above a row of 4 aggregate panels, and the figure's legend (what is shaded, then both
+    # agents in one row) below them
+    width, height = figure_size(envs=1, aggregate=True, legend_rows=2)
     assert png_shape(out) == (round(height * DPI), round(width * DPI))
     rows = read_rows(out.with_name("X_curves.csv"))
     assert {row["agent"] for row in rows} == {"dqn", "vqn"} and {row["env"] for row in rows} == {"classic/cartpole"}
@@ -85,11 +86,13 @@ def test_plot_writes_a_png_and_the_curves_of_both_agents(aggregate_plot, sweep):
     for agent in ("dqn", "vqn"):
         mine = [row for row in rows if row["agent"] == agent]
         steps = [int(row["step"]) for row in mine]
-        ends = [int(read_rows(run / "episodes.csv")[-1]["step"]) for run in run_dirs(sweep) if agent in run.name]
-        assert steps == sorted(steps) and len(steps) > 50 and set(ends) <= set(steps) and steps[-1] == max(ends)
-        assert {int(row["seeds"]) for row in mine} == {1, 2}  # both seeds in the middle, one at an end
+        firsts = [int(read_rows(run / "episodes.csv")[0]["step"]) for run in run_dirs(sweep) if agent in run.name]
+        # from where both seeds have finished an episode to the budget, which each run's last return holds to:
+        # every point averages both seeds, as the legend says
+        assert steps == sorted(steps) and len(steps) > 50 and steps[0] == max(firsts) and steps[-1] == 2000
+        assert {int(row["seeds"]) for row in mine} == {2}
         assert all(float(r["lower"]) <= float(r["mean"]) <= float(r["upper"]) for r in mine)
-        assert all(row["spread"] == ("±1 std across seeds" if row["seeds"] == "2" else "none (1 run)") for row in mine)
+        assert {row["spread"] for row in mine} == {"±1 std across seeds"}
 
 
 def test_aggregate_iqm_is_the_hand_computed_iqm_of_the_test_returns(aggregate_plot, sweep):
@@ -136,12 +139,17 @@ def test_eval_curves_and_a_run_without_episodes_is_skipped_with_a_note(sweep, tm
     assert png_shape(out) == tuple(round(x * DPI) for x in reversed(size))
     rows = read_rows(runs / "plot_curves.csv")
     assert {row["agent"] for row in rows} == {"dqn"}
-    # evaluations at 500, 1000, 1500, 2000, and the final test joined to the last: no invented points between
+    # evaluations at 500, 1000, 1500, 2000: no invented points between
     assert [int(row["step"]) for row in rows] == [500, 1000, 1500, 2000]
     seeds = [read_rows(run / "evaluations.csv") for run in run_dirs(sweep) if "dqn" in run.name]
     first = [float(next(r for r in table if r["step"] == "500")["mean"]) for table in seeds]
     assert float(rows[0]["mean"]) == pytest.approx(np.mean(first), rel=1e-5)
     assert rows[0]["seeds"] == "2"
+    # at 2,000 the final test (3 episodes, seeded as the evaluations are: it replays the 2 of the last one)
+    # counts alone, its episodes not counted twice
+    tests = [float(table[-1]["mean"]) for table in seeds]
+    assert all(table[-1]["episodes"] == "3" and table[-2]["step"] == table[-1]["step"] for table in seeds)
+    assert float(rows[-1]["mean"]) == pytest.approx(np.mean(tests), rel=1e-5)
 
 
 # -- a folder of mixed budgets, agents, envs and bandits ------------------------------------------------------
@@ -218,7 +226,7 @@ def test_the_aggregate_median_of_real_runs_is_rliables(mixed, mixed_plot):
 
 def colour_pixels(figure) -> dict[tuple[str, str], int]:
     """(panel title, line label) -> how many pixels inside the panel's axes have exactly that line's colour,
-    as the figure renders (its legend excluded)."""
+    as the figure renders (the legend lies below the panels: it does not count)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     canvas = FigureCanvasAgg(figure)
@@ -227,20 +235,20 @@ def colour_pixels(figure) -> dict[tuple[str, str], int]:
     height = image.shape[0]
     counts = {}
     for ax in figure.get_axes():
-        legend = ax.get_legend()
-        if legend is None or not ax.get_title():
+        if not ax.get_title():
             continue
         box = ax.get_window_extent()
         inside = image[height - int(box.y1):height - int(box.y0), int(box.x0):int(box.x1)]
-        mask = np.ones(inside.shape[:2], bool)
-        lbox = legend.get_window_extent()  # below the axes, but wherever it is, it does not count
-        rows = slice(max(0, int(box.y1 - lbox.y1)), max(0, int(box.y1 - lbox.y0)))
-        mask[rows, max(0, int(lbox.x0 - box.x0)):max(0, int(lbox.x1 - box.x0))] = False
         for line in ax.get_lines():
             colour = np.round(np.asarray(line.get_color()[:3]) * 255).astype(int)
-            exact = (np.abs(inside - colour) <= 1).all(axis=-1) & mask
-            counts[ax.get_title(), line.get_label()] = int(exact.sum())
+            counts[ax.get_title(), line.get_label()] = int((np.abs(inside - colour) <= 1).all(axis=-1).sum())
     return counts
+
+
+def legends(figure) -> list:
+    from matplotlib.legend import Legend
+
+    return figure.findobj(Legend)
 
 
 def test_no_line_hides_another_and_a_one_point_curve_is_drawn(sweep, tmp_path):
@@ -260,13 +268,24 @@ def test_no_line_hides_another_and_a_one_point_curve_is_drawn(sweep, tmp_path):
     first, second = cartpole.bands
     assert (first.label, second.label) == ("dqn agent.lr=0.001", "dqn agent.lr=0.01")
     np.testing.assert_array_equal(first.mean, second.mean)  # on top of each other
-    acrobot = next(panel for panel in computed.panels if panel.env == "classic/acrobot")
-    assert len(acrobot.bands[0].steps) == 1
+    acrobot = next(panel for panel in computed.panels if panel.env == "classic/acrobot").bands[0]
+    (acrobot_dir,) = [run for run in run_dirs(runs) if "acrobot" in run.name]
+    (episode,) = [int(row["step"]) for row in read_rows(acrobot_dir / "episodes.csv")]
+    assert acrobot.steps.tolist() == [episode, 600] and acrobot.mean[0] == acrobot.mean[1]  # held to its end
+    (acrobot_dir / "summary.json").unlink()  # as while it runs: its one episode is all it has
+    computed = compute(parse([str(runs)]))
+    acrobot = next(panel for panel in computed.panels if panel.env == "classic/acrobot").bands[0]
+    assert acrobot.steps.tolist() == [episode]
     figure = draw(computed.panels, None, "t", 100)
     counts = colour_pixels(figure)
     assert len(counts) == 3 and all(count >= 20 for count in counts.values()), counts
-    # One seed each: nothing is shaded, and neither the legends nor the CSV say otherwise
-    assert [ax.get_legend().get_title().get_text() for ax in figure.get_axes()] == ["", ""]
+    # one width for every line: the first drawn is not the thickest
+    assert len({line.get_linewidth() for ax in figure.get_axes() for line in ax.get_lines()}) == 1
+    # One seed each: nothing is shaded, and neither the figure's one legend nor the CSV say otherwise
+    (legend,) = legends(figure)
+    assert legend.get_title().get_text() == ""
+    assert [text.get_text() for text in legend.get_texts()] == ["dqn agent.lr=0.001 (1 seed)",
+                                                               "dqn agent.lr=0.01 (1 seed)"]
     result = run_cli_in("plot", str(runs), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert {row["spread"] for row in read_rows(runs / "plot_curves.csv")} == {"none (1 run)"}
@@ -442,6 +461,7 @@ def test_human_normalisation_of_an_env_without_published_scores_is_refused_in_on
     (["SWEEP", "--normalize", "zscore"], ["'zscore'", "auto, human, minmax, none"]),
     (["SWEEP", "--agents", "ppo"], ["unknown agent 'ppo'", "dqn, vqn"]),
     (["SWEEP", "--window", "0"], ["--window", "positive integer"]),
+    (["SWEEP", "--style", "poster"], ["--style value 'poster'", "default, paper"]),
     ([], ["missing RUNS_DIR", "usage: rlconf plot"]),
 ])
 def test_bad_input_is_one_line_and_writes_nothing(sweep, tmp_path, args, words):
@@ -508,3 +528,160 @@ def test_runs_linked_into_a_folder_are_found_once_and_a_link_back_up_does_not_lo
     (picked / "twice").symlink_to(run_dirs(sweep)[0], target_is_directory=True)  # the same run by another name
     found = find_run_dirs(picked)
     assert sorted(path.resolve() for path in found) == sorted(run.resolve() for run in run_dirs(sweep))
+
+
+# -- figures for a paper: aligned evaluations, honest counts, one legend, vector files, the paper style --------
+def hand_run(template: Path, destination: Path, seed: int, evaluations: list[tuple[int, int, float]],
+             ended_at: int | None, budget: int = 4000, eval_every: int = 1000) -> Path:
+    """A copy of a finished run of the module's sweep, as rlconf writes one, with ``seed``, a budget of
+    ``budget`` steps evaluated every ``eval_every``, and ``evaluations`` (step, episodes, mean) as its
+    evaluations.csv holds them; ``ended_at``: the steps its summary.json says it trained (None: still running)."""
+    import yaml
+
+    shutil.copytree(template, destination, ignore=shutil.ignore_patterns("*.pt"))
+    config = yaml.safe_load((destination / "config.yaml").read_text())
+    config.update(seed=seed, steps=budget, eval_every=eval_every)
+    (destination / "config.yaml").write_text(yaml.safe_dump(config))
+    rows = [f"{step},{episodes},{mean},0,{mean},{mean}" for step, episodes, mean in evaluations]
+    (destination / "evaluations.csv").write_text("\n".join(["step,episodes,mean,std,min,max", *rows, ""]))
+    if ended_at is None:
+        (destination / "summary.json").unlink()
+    else:
+        summary = json.loads((destination / "summary.json").read_text())
+        summary.update(seed=seed, steps=ended_at, test_return_mean=evaluations[-1][2])
+        (destination / "summary.json").write_text(json.dumps(summary))
+    return destination
+
+
+def test_evaluations_of_seeds_that_overshoot_the_budget_share_their_points(sweep, tmp_path):
+    """8 copies overshoot each evaluation and a 4,000-step budget by a few steps, differently per seed: each
+    evaluation is drawn where it was due, the final test replaces the last evaluation it replays, and a seed
+    still running counts only where it has got to (the legend says so)."""
+    from rlconf.analysis.command import compute, parse
+    from rlconf.analysis.figure import draw
+
+    template = run_dirs(sweep)[0]
+    runs = tmp_path / "runs"
+    hand_run(template, runs / "s0", 0, [(1000, 3, 10.0), (2001, 3, 20.0), (3003, 3, 30.0), (4001, 3, 40.0),
+                                        (4001, 10, 44.0)], ended_at=4001)
+    hand_run(template, runs / "s1", 1, [(1003, 3, 12.0), (2002, 3, 22.0), (3001, 3, 32.0), (4003, 3, 42.0),
+                                        (4003, 10, 46.0)], ended_at=4003)
+    hand_run(template, runs / "s2", 2, [(1001, 3, 14.0), (2005, 3, 24.0), (3006, 3, 34.0)], ended_at=None)
+    out = tmp_path / "figs" / "eval.png"
+    result = run_cli_in("plot", str(runs), "--metric", "eval", "--out", str(out), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    rows = read_rows(out.with_name("eval_curves.csv"))
+    assert [(int(r["step"]), int(r["seeds"])) for r in rows] == [(1000, 3), (2000, 3), (3000, 3), (4000, 2)]
+    assert [float(r["mean"]) for r in rows] == pytest.approx([12.0, 22.0, 32.0, 45.0])  # 45: the tests' 44, 46
+    assert len({(r["env"], r["config"], r["metric"], r["step"]) for r in rows}) == len(rows), "a duplicated row"
+    figure = draw(compute(parse([str(runs), "--metric", "eval"])).panels, None, None, 100)
+    (legend,) = legends(figure)
+    assert [text.get_text() for text in legend.get_texts()] == ["dqn (2-3 seeds)"]
+    (ax,) = figure.get_axes()
+    ticks = ax.get_xticks()  # whole steps, no 4.0005k between seeds' ends
+    assert all(float(tick).is_integer() for tick in ticks)
+    assert "4k" in [ax.xaxis.get_major_formatter()(tick) for tick in ticks]
+
+
+def test_a_final_test_is_drawn_where_it_was_made_when_the_run_stopped_early(tmp_path):
+    """``stop.reward`` ends a run at 2,537 of its 4,000 steps: its final test is no evaluation that was due."""
+    from rlconf.analysis.curves import CurveOptions, evaluation_means
+    from rlconf.analysis.runs import Run, Schedule
+
+    (tmp_path / "evaluations.csv").write_text("step,episodes,mean,std,min,max\n1004,5,1,0,1,1\n2006,5,2,0,2,2\n"
+                                              "2537,20,3,0,3,3\n")
+    run = Run(tmp_path, "dqn", "classic/cartpole", 0, np.zeros(0), np.zeros(0), summary={
+        "steps": 2537, "test_return_mean": 3.0}, schedule=Schedule(budget=4000, eval_every=1000))
+    curve = evaluation_means(run, CurveOptions())
+    assert curve.steps.tolist() == [1000, 2000, 2537] and curve.values.tolist() == [1, 2, 3]
+
+
+def test_a_legend_counts_the_seeds_its_points_hold():
+    from rlconf.analysis.curves import Band, seed_count
+
+    def band(seeds: list[int], runs: int, distinct: int) -> Band:
+        zeros = np.zeros(len(seeds))
+        return Band("e", "dqn", "dqn", "eval", zeros, zeros, zeros, zeros, np.array(seeds), "s", runs, distinct)
+
+    assert seed_count([band([3, 3], 3, 3)]) == "3 seeds" and seed_count([band([1], 1, 1)]) == "1 seed"
+    assert seed_count([band([3, 3, 2], 3, 3)]) == "2-3 seeds"
+    assert seed_count([band([2, 2], 2, 2), band([1, 1], 1, 1)]) == "1-2 seeds"  # one configuration, two envs
+    assert seed_count([band([4, 4], 4, 3)]) == "4 runs, 3 seeds"
+
+
+def test_one_legend_equal_lines_pulls_and_log_axes_in_a_mixed_folder(mixed, tmp_path):
+    """The figure of envs, budgets and a bandit: one legend naming each configuration once with the seeds its
+    points hold, lines of one width, the bandit's regret against pulls, and log axes on request."""
+    from rlconf.analysis.command import compute, parse
+    from rlconf.analysis.figure import draw
+
+    computed = compute(parse([str(mixed)]))
+    figure = draw(computed.panels, None, None, 100)
+    assert figure._suptitle is None  # no "runs: 12 runs": each panel is titled by its env
+    (legend,) = legends(figure)
+    assert legend.get_title().get_text() == "shaded: ±1 std across seeds"
+    assert [text.get_text() for text in legend.get_texts()] == [
+        "dqn steps=2000 (2 seeds)", "dqn steps=3000 (1 seed)", "dqn steps=600 (1 seed)", "thompson steps=500 (2 seeds)",
+        "vqn steps=2000 (2 seeds)"]
+    assert len({line.get_linewidth() for ax in figure.get_axes() for line in ax.get_lines()}) == 1
+    labels = {ax.get_title(): ax.get_xlabel() for ax in figure.get_axes() if ax.get_title()}
+    assert labels["bandit/bernoulli"] == "pulls" and labels["classic/cartpole"] == "env steps"
+    titled = draw(computed.panels, None, "DQN on classic control", 100)
+    assert titled._suptitle.get_text() == "DQN on classic control"
+
+    bandit = compute(parse([str(mixed), "--envs", "bandit/bernoulli", "--log-x", "--log-y"]))
+    (ax,) = draw(bandit.panels, None, None, 100, log_x=True, log_y=True).get_axes()
+    assert (ax.get_xscale(), ax.get_yscale()) == ("log", "log")
+    steps = bandit.panels[0].bands[0].steps
+    assert steps[0] < 20 and np.diff(np.log(steps))[-10:].max() < 0.05  # points spaced evenly on the log axis
+    line = one_error_line(run_cli_in("plot", str(mixed), "--envs", "classic/acrobot", "--log-y", "--out",
+                                     str(tmp_path / "out" / "X.png"), cwd=tmp_path))
+    assert "--log-y: dqn steps=2000 on classic/acrobot has a mean return of -" in line, line
+    assert "only values above 0" in line and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("kind", ["pdf", "svg"])
+def test_vector_figures_are_valid_files_and_the_same_runs_give_the_same_bytes(sweep, tmp_path, kind):
+    import xml.etree.ElementTree as ElementTree
+
+    out = tmp_path / "figs" / f"cartpole.{kind}"
+    result = run_cli_in("plot", str(sweep), "--out", str(out), "--title", "CartPole", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert f"-> {out}, {out.with_name('cartpole_curves.csv')}" in result.stdout
+    data = out.read_bytes()
+    if kind == "pdf":
+        assert data.startswith(b"%PDF-") and data.rstrip().endswith(b"%%EOF")
+        assert b"/FontFile2" in data and b"/Type3" not in data  # TrueType fonts embedded, as publishers ask
+    else:
+        root = ElementTree.fromstring(data)
+        assert root.tag == "{http://www.w3.org/2000/svg}svg" and root.get("width") == "360pt"  # 5 in at 72 pt
+        assert "CartPole" in data.decode()  # the title, kept as text's id though drawn as paths
+    again = run_cli_in("plot", str(sweep), "--out", str(out.with_name(f"again.{kind}")), "--title", "CartPole",
+                       cwd=tmp_path)
+    assert again.returncode == 0 and out.with_name(f"again.{kind}").read_bytes() == data
+
+
+def test_the_paper_style_is_a_column_wide_with_a_papers_type_sizes(sweep, mixed, tmp_path):
+    from matplotlib.text import Text
+
+    from rlconf.analysis.command import compute, parse
+    from rlconf.analysis.figure import draw
+    from rlconf.analysis.styles import PAPER
+
+    out = tmp_path / "paper.png"
+    result = run_cli_in("plot", str(sweep), "--style", "paper", "--out", str(out), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert png_shape(out)[1] == round(3.3 * PAPER.dpi)  # one column
+    out = tmp_path / "wide.png"
+    result = run_cli_in("plot", str(mixed), "--style", "paper", "--aggregate", "--out", str(out), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert png_shape(out)[1] == round(6.9 * PAPER.dpi)  # four envs and an aggregate row: the page's width
+    figure = draw(compute(parse([str(mixed), "--style", "paper"])).panels, None, "T", 100, PAPER)
+    sizes = {text.get_fontsize() for text in figure.findobj(Text) if text.get_text() and text.get_visible()}
+    assert sizes and min(sizes) >= 7 and max(sizes) <= 9, sizes
+
+
+def test_a_figure_of_another_format_is_refused_in_one_line(sweep, tmp_path):
+    line = one_error_line(run_cli_in("plot", str(sweep), "--out", str(tmp_path / "fig.jpg"), cwd=tmp_path))
+    assert "fig.jpg: must name a .png, .pdf, .svg file" in line, line
+    assert list(tmp_path.iterdir()) == []

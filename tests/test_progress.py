@@ -17,14 +17,16 @@ CARTPOLE = ["agent=dqn", "env=classic/cartpole"]
 
 
 def test_a_run_says_when_it_tests_and_how_long_it_took(run_cli, workdir, tmp_path):
-    """Off a terminal (a log): training lines, then the test as its own phase (a line when it starts, with how
-    many copies play, and one per third of its episodes, with the time to go), then the summary line, which
-    says how long the test took. Nothing else: no line for a terminal's blank first seconds."""
+    """Off a terminal (a log): the run directory first (a log says where the run is before anything else), then
+    training lines, then the test as its own phase (a line when it starts, with how many copies play, and one
+    per third of its episodes, with the time to go), then the summary line, which says how long the test took.
+    Nothing else: no line for a terminal's blank first seconds."""
     logdir = tmp_path / "runs"
     result = run_cli("run", *CARTPOLE, "steps=1000", "test_episodes=30", "eval_every=0", f"logdir={logdir}",
                      cwd=workdir)
     assert result.returncode == 0, result.stderr
-    lines = result.stderr.splitlines()
+    first, *lines = result.stderr.splitlines()
+    assert first == f"rlconf: run directory {only_run_dir(logdir)}"
     assert all(line.startswith("dqn classic/cartpole: ") for line in lines), lines
     testing = lines.index("dqn classic/cartpole: testing 30 episodes (15 environments at once) ...")
     assert testing > 0 and all(" steps (" in line and "to go" in line for line in lines[:testing])
@@ -35,6 +37,28 @@ def test_a_run_says_when_it_tests_and_how_long_it_took(run_cli, workdir, tmp_pat
     assert summary.startswith("dqn classic/cartpole: 1,000 steps in ") and "; tested in " in summary
     assert str(only_run_dir(logdir)) in summary
     assert "past the budget" not in summary  # one environment stops exactly at its budget
+
+
+def test_one_episode_is_counted_in_the_singular(run_cli, workdir, tmp_path):
+    """A count of one reads "1 episode" wherever a run prints one: its evaluation, its test and its summary."""
+    logdir = tmp_path / "runs"
+    result = run_cli("run", *CARTPOLE, "steps=200", "eval_every=200", "eval_episodes=1", "test_episodes=1",
+                     f"logdir={logdir}", cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.splitlines()
+    evaluation = json.loads((only_run_dir(logdir) / "summary.json").read_text())
+    assert re.fullmatch(r"eval at 200 steps: return (\S+) ± 0\.0 over 1 episode \(min \1, max \1\)",
+                        next(line for line in lines if line.startswith("eval at"))), lines
+    assert "dqn classic/cartpole: testing 1 episode (one game at a time) ..." in lines
+    assert f"test return {evaluation['test_return_mean']:.1f} ± 0.0 over 1 episode; tested in " in lines[-1]
+    assert " 1 episodes" not in result.stderr
+
+
+def test_counted_names_one_in_the_singular():
+    from rlconf.text import counted
+
+    assert [counted(n, "run") for n in (0, 1, 2, 1200)] == ["0 runs", "1 run", "2 runs", "1,200 runs"]
+    assert counted(1, "process", "processes") == "1 process" and counted(3, "process", "processes") == "3 processes"
 
 
 def test_on_a_terminal_the_first_line_comes_before_the_imports_and_gives_way(tmp_path):

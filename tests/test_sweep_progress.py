@@ -49,6 +49,27 @@ def test_a_sweep_off_a_terminal_says_what_it_does_in_plain_lines_and_ends_with_a
     assert (sweep / "sweep.csv").exists()
 
 
+def test_a_basic_launcher_sweep_ends_with_the_same_summary(run_cli, workdir, tmp_path):
+    """launcher=basic (the runs in this process, each printing its own progress) says the sweep directory first,
+    a line as each run starts and ends, and closes with the table and the path of sweep.csv, as launcher=local."""
+    logdir = tmp_path / "runs"
+    result = run_cli("run", "-m", "agent=random,ucb", "env=bandit/bernoulli", "steps=300", "test_episodes=3",
+                     "launcher=basic", f"logdir={logdir}", cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    sweep = the_sweep(logdir)
+    lines = [line for line in (result.stdout + result.stderr).splitlines() if line.startswith(("rlconf:", "  "))]
+    assert lines[0] == (f"rlconf: sweep {sweep}: 2 runs, one after another in this process; rlconf status {sweep} "
+                        "shows them too")
+    names = sorted(d.name for d in run_dirs(sweep))
+    assert [line.split(";")[0] for line in lines if line.startswith("rlconf: sweep: started")] == [
+        f"rlconf: sweep: started {name}" for name in names]
+    assert re.fullmatch(rf"rlconf: sweep {re.escape(str(sweep))}: 2 runs in \d+:\d\d:\d\d, 2 done", lines[-5])
+    assert lines[-4].split() == ["run", "state", "steps", "test", "return"]
+    assert [line.split()[:3] for line in lines[-3:-1]] == [[name, "done", "300"] for name in names]
+    assert lines[-1] == f"rlconf: results: {sweep / 'sweep.csv'}"
+    assert all(json.loads((sweep / name / "job.json").read_text())["launcher"] == "basic" for name in names)
+
+
 def test_a_quiet_sweep_prints_nothing(run_cli, workdir, tmp_path):
     result = run_cli("run", "-m", *CARTPOLE, "seed=0,1", *TINY, "quiet=true", f"logdir={tmp_path / 'runs'}",
                      cwd=workdir)

@@ -1,5 +1,6 @@
 """``rlconf plot RUNS_DIR``: learning curves of every run below a folder, and with ``--aggregate`` the
-statistics that compare agents across seeds and envs, as one PNG and the CSV files of its numbers.
+statistics that compare agents across seeds and envs, as one figure (PNG, PDF or SVG; ``--style paper`` for a
+two-column paper) and the CSV files of its numbers.
 
 Runs are drawn and compared per configuration (``runs.label_runs``: an agent and the settings its runs
 differ in), never pooled across budgets or hyperparameters; each env's panel draws its own metric.
@@ -17,10 +18,11 @@ from pathlib import Path
 
 from rlconf.analysis.aggregate import Aggregate, aggregate
 from rlconf.analysis.curves import CURVE_SOURCES, SPREADS, Band, CurveOptions, Panel, panels
-from rlconf.analysis.figure import draw, require_matplotlib, save_png
+from rlconf.analysis.figure import FORMATS, draw, figure_format, require_matplotlib, save_figure
 from rlconf.analysis.references import require_human_references
 from rlconf.analysis.runs import AnalysisError, Run, label_runs, left_out_line, load_runs, select_runs
 from rlconf.analysis.stats import NORMALIZATIONS, resolve_normalization
+from rlconf.analysis.styles import STYLES, Style
 from rlconf.analysis.tables import (
     AGGREGATE_FIELDS,
     CURVE_FIELDS,
@@ -31,8 +33,9 @@ from rlconf.analysis.tables import (
     profile_rows,
     write_csv,
 )
+from rlconf.text import counted
 
-USAGE = "rlconf plot RUNS_DIR [--out FILE.png] [--aggregate] [options]"
+USAGE = "rlconf plot RUNS_DIR [--out FILE.png|.pdf|.svg] [--aggregate] [options]"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -81,8 +84,10 @@ def build_parser() -> argparse.ArgumentParser:
                                  "performance profiles.")
     add = parser.add_argument
     add("runs_dir", metavar="RUNS_DIR", type=Path, help="a folder with run directories at any depth")
-    add("--out", type=Path, metavar="FILE.png",
-        help="the figure (default RUNS_DIR/plot.png); FILE_curves.csv etc. are written beside it")
+    add("--out", type=Path, metavar="FILE",
+        help="the figure, a .png, .pdf or .svg by its extension (default RUNS_DIR/plot.png); its numbers are "
+             "written beside it, named after it: --out figs/x.pdf writes figs/x_curves.csv (and with "
+             "--aggregate x_aggregate.csv, x_profiles.csv)")
     add("--aggregate", action="store_true", help="add IQM, median, mean and performance profiles of final scores")
     add("--metric", metavar="|".join(CURVE_SOURCES),
         help="training returns, greedy evaluations (evaluations.csv), or for bandits cumulative regret and "
@@ -99,7 +104,16 @@ def build_parser() -> argparse.ArgumentParser:
              "optimality gap; auto (default): none for one env, minmax for several")
     add("--reps", type=positive_int, default=2000, metavar="N", help="bootstrap resamples (default 2000)")
     add("--seed", type=non_negative_int, default=0, metavar="N", help="seed of the bootstrap (default 0)")
-    add("--title", help="figure title (default: RUNS_DIR's name and the number of runs)")
+    add("--title", metavar="TEXT", help="the figure's title (default: none; each panel is titled by its env)")
+    add("--style", default="default", metavar="|".join(STYLES),
+        help="default: for a screen; paper: for a two-column paper, one column wide (3.3 in) or, with more "
+             "panels than fit there, the page (6.9 in), 7-9 pt text, a PNG at 300 dpi")
+    add("--log-x", action="store_true",
+        help="a logarithmic step (bandits: pulls) axis in every curve panel, as regret is read against log "
+             "pulls; the curves' points (and the CSV's steps) are then spaced evenly on it")
+    add("--log-y", action="store_true",
+        help="a logarithmic value axis in every curve panel (refused where a mean is 0 or below; a band "
+             "reaching below 0 is cut at the axis)")
     return parser
 
 
@@ -116,9 +130,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
         check_choice("--metric", args.metric, list(CURVE_SOURCES))
     check_choice("--spread", args.spread, list(SPREADS))
     check_choice("--normalize", args.normalize, NORMALIZATIONS)
+    check_choice("--style", args.style, list(STYLES))
     args.out = args.out or args.runs_dir / "plot.png"
-    if args.out.suffix.lower() != ".png":
-        raise AnalysisError(f"--out {args.out}: must name a .png file")
+    if figure_format(args.out) is None:
+        raise AnalysisError(f"--out {args.out}: must name a {', '.join(f'.{kind}' for kind in FORMATS)} file")
     if args.out.is_dir():
         raise AnalysisError(f"--out {args.out}: is a directory")
     return args
@@ -132,7 +147,8 @@ def untested_note(runs: list[Run]) -> str | None:
     untested = sum(not run.tested for run in runs)
     if not untested:
         return None
-    return (f"{untested} of {len(runs)} runs have no test return (summary.json): each scored by the mean return "
+    return (f"{untested} of {counted(len(runs), 'run')} {'has' if untested == 1 else 'have'} no test return "
+            "(summary.json): each scored by the mean return "
             "of its last 10% of training episodes")
 
 
@@ -150,6 +166,20 @@ def design_notes(runs: list[Run]) -> list[str]:
         if count > 1:
             notes.append(f"{count} runs of {label} on {env} have seed {seed}: each counts as a run")
     return notes
+
+
+def check_log_axes(drawn: list[Panel], log_x: bool, log_y: bool) -> None:
+    """A log axis cannot place 0 or a negative value: a curve with one is refused, naming it (a band's edge
+    below 0 is only cut at the axis)."""
+    for axis, wanted in (("x", log_x), ("y", log_y)):
+        for panel in drawn if wanted else []:
+            for band in panel.bands:
+                values = band.steps if axis == "x" else band.mean
+                if (values <= 0).any():
+                    what = panel.x_label if axis == "x" else f"a mean {band.metric}"
+                    raise AnalysisError(f"--log-{axis}: {band.label} on {panel.env} has {what} of "
+                                        f"{float(values.min()):g}; a log axis shows only values above 0 (leave "
+                                        "it out, or choose panels with --envs)")
 
 
 @dataclass
@@ -174,10 +204,12 @@ def compute(args: argparse.Namespace) -> Plot:
     label_runs(runs)
     if args.aggregate and args.normalize == "human":  # refused before anything is read further or drawn
         require_human_references({run.env for run in runs})
-    drawn = panels(runs, args.metric, CurveOptions(window=args.window), args.spread, args.reps, args.seed, left_out)
+    drawn = panels(runs, args.metric, CurveOptions(window=args.window), args.spread, args.reps, args.seed, left_out,
+                   args.log_x)
     if not drawn:
         metric = f"a {args.metric} curve ({CURVE_SOURCES[args.metric].missing})" if args.metric else "a curve"
         raise AnalysisError(f"{args.runs_dir}: no run has {metric}")
+    check_log_axes(drawn, args.log_x, args.log_y)
     skipped = {path for paths in left_out.values() for path in paths}
     runs = [run for run in runs if run.path not in skipped]  # those drawn
     notes = [left_out_line(left_out, directories, args.runs_dir) or ""]
@@ -189,11 +221,11 @@ def compute(args: argparse.Namespace) -> Plot:
     return Plot(runs, drawn, result, [note for note in notes if note])
 
 
-def write_outputs(out: Path, figure, bands: list[Band], result: Aggregate | None) -> list[Path]:
-    """The PNG, its curves CSV and, with an aggregate, its statistics and profiles CSVs; returns their paths."""
+def write_outputs(out: Path, figure, bands: list[Band], result: Aggregate | None, style: Style) -> list[Path]:
+    """The figure, its curves CSV and, with an aggregate, its statistics and profiles CSVs; returns their paths."""
     paths = output_paths(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    save_png(figure, paths["figure"])
+    save_figure(figure, paths["figure"], style)
     write_csv(paths["curves"], CURVE_FIELDS, curve_rows(bands))
     if result is None:
         return [paths["figure"], paths["curves"]]
@@ -210,18 +242,14 @@ def plot(argv: list[str]) -> int:
     for text in result.notes:
         note(text)
     runs = result.runs
-    title = args.title or f"{args.runs_dir.resolve().name}: {_count(len(runs), 'run')}"
-    figure = draw(result.panels, result.aggregate, title, args.window)
+    style = STYLES[args.style]
+    figure = draw(result.panels, result.aggregate, args.title, args.window, style, args.log_x, args.log_y)
     try:
-        written = write_outputs(args.out, figure, result.bands, result.aggregate)
+        written = write_outputs(args.out, figure, result.bands, result.aggregate, style)
     except OSError as error:
         raise AnalysisError(f"cannot write {error.filename or args.out}: {error.strerror or error}") from None
-    counts = ", ".join(_count(len({key(r) for r in runs}), what) for key, what in (
+    counts = ", ".join(counted(len({key(r) for r in runs}), what) for key, what in (
         (lambda r: r.agent, "agent"), (lambda r: r.env, "env"), (lambda r: (r.env, r.label), "configuration")))
-    print(f"rlconf plot: {_count(len(runs), 'run')} ({counts}) "
+    print(f"rlconf plot: {counted(len(runs), 'run')} ({counts}) "
           f"-> {', '.join(map(str, written))}")
     return 0
-
-
-def _count(n: int, what: str) -> str:
-    return f"{n} {what}{'s' * (n != 1)}"

@@ -36,6 +36,23 @@ FINAL_FRACTION = 0.1  # without a test, a run's score is the mean return of its 
 #                       (a bandit's: the mean reward of its last 10% of pulls.csv's rows)
 
 
+@dataclass(frozen=True)
+class Schedule:
+    """When a run was configured to stop and to evaluate (config.yaml's ``steps`` and ``eval_every``): where
+    its evaluations were due, which its own steps overshoot by up to a batch of its env copies."""
+
+    budget: int  # env steps (a bandit's: pulls); 0 when unknown
+    eval_every: int  # 0: no periodic evaluation
+
+    def due(self, step: int) -> int:
+        """The point an evaluation made at ``step`` was due at: the budget once it is reached (the last batch
+        of several copies runs past it), else the last multiple of ``eval_every`` (the evaluation runs at the
+        first step at or after it)."""
+        if self.budget and step >= self.budget:
+            return self.budget
+        return step // self.eval_every * self.eval_every if self.eval_every else step
+
+
 @dataclass
 class Run:
     """One run directory: who it is, and its training episodes (``step`` and ``return`` columns), or a bandit
@@ -51,6 +68,13 @@ class Run:
     pulls: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
     settings: dict[str, str] = field(default_factory=dict, repr=False)  # what it was configured to learn with
     label: str = ""  # its configuration's name in the figure and the CSV files (``label_runs``)
+    schedule: Schedule = field(default_factory=lambda: Schedule(0, 0))
+
+    @property
+    def ended_at(self) -> int | None:
+        """The env steps its training ended at (summary.json's ``steps``), or None while it runs."""
+        steps = (self.summary or {}).get("steps")
+        return None if steps is None else int(steps)
 
     @property
     def bandit(self) -> bool:
@@ -124,20 +148,22 @@ def _lines(file, path: Path):
         yield line
 
 
-def read_identity(run_dir: Path) -> tuple[str, str, int, dict[str, str]]:
-    """(agent, env, seed, settings) from the run's resolved config.yaml."""
+def read_identity(run_dir: Path) -> tuple[str, str, int, dict[str, str], Schedule]:
+    """(agent, env, seed, settings, schedule) from the run's resolved config.yaml."""
     from rlconf.errors import ConfigError
     from rlconf.experiments.rundir.saved import read_config
 
     try:
         config = read_config(run_dir / "config.yaml")  # data only: nothing resolved or imported
         identity = str(config["agent"]["name"]), str(config["env"]["name"]), int(config["seed"])
+        schedule = Schedule(*(max(0, int(config.get(key) or 0)) for key in ("steps", "eval_every")))
     except ConfigError as error:
         raise AnalysisError(str(error)) from None
     except Exception as error:  # a config.yaml that is not rlconf's
-        raise AnalysisError(f"{run_dir / 'config.yaml'}: no agent.name, env.name and seed ({error})") from None
+        raise AnalysisError(f"{run_dir / 'config.yaml'}: no agent.name, env.name and seed, or steps and "
+                            f"eval_every that are not whole numbers ({error})") from None
     settings = {key: value for key, value in flatten(config).items() if not ignored(key)}
-    return (*identity, settings)
+    return (*identity, settings, schedule)
 
 
 def ignored(key: str) -> bool:
@@ -173,10 +199,10 @@ def load_run(run_dir: Path) -> Run | None:
     pulls = read_table(run_dir / "pulls.csv")
     if len(episodes.get("return", ())) == 0 and len(pulls.get("regret", ())) == 0:
         return None
-    agent, env, seed, settings = read_identity(run_dir)
+    agent, env, seed, settings, schedule = read_identity(run_dir)
     nothing = np.zeros(0)
     return Run(run_dir, agent, env, seed, episodes.get("step", nothing), episodes.get("return", nothing),
-               read_summary(run_dir), pulls, settings)
+               read_summary(run_dir), pulls, settings, schedule=schedule)
 
 
 def read_summary(run_dir: Path) -> dict[str, Any] | None:

@@ -56,7 +56,8 @@ def profile_rows(aggregate: Aggregate) -> Iterable[list]:
                    number(p.ci_high[i]), aggregate.normalize]
 
 
-def output_paths(png: Path) -> dict[str, Path]:
-    """The files written for ``--out png``: the figure, and CSVs named after its stem."""
-    return {kind: png if kind == "figure" else png.with_name(f"{png.stem}_{kind}.csv")
+def output_paths(figure: Path) -> dict[str, Path]:
+    """The files written for ``--out figure``: the figure, and CSVs beside it named after its stem
+    (``figs/x.pdf``: ``figs/x_curves.csv`` ...)."""
+    return {kind: figure if kind == "figure" else figure.with_name(f"{figure.stem}_{kind}.csv")
             for kind in ("figure", "curves", "aggregate", "profiles")}

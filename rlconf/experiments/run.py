@@ -34,7 +34,7 @@ from rlconf.errors import ConfigError, first_line
 from rlconf.experiments.build.agent import build_agent
 from rlconf.experiments.build.environment import eval_env_count, make_env
 from rlconf.experiments.build.setup import prepare
-from rlconf.experiments.console.progress import ConsoleProgress, on_terminal, retract
+from rlconf.experiments.console.progress import ConsoleProgress, retract
 from rlconf.experiments.loop import callbacks as loop_callbacks
 from rlconf.experiments.loop import learners, preemption
 from rlconf.experiments.loop.bandit import BanditExperiment
@@ -69,6 +69,7 @@ from rlconf.experiments.rundir.sweep import redact_multirun, write_sweep_table
 from rlconf.files import write_failure, write_json, write_text
 from rlconf.logging import LoggerContext, LoggerGroup
 from rlconf.settings import Settings, check_process_counts, redact
+from rlconf.text import counted
 
 
 def run(cfg: DictConfig, parent_dir: str | Path | None = None, overrides: list[str] | None = None,
@@ -285,8 +286,6 @@ def write_run_config(settings: Settings, run_dir: Path, where: resume.Plan, reso
     of its shorter budget until it writes its own: its budget says it has not finished (rundir.finished_summary,
     ``rlconf status``), and a resume that is killed or fails keeps the earlier test result."""
     retract()
-    if not settings.run.quiet and not where.existing and on_terminal():  # a resumed run says so (_restore)
-        print(f"rlconf: run directory {run_dir}", file=sys.stderr, flush=True)  # off a terminal: the summary's
     try:
         write_text(run_dir / "config.yaml", OmegaConf.to_yaml(resolved))
         if not (run_dir / "overrides.yaml").exists():  # a resumed run keeps those it was launched with
@@ -294,6 +293,9 @@ def write_run_config(settings: Settings, run_dir: Path, where: resume.Plan, reso
         provenance.write(run_dir, settings.hardware.device, overrides, where.existing, settings.run.rerun)
     except OSError as error:  # a full disk before the run began: a fresh run leaves nothing behind
         raise RunFailed(f"{write_failure(error)}; {_nothing_kept(run_dir, where)}") from None
+    # First, whatever the output: a log (a pipe, a Slurm job's) says where the run is before its progress.
+    if not settings.run.quiet and not where.existing:  # a resumed run says so (_restore)
+        print(f"rlconf: run directory {run_dir}", file=sys.stderr, flush=True)
 
 
 # The experiment loop of each kind of environment.
@@ -468,7 +470,7 @@ def _restore(experiment: Experiment, checkpoint: dict | None, run_dir: Path, set
               file=sys.stderr)
     if checkpoint is not None and not settings.run.quiet:
         print(f"rlconf: resuming {run_dir} at step {experiment.start_steps:,} "
-              f"({experiment.episodes:,} episodes)", file=sys.stderr)
+              f"({counted(experiment.episodes, 'episode')})", file=sys.stderr)
 
 
 def _stopped(stop: Interrupted, experiment: Experiment, run_dir: Path, status) -> int:

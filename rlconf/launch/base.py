@@ -29,6 +29,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from rlconf.errors import RunFailed
 from rlconf.files import read_json, write_json
 from rlconf.launch.slots import Slot
+from rlconf.settings import redact
 
 
 @dataclass
@@ -57,6 +58,8 @@ class RunLauncher(Launcher):
         self.config: DictConfig | None = None
         self.hydra_context: HydraContext | None = None
         self.task_function: TaskFunction | None = None
+        self.held: list[str] | None = None  # the runs of every launch, when a sweeper closes the sweep (hold_summary)
+        self.began = time.monotonic()
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         self.config = config
@@ -79,10 +82,10 @@ class RunLauncher(Launcher):
         began = time.monotonic()
         returns = dict(zip([job.num for job in todo], self.start(todo, sweep_dir), strict=True)) if todo else {}
         results = [_finished(job) if job.summary is not None else returns[job.num] for job in jobs]
-        if todo and self.waits() and not self.quiet:
-            from rlconf.launch.monitor import print_table
-
-            print_table(sweep_dir, [job.name for job in jobs], time.monotonic() - began)
+        if self.held is not None:
+            self.held += [job.name for job in jobs]
+        elif todo:
+            self._print_table(sweep_dir, [job.name for job in jobs], time.monotonic() - began)
         failures = [r for r in results if r.status == JobStatus.FAILED]
         for failure in failures:
             print(f"rlconf: {failure._return_value}", file=sys.stderr)
@@ -94,6 +97,24 @@ class RunLauncher(Launcher):
                   file=sys.stderr)
             raise SystemExit(1)
         return results
+
+    def hold_summary(self) -> None:
+        """A sweeper that launches its runs in batches (Optuna's) ends the sweep with one table of them all
+        (``summary``), not one per batch."""
+        self.held = []
+        self.began = time.monotonic()
+
+    def summary(self) -> None:
+        """The closing table of every run launched since ``hold_summary``."""
+        assert self.config is not None
+        if self.held:
+            self._print_table(Path(str(self.config.hydra.sweep.dir)), self.held, time.monotonic() - self.began)
+
+    def _print_table(self, sweep_dir: Path, names: list[str], seconds: float) -> None:
+        if self.waits() and not self.quiet:
+            from rlconf.launch.monitor import print_table
+
+            print_table(sweep_dir, names, seconds)
 
     def start(self, jobs: list[Job], sweep_dir: Path) -> list[JobReturn]:
         """Launch ``jobs`` (none has finished); one JobReturn each, in order."""
@@ -108,11 +129,13 @@ class RunLauncher(Launcher):
         """``quiet=true`` on the command line: no progress and no table, as a run prints nothing."""
         return bool(self.config is not None and self.config.get("quiet"))
 
-    def progress(self, sweep_dir: Path, jobs: list[Job], at_once: int, where: str = ""):
-        """The sweep's progress while ``start`` waits (``rlconf.launch.monitor.SweepProgress``)."""
+    def progress(self, sweep_dir: Path, jobs: list[Job], at_once: int, where: str = "", live: bool = True):
+        """The sweep's progress while ``start`` waits (``rlconf.launch.monitor.SweepProgress``); ``live``: a
+        terminal's redrawn block, where no run prints to the same terminal."""
         from rlconf.launch.monitor import SweepProgress  # rich: loaded when a sweep runs, not at Hydra's start
 
-        return SweepProgress(sweep_dir, [job.name for job in jobs], at_once, quiet=self.quiet, where=where)
+        return SweepProgress(sweep_dir, [job.name for job in jobs], at_once, quiet=self.quiet, where=where,
+                             live=live)
 
     def _job(self, num: int, overrides: list[str]) -> Job:
         """The job's run directory, named as ``rlconf.experiments.run`` will name it."""
@@ -137,7 +160,7 @@ class RunLauncher(Launcher):
         job.run_dir.mkdir(parents=True, exist_ok=True)
         path = job.run_dir / "job.json"
         record = read_json(path) or {}
-        record.update({"launcher": self.kind, "job": job.num, "overrides": job.overrides,
+        record.update({"launcher": self.kind, "job": job.num, "overrides": redact(job.overrides),  # a file: no secret
                        "launcher_host": socket.gethostname(), "launcher_pid": os.getpid(), **fields})
         write_json(path, record)
 

@@ -15,6 +15,14 @@ from rlconf.errors import LauncherError
 
 LOCAL_TARGET = "hydra_plugins.rlconf_launch.LocalLauncher"
 SLURM_TARGET = "hydra_plugins.rlconf_launch.SlurmLauncher"
+BASIC_TARGET = "hydra_plugins.rlconf_launch.BasicLauncher"
+
+
+@dataclass
+class BasicLauncherConf:
+    """Runs one after another inside the rlconf process (``rlconf.launch.basic``): nothing to set."""
+
+    _target_: str = BASIC_TARGET
 
 
 @dataclass

@@ -31,6 +31,7 @@ from rlconf.experiments.loop.stopping import stop_requests
 from rlconf.files import log_tail, open_inside
 from rlconf.launch.base import Job, RunLauncher, failed
 from rlconf.launch.slots import Slot, make_slots, visible_gpus
+from rlconf.text import counted
 
 POLL_SECONDS = 0.1
 
@@ -55,7 +56,7 @@ class LocalRunLauncher(RunLauncher):
         spool = sweep_dir / ".launcher"
         spool.mkdir(exist_ok=True)
         if len(slots) > 1:
-            print(f"rlconf: {len(jobs)} runs, {len(slots)} at a time: "
+            print(f"rlconf: {counted(len(jobs), 'run')}, {len(slots)} at a time: "
                   f"{'; '.join(s.describe() for s in slots)}", file=sys.stderr)
         queue = deque(jobs)
         free = list(slots)

@@ -25,6 +25,7 @@ from rich.live import Live
 from rich.text import Text
 
 from rlconf.launch.status import RunStatus, collect
+from rlconf.text import counted
 
 REFRESH_SECONDS = 1.0  # how often a terminal's block is redrawn (and the run directories read)
 LINE_SECONDS = 60.0  # how often a line of progress is printed off a terminal when no run starts or ends
@@ -34,10 +35,11 @@ PRUNED = "pruned"  # ended early by an Optuna sweep's pruner: counted only in sw
 
 class SweepProgress:
     """The progress of ``names`` (the run directories' names of this launch's runs) in ``sweep_dir``, ``at_once``
-    of them running at a time. The launcher calls ``started``, ``ended`` and, as often as it likes, ``tick``."""
+    of them running at a time. The launcher calls ``started``, ``ended`` and, as often as it likes, ``tick``.
+    ``live=False``: plain lines on a terminal too (launcher=basic, whose runs print there themselves)."""
 
     def __init__(self, sweep_dir: Path, names: Sequence[str], at_once: int, quiet: bool = False,
-                 where: str = "", console: Console | None = None):
+                 where: str = "", console: Console | None = None, live: bool = True):
         self.sweep_dir = Path(sweep_dir)
         self.names = list(names)
         self.at_once = max(1, at_once)
@@ -53,9 +55,9 @@ class SweepProgress:
         self.live: Live | None = None
         if quiet:
             return
-        self.print(f"rlconf: sweep {self.sweep_dir}: {len(self.names)} run{'s' if len(self.names) != 1 else ''}"
-                   f"{where}; rlconf status {self.sweep_dir} shows them too")
-        if self.console.is_terminal:
+        self.print(f"rlconf: sweep {self.sweep_dir}: {counted(len(self.names), 'run')}{where}; rlconf status "
+                   f"{self.sweep_dir} shows them too")
+        if live and self.console.is_terminal:
             self.live = Live(self._block(), console=self.console, transient=True, auto_refresh=False)
             self.live.start()
 
@@ -174,7 +176,7 @@ def print_table(sweep_dir: Path, names: Sequence[str], seconds: float, console: 
         runs = {}
     rows = [runs.get(name) or RunStatus(name, "failed", note="no run directory") for name in names]
     counts = {s: sum(r.state == s for r in rows) for s in ("done", PRUNED, "failed", "stopped", "running", "queued")}
-    out = [f"rlconf: sweep {sweep_dir}: {len(rows)} run{'s' if len(rows) != 1 else ''} in {_duration(seconds)}"
+    out = [f"rlconf: sweep {sweep_dir}: {counted(len(rows), 'run')} in {_duration(seconds)}"
            + "".join(f", {n} {s}" for s, n in counts.items() if n)]
     width = max([len("run"), *(len(r.name) for r in rows)])
     out.append(f"  {'run':<{width}}  {'state':<8} {'steps':>12} {'test return':>12}")

@@ -26,6 +26,7 @@ from rlconf.files import log_tail
 from rlconf.launch.base import Job, RunLauncher, failed
 from rlconf.launch.launcher_config import sbatch_parameters
 from rlconf.launch.squeue import ENDED, QUEUED, RUNNING, squeue_states
+from rlconf.text import counted
 
 RESULT_GRACE_SECONDS = 30.0  # a shared filesystem may show the result file a little after the job ended
 
@@ -66,8 +67,8 @@ class SlurmRunLauncher(RunLauncher):
             self.record(job, state="submitted", slurm_job_id=str(slurm_job.job_id), log=str(slurm_job.paths.stderr),
                         stdout=str(slurm_job.paths.stdout), result=str(slurm_job.paths.result_pickle))
         array = str(submitted[0].job_id).split("_")[0]
-        print(f"rlconf: submitted {len(jobs)} runs as Slurm job array {array}; follow them with: rlconf status "
-              f"{sweep_dir}", file=sys.stderr)
+        print(f"rlconf: submitted {counted(len(jobs), 'run')} as Slurm job array {array}; follow them with: "
+              f"rlconf status {sweep_dir}", file=sys.stderr)
         if not self.params["wait"]:
             return [JobReturn(overrides=j.overrides, working_dir=str(j.run_dir), task_name=j.name,
                               status=JobStatus.COMPLETED, _return_value=None) for j in jobs]

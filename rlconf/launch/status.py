@@ -27,6 +27,7 @@ from pathlib import Path
 from rlconf.errors import StatusError
 from rlconf.files import log_tail
 from rlconf.launch.squeue import QUEUED, RUNNING, squeue_states
+from rlconf.text import counted
 
 STATES = ("queued", "running", "done", "pruned", "failed", "stopped")
 STALE_SECONDS = 120.0  # a run elsewhere that has not refreshed its status.json for this long is presumed dead
@@ -194,7 +195,7 @@ def _dead(host: str | None, pid: int | None) -> bool:
 def counts_line(runs: list[RunStatus]) -> str:
     """``4 runs, 3 done, 1 failed``."""
     counts = {s: sum(r.state == s for r in runs) for s in STATES}
-    return f"{len(runs)} run{'s' if len(runs) != 1 else ''}" + "".join(f", {n} {s}" for s, n in counts.items() if n)
+    return counted(len(runs), "run") + "".join(f", {n} {s}" for s, n in counts.items() if n)
 
 
 def groups(runs: list[RunStatus], sweeps: list[Path], root: Path) -> list[tuple[str, list[RunStatus]]]:

@@ -47,18 +47,18 @@ def _first_comment(path: Path) -> list[str]:
 
 
 def _description(path: Path) -> str:
-    """The file's first comment, with the lines its sentence was wrapped onto: a line that ends in a word
-    continues on the next comment line when that starts in lower case (a usage example, a second sentence
-    in capitals, or a note after a closing bracket starts something else)."""
+    """The file's first comment, with the lines its sentence was wrapped onto: a line that ends in a word (or a
+    comma or semicolon) continues on the next comment line when that starts in lower case (a usage example, a
+    second sentence in capitals, or a note after a closing bracket starts something else)."""
     text = ""
     for part in _first_comment(path):
         if not text:
             text = part
-        elif text[-1:].isalpha() and part[:1].islower():
+        elif (text[-1:].isalpha() or text[-1:] in ",;") and part[:1].islower():
             text = f"{text} {part}"
         else:
             break
-    return text
+    return text.removesuffix(":")  # a line that introduced what follows it stands alone here
 
 
 def _first_sentence(path: Path) -> str:

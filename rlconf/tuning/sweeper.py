@@ -27,6 +27,7 @@ from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf
 
 from rlconf.errors import TuningError, reported
+from rlconf.text import counted
 from rlconf.tuning.sweeper_config import DIRECTIONS, RESULTS_FILE
 
 OLD_STUDY_FILE = "optuna.db"  # where hydra-optuna-sweeper kept a sweep's study (SQLite)
@@ -126,6 +127,10 @@ class StudySweeper(Sweeper):
         assert self.launcher is not None
         return list(self.launcher.launch(overrides, initial_job_idx=first))
 
+    def summary(self) -> None:
+        """The closing table of the sweep's runs, printed once when its trials have ended (the plugin class
+        prints rlconf's launchers' table, held back from each batch)."""
+
     @property
     def quiet(self) -> bool:
         return bool(self.config is not None and self.config.get("quiet"))
@@ -188,14 +193,15 @@ class Launch:
         again = [t.number for t in trials if t.state == TrialState.RUNNING]
         left = self.settings["n_trials"] - ended
         if again and left > 0:
-            self.say(f"rlconf: study {self.path}: {ended} trials ended; asking again the {len(again)} an "
+            self.say(f"rlconf: study {self.path}: {counted(ended, 'trial')} ended; asking again the {len(again)} an "
                      f"interruption left running (trial {', '.join(map(str, again))})")
         while left > 0:
             size = min(left, self.settings["n_jobs"])
             batch = [self._asked_again(again.pop(0)) for _ in range(min(size, len(again)))]
             batch += [self.study.ask() for _ in range(size - len(batch))]
-            self._run(batch)
             left -= size
+            self._run(batch, last=left <= 0)
+        self.sweeper.summary()
         self._finish()
 
     def _asked_again(self, number: int):
@@ -204,14 +210,16 @@ class Launch:
         study_id = self.store.get_study_id_from_name(self.study.study_name)
         return optuna.Trial(self.study, self.store.get_trial_id_from_study_id_trial_number(study_id, number))
 
-    def _run(self, batch: list) -> None:
-        """Launch a batch of trials (the launcher returns when their runs have ended) and tell the study."""
+    def _run(self, batch: list, last: bool) -> None:
+        """Launch a batch of trials (the launcher returns when their runs have ended) and tell the study; a
+        line of the study's counts after each batch but the last (the closing line says them then)."""
         jobs = [self.space.overrides(self._draw(trial)) + self._trial_overrides(trial) for trial in batch]
         returns = self.sweeper.launch(jobs, self.launched)
         self.launched += len(jobs)
         for trial, result in zip(batch, returns, strict=True):
             self._tell(trial, result)
-        self.say(f"rlconf: study: {self._counts()}{self._best()}")
+        if not last:
+            self.say(f"rlconf: study: {self._counts()}{self._best()}")
 
     def _draw(self, trial) -> dict[str, Any]:
         """The trial's value of every searched key: drawn now, or the value it was given (a trial asked again,

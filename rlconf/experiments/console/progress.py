@@ -19,6 +19,8 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
+from rlconf.text import counted
+
 LOG_LINES = 10  # progress lines a run prints when stderr is not a terminal
 TEST_LOG_LINES = 3  # progress lines of the final test when stderr is not a terminal (the last is the summary's)
 
@@ -108,7 +110,7 @@ class ConsoleProgress:
             self._next_line = (steps // tenth + 1) * tenth
             remaining = (self.total_steps - steps) / max(rate, 1e-9)
             self.print(f"{self.title}: {steps:,}/{self.total_steps:,} steps ({steps / self.total_steps:.0%}), "
-                       f"{rate:,.0f} steps/s, {episodes:,} episodes, last return {_number(last_return)}, "
+                       f"{rate:,.0f} steps/s, {counted(episodes, 'episode')}, last return {_number(last_return)}, "
                        f"best {_number(best_return)}, {_duration(remaining)} to go")
 
     def evaluating(self, done: int | None, episodes: int = 0) -> None:
@@ -149,7 +151,7 @@ class TestProgress:
             return
         where = "one game at a time" if copies == 1 else f"{copies} environments at once"
         if not console.is_terminal:
-            console.print(f"{console.title}: testing {episodes:,} episodes ({where}) ...")
+            console.print(f"{console.title}: testing {counted(episodes, 'episode')} ({where}) ...")
             return
         self.bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
                             TextColumn("{task.completed:,.0f}/{task.total:,.0f} episodes"),

@@ -25,6 +25,7 @@ from rlconf.experiments.rundir.checkpoint import numbered_checkpoints
 from rlconf.experiments.rundir.directory import CHECKPOINT
 from rlconf.files import atomic_write, write_failure
 from rlconf.logging.base import STEPS_PER_SECOND
+from rlconf.text import counted
 
 # Each callback here holds the run's Experiment (typed Any: loop.experiment imports this module, not the reverse).
 Experiment = Any
@@ -68,7 +69,7 @@ class EvaluationLine(Callback):
     def on_evaluation(self, run: Run, evaluation: Evaluation) -> None:
         r = np.asarray(evaluation.returns, dtype=float)
         self.experiment.progress.print(f"eval at {evaluation.steps:,} steps: return {r.mean():.1f} ± {r.std():.1f} "
-                                       f"over {len(r)} episodes (min {r.min():.1f}, max {r.max():.1f})")
+                                       f"over {counted(len(r), 'episode')} (min {r.min():.1f}, max {r.max():.1f})")
 
 
 class Pruning(Callback):

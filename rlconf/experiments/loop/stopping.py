@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from rlconf.experiments.loop.callbacks import Callback, Episode, Evaluation, Run
+from rlconf.text import counted
 
 # SIGINT: Ctrl-C. SIGTERM: kill, and Slurm at a time limit, on preemption or scancel. SIGUSR1 / SIGUSR2: the
 # warning Slurm sends ahead of a time limit (sbatch --signal; submitit asks for USR2) or scancel --signal.
@@ -76,8 +77,8 @@ class StopOnPlateau(Callback):
             return
         self.stale += 1
         if self.stale >= self.patience:
-            run.stop(f"stop.patience={self.patience}: {self.stale} evaluations without beating the best return "
-                     f"{self.best:.1f}")
+            run.stop(f"stop.patience={self.patience}: {counted(self.stale, 'evaluation')} without beating the best "
+                     f"return {self.best:.1f}")
 
     def state_dict(self) -> dict[str, Any]:
         return {"best": self.best, "stale": self.stale}

@@ -18,6 +18,7 @@ from rlconf.experiments.loop.experiment import Experiment
 from rlconf.experiments.loop.learner_group import STEPS_PER_EXCHANGE
 from rlconf.experiments.rundir.directory import slurm_job_id
 from rlconf.settings import Settings, redact
+from rlconf.text import counted
 
 
 def summarize(settings: Settings, experiment: Experiment, returns: list[float], test_seconds: float,
@@ -73,19 +74,21 @@ def _placement(started_at: float) -> dict[str, Any]:
 
 def summary_line(title: str, s: dict[str, Any], budget: int) -> str:
     """The console's one line of a finished run's summary."""
-    test = (f"test return {s['test_return_mean']:.1f} ± {s['test_return_std']:.1f} over {s['test_episodes']} episodes"
+    tested = counted(s["test_episodes"], "episode")
+    test = (f"test return {s['test_return_mean']:.1f} ± {s['test_return_std']:.1f} over {tested}"
             if s["test_episodes"] else "no test episodes")
     if s["state"] == "pruned":
         test = (f"pruned by the sweep's pruner after the evaluation at step {s['pruned_at_step']:,} (return "
                 f"{s['pruned_eval_return']:.1f}): not tested")
     if s.get("test_episodes_stalled"):
-        test += (f" ({s['test_episodes_stalled']} cut short after {s['test_stall_steps']:,} steps without a reward)")
+        test += (f" ({s['test_episodes_stalled']} cut short after {counted(s['test_stall_steps'], 'step')} "
+                 "without a reward)")
     if "test_win_or_draw" in s:  # a multi-agent test against opponents
         test += f" (won or drawn: {s['test_win_or_draw']:.1%})"
     if "cumulative_regret" in s:  # a bandit: its test pulls the greedy arms
-        test = regret_line(s) + (f"; greedy reward {s['test_return_mean']:.3f} over {s['test_episodes']} test pulls"
-                                 if s["test_episodes"] else "")
-    steps = f"{s['steps']:,} steps"
+        test = regret_line(s) + (f"; greedy reward {s['test_return_mean']:.3f} over "
+                                 f"{counted(s['test_episodes'], 'test pull')}" if s["test_episodes"] else "")
+    steps = counted(s["steps"], "step")
     if s["steps"] > budget:  # said, not hidden
         over = s["steps"] - budget
         learners = s["hardware"]["learners"]
@@ -98,4 +101,4 @@ def summary_line(title: str, s: dict[str, Any], budget: int) -> str:
         steps += f" (stopped early: {s['stop_reason']})"
     compiling = f", {s['compile_seconds']:.1f} s of it compiling" if "compile_seconds" in s else ""
     return (f"{title}: {steps} in {s['wall_seconds']:.1f} s ({s['steps_per_second']:,.0f} steps/s{compiling}), "
-            f"{s['episodes']:,} episodes; {test}; tested in {s['test_seconds']:.1f} s -> {s['run_dir']}")
+            f"{counted(s['episodes'], 'episode')}; {test}; tested in {s['test_seconds']:.1f} s -> {s['run_dir']}")

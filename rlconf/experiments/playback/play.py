@@ -41,6 +41,7 @@ from rlconf.experiments.rundir.saved import check_plugins, read_config
 from rlconf.files import write_json
 from rlconf.logging import LoggerGroup
 from rlconf.settings import Settings
+from rlconf.text import counted
 
 PLUGINS_HINT = "--plugins {}"  # how eval and watch are told which of a run's modules they may import
 # How a refusal names the options of ``load_run``: as eval and watch take them, or as the Python API's
@@ -176,9 +177,9 @@ def write_eval(result: dict[str, Any]) -> Path:
 
 
 def eval_line(result: dict[str, Any]) -> str:
-    played = (f"greedy reward {result['mean']:.3f} ± {result['std']:.3f} over {result['episodes']} pulls"
+    played = (f"greedy reward {result['mean']:.3f} ± {result['std']:.3f} over {counted(result['episodes'], 'pull')}"
               if result.get("bandit") else
-              f"test return {result['mean']:.1f} ± {result['std']:.1f} over {_episodes(result['episodes'])}")
+              f"test return {result['mean']:.1f} ± {result['std']:.1f} over {counted(result['episodes'], 'episode')}")
     which = result.get("checkpoint", "last")
     named = "" if which == "last" else f" ({which})"
     return (f"{result['agent']} {result['env']} at step {result['checkpoint_step']:,}{named}: {played} "
@@ -334,14 +335,10 @@ def _frames_in(video: Path) -> int:
 
 def watch_line(result: dict[str, Any], episodes: int) -> str:
     returns = np.asarray(result["returns"], dtype=float)
-    played = (f"{_episodes(episodes)} of {result['title']} at step {result['step']:,}, "
+    played = (f"{counted(episodes, 'episode')} of {result['title']} at step {result['step']:,}, "
               f"return {returns.mean():.1f}" + (f" ± {returns.std():.1f}" if episodes > 1 else ""))
     if "video" not in result:
         return f"watched {played}"
     width, height = result["size"]
     return f"wrote {result['video']}: {result['frames']} frames ({width}x{height}, {result['fps']:g} fps); {played}"
-
-
-def _episodes(n: int) -> str:
-    return f"{n} episode{'s' if n != 1 else ''}"
 
