@@ -62,6 +62,7 @@ def check(schema: type, node: Any, prefix: str = "", see: str = "", known: set[s
         pass
     else:
         node = whole_numbers(schema, node)
+        check_booleans(schema, node, prefix)
     try:
         merged = OmegaConf.merge(OmegaConf.structured(schema), node)
         settings = OmegaConf.to_object(merged)
@@ -106,6 +107,19 @@ def whole_numbers(schema: type, values: dict[str, Any]) -> dict[str, Any]:
         elif dataclasses.is_dataclass(kind) and isinstance(value, dict):
             values[f.name] = whole_numbers(kind, value)
     return values
+
+
+def check_booleans(schema: type, values: dict[str, Any], prefix: str = "") -> None:
+    """Refuse a number other than 0 or 1 under a key ``schema`` types as a bool (nested settings too): OmegaConf
+    would take ``agent.input_priorities=3`` as true, where the user most likely meant another key or value."""
+    hints = typing.get_type_hints(schema)
+    for f in dataclasses.fields(schema):
+        kind, value = hints.get(f.name), values.get(f.name)
+        if dataclasses.is_dataclass(kind) and isinstance(value, dict):
+            check_booleans(kind, value, f"{prefix}{f.name}.")
+        elif kind in (bool, bool | None) and isinstance(value, int | float) and not isinstance(value, bool) \
+                and value not in (0, 1):
+            raise ConfigError(f"{prefix}{f.name}={value}: expected a bool; allowed: true, false")
 
 
 def whole(value: Any) -> Any:

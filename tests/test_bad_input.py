@@ -165,6 +165,8 @@ CASES = [
     run(*CARTPOLE, "checkpoint_every=-1", words="checkpoint_every=-1"),
     run(*CARTPOLE, "checkpoint.replay=maybe", words="checkpoint.replay"),
     run(*CARTPOLE, "quiet=maybe", words="quiet"),
+    run(*CARTPOLE, "checkpoint.replay=3", words=("checkpoint.replay=3", "expected a bool", "true, false")),
+    run("agent=r2d1", "env=classic/cartpole", "agent.input_priorities=3", words=("agent.input_priorities=3", "bool")),
     run(*CARTPOLE, "verbose=loud", words="verbose"),
     run(*CARTPOLE, "plugins=3", words="plugins"),
     run(*CARTPOLE, "plugins=[no_such_module_xyz]", words="no_such_module_xyz"),
