@@ -166,10 +166,11 @@ def agent_spec(name: str | None, target: str | None, plugins: list[str] | None =
         except registry.UnknownComponent as error:
             # A config that names an agent nobody registered: most often an agent of one's own, whose module
             # registers it only when plugins=[...] imports it.
-            raise ConfigError(f"agent.name: unknown agent {name!r}: an agent of your own is registered when its "
-                              "module is imported: add plugins=[MODULE] (its folder on PYTHONPATH); the built-in "
-                              "ones: rlconf list agent" if not plugins else
-                              f"agent.name: {error}") from None
+            # The registry's first part keeps its suggestion of a near name (a typo is as likely).
+            unknown = str(error).split(";")[0]
+            raise ConfigError(f"agent.name: {unknown}: an agent of your own is registered when its module is "
+                              "imported: add plugins=[MODULE] (its folder on PYTHONPATH); the built-in ones: "
+                              "rlconf list agent" if not plugins else f"agent.name: {error}") from None
     try:
         return registry.agent_spec(name, target)
     except (ImportError, ValueError) as error:  # ValueError: an empty module name

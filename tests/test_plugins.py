@@ -95,7 +95,8 @@ def test_forgetting_the_plugin_names_the_unknown_agent(run_cli, user_project, wo
     line = one_error_line(run_cli("run", "agent=my_random", "env=classic/cartpole",
                                   "--config-dir", str(user_project / "conf"), cwd=workdir,
                                   pythonpath=[user_project]))
-    assert line == ("rlconf: error: agent.name: unknown agent 'my_random': an agent of your own is registered when "
+    assert line == ("rlconf: error: agent.name: unknown agent 'my_random' (did you mean 'random'?): an agent of your "
+                    "own is registered when "
                     "its module is imported: add plugins=[MODULE] (its folder on PYTHONPATH); the built-in ones: "
                     "rlconf list agent")
 
