@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import torch
 
-from rlconf.core import ALL_COPIES, StateArray
+from rlconf.core import ALL_COPIES, StateArray, with_rows
 
 
 class CarriedState:
@@ -61,16 +61,9 @@ class CarriedState:
 
     def advance(self, state: torch.Tensor, states: StateArray, copies: slice = ALL_COPIES) -> None:
         ended = torch.as_tensor(states["done"], device=self.device).reshape(len(states)).bool()
-        if copies == ALL_COPIES:
-            self.state, self.ended = state.detach(), ended
-            return
-        if self.state is None:  # the first group's first step: every copy's row, the others' still unstarted
-            if self.n_envs is None:
-                raise ValueError("a CarriedState acted on in groups of copies needs n_envs")
-            self.state = torch.zeros((self.n_envs, self.size), device=self.device, dtype=state.dtype)
-            self.ended = torch.ones(self.n_envs, dtype=torch.bool, device=self.device)
-        self.state[copies] = state.detach()
-        self.ended[copies] = ended
+        # A group's first step: the other copies' rows wait unstarted (zero, their episodes "ended").
+        self.state = with_rows(self.state, copies, state.detach(), self.n_envs)
+        self.ended = with_rows(self.ended, copies, ended, self.n_envs, fill=True)
 
     def state_dict(self) -> dict:
         return {} if self.state is None else {"state": self.state.clone(), "ended": self.ended.clone()}

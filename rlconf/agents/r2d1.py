@@ -42,7 +42,7 @@ from rlconf.agents._recurrent import CarriedState
 from rlconf.agents.dqn import DQN, DQNTestAgent
 from rlconf.agents.specs.r2d1 import R2D1Config
 from rlconf.approximation import QNetwork
-from rlconf.core import ALL_COPIES, StateArray
+from rlconf.core import ALL_COPIES, StateArray, with_rows
 from rlconf.memory.sequence import Sequences, n_step_returns, sequence_priorities, sequence_replay
 from rlconf.nn import model_settings
 from rlconf.optim import Clock
@@ -130,13 +130,7 @@ class PreviousStep:
 
     def chose(self, actions: torch.Tensor, copies: slice = ALL_COPIES) -> None:
         """Keep the ``actions`` chosen for ``copies``: their previous actions at their next step."""
-        actions = actions.reshape(-1).long()
-        if copies == ALL_COPIES:
-            self.action = actions.clone()
-            return
-        if self.action is None:
-            self.action = torch.full((self.n_envs,), -1, dtype=torch.int64, device=actions.device)
-        self.action[copies] = actions
+        self.action = with_rows(self.action, copies, actions.reshape(-1).long().clone(), self.n_envs, fill=-1)
 
 
 def step_inputs(states: StateArray, state: torch.Tensor,
@@ -209,13 +203,7 @@ class R2D1(DQN):
         """What each copy acted from on this step, for replay (which stores the whole step once every group of
         copies has acted on it, with the alternating sampler)."""
         for name, value in acted.items():
-            if copies == ALL_COPIES:
-                self._acted[name] = value
-                continue
-            kept = self._acted.get(name)
-            if kept is None or len(kept) != self.n_envs:
-                kept = self._acted[name] = value.new_zeros((self.n_envs, *value.shape[1:]))
-            kept[copies] = value
+            self._acted[name] = with_rows(self._acted.get(name), copies, value, self.n_envs)
 
     def _store(self, states: StateArray, actions: torch.Tensor) -> None:
         self.replay.store(states, actions, **self._acted)

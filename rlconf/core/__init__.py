@@ -9,8 +9,10 @@ from rlconf.lazy import lazy_names
 
 _HOMES = {"ALL_COPIES": "rlconf.core.state", "EnvKind": "rlconf.core.kinds", "MultiagentState": "rlconf.core.state",
           "State": "rlconf.core.state", "StateArray": "rlconf.core.state", "AgentGroup": "rlconf.core.team",
-          "TeamState": "rlconf.core.team", "TeamEpisode": "rlconf.core.team"}
-__all__ = ["ALL_COPIES", "AgentGroup", "EnvKind", "MultiagentState", "State", "StateArray", "TeamEpisode", "TeamState"]
+          "TeamState": "rlconf.core.team", "TeamEpisode": "rlconf.core.team",
+          "with_rows": "rlconf.core.state"}
+__all__ = ["ALL_COPIES", "AgentGroup", "EnvKind", "MultiagentState", "State", "StateArray", "TeamEpisode", "TeamState",
+           "with_rows"]
 
 
 __getattr__, __dir__ = lazy_names(__name__, _HOMES)

@@ -28,6 +28,21 @@ _STANDARD_KEYS = ("observation", "reward", "done", "mask")
 ALL_COPIES = slice(None)
 
 
+def with_rows(whole: torch.Tensor | None, copies: slice, rows: torch.Tensor, n_envs: int | None,
+              fill: float | bool = 0) -> torch.Tensor:
+    """A tensor of one row per environment copy, ``whole``, with the rows of ``copies`` now ``rows``: ``rows``
+    itself where they are every copy's; with the alternating sampler's groups, ``whole`` written in place, made
+    on a group's first write (``n_envs`` rows of ``fill``, the other groups' until they act)."""
+    if copies == ALL_COPIES:
+        return rows
+    if whole is None or len(whole) != n_envs:
+        if n_envs is None:
+            raise ValueError("rows written a group of copies at a time need the number of copies, n_envs")
+        whole = rows.new_full((n_envs, *rows.shape[1:]), fill)
+    whole[copies] = rows
+    return whole
+
+
 class State(dict):
     """One environment state: a dict of tensors with convenient accessors."""
 

@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import torch
 
-from rlconf.core import State
+from rlconf.core import State, with_rows
 from rlconf.core.layout import ACTION_MASK
 
 
@@ -200,12 +200,8 @@ class RecurrentAdvantageBuffer(GeneralizedAdvantageBuffer):
     def store_start(self, state: torch.Tensor, columns: slice = slice(None)) -> None:
         """The state every environment's chunk starts from, or those in ``columns`` (the alternating sampler's
         groups start theirs in turn)."""
-        if columns == slice(None):
-            self.start = state.detach().clone()
-            return
-        if self.start is None:
-            self.start = torch.zeros((self.n_envs, *state.shape[1:]), dtype=state.dtype, device=state.device)
-        self.start[columns] = state.detach()
+        rows = state.detach()
+        self.start = with_rows(self.start, columns, rows.clone() if columns == slice(None) else rows, self.n_envs)
 
     @property
     def resets(self) -> torch.Tensor:
