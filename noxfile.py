@@ -1,5 +1,5 @@
-"""Developer tasks: ``nox -s tests``, ``nox -s lint``, ``nox -s slurm``, ``nox -s bench``, ``nox -s learning``,
-``nox -s teams`` (plain ``nox`` runs lint and tests).
+"""Developer tasks: ``nox -s tests``, ``nox -s lint``, ``nox -s docs``, ``nox -s slurm``, ``nox -s bench``,
+``nox -s learning``, ``nox -s teams`` (plain ``nox`` runs lint and tests).
 
 Every session that installs rlconf installs torch first, pinned by constraints.txt: left to itself, pip
 would resolve ``torch>=2.2`` to the newest wheel on PyPI, a multi-gigabyte CUDA build, on machines that
@@ -48,6 +48,21 @@ def lint(session: nox.Session) -> None:
     """ruff over the repository, with the configuration in pyproject.toml."""
     session.install("-c", CONSTRAINTS, "ruff")
     session.run("ruff", "check", ".", *session.posargs)
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The documentation site: ``mkdocs build --strict`` into site/ (posargs go to it, e.g. ``-- -d /tmp/site``);
+    ``nox -s docs -- serve`` serves it at http://127.0.0.1:8000 instead, rebuilt as its files change. rlconf is
+    installed because the generated reference calls its command line and mkdocstrings reads its docstrings;
+    the simulators are not needed."""
+    session.install("-c", CONSTRAINTS, "torch")
+    session.install("-c", CONSTRAINTS, "-e", ".[docs]")
+    quiet = {"NO_MKDOCS_2_WARNING": "1", "DISABLE_MKDOCS_2_WARNING": "true"}  # mkdocs-material's banner on each build
+    if session.posargs[:1] == ["serve"]:
+        session.run("mkdocs", "serve", *session.posargs[1:], env=quiet)
+    else:
+        session.run("mkdocs", "build", "--strict", *session.posargs, env=quiet)
 
 
 @nox.session

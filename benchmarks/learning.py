@@ -21,7 +21,8 @@ After every row it writes, into benchmarks/results/learning/ (committed with the
   the periodic greedy evaluations (mean and std) where one was taken;
 - ``tests.csv``: each seed's final greedy test beside the row's target and reference;
 - ``<env>.png`` (and its ``_curves.csv``): the greedy-evaluation curves of every row on that env, drawn by
-  ``rlconf plot``;
+  ``rlconf plot --metric eval``: from the runs when they are all on disk, else (a fresh clone) by the same code
+  from the committed ``<row>.csv`` and ``tests.csv``;
 - ``table.md``: the README's table of every row, its final tests, target and reference.
 
 A suite (``suites:`` in benchmarks/learning.yaml) is one experiment on every game of a benchmark, 3 seeds each:
@@ -215,7 +216,8 @@ def write_table(path: Path, rows: list[dict[str, object]], fields: list[str]) ->
 
 def report(rows: dict[str, Row], runs: Path, out: Path) -> list[dict[str, object]]:
     """Rewrite every row's curve, the tests table and one figure per env from the runs on disk; the curves
-    and tests of seeds whose runs are not on disk stay as they were."""
+    and tests of seeds whose runs are not on disk stay as they were, and an env with such a seed has its
+    figure drawn from those files (``committed_figure``)."""
     tests = []
     unfinished: dict[str, list[str]] = {}  # row -> "s0: unfinished at 841,858 steps" for the table
     for row in rows.values():
@@ -237,8 +239,14 @@ def report(rows: dict[str, Row], runs: Path, out: Path) -> list[dict[str, object
     tests = with_committed(tests, out / "tests.csv", ("row", "seed"))
     if tests:
         write_table(out / "tests.csv", tests, list(tests[0]))
-    for env in sorted({row.env for row in rows.values() if row.folder(runs).is_dir()}):
-        figure(runs / env, out / f"{env}.png")
+    for env in sorted({row.env for row in rows.values()}):
+        mine = [row for row in rows.values() if row.env == env]
+        committed = {row.name: {int(r["seed"]) for r in read_csv(out / f"{row.name}.csv")} for row in mine}
+        on_disk = {row.name: set(seeds_on_disk(row, runs)) for row in mine}
+        if all(committed[name] <= on_disk[name] for name in committed) and any(on_disk.values()):
+            figure(runs / env, out / f"{env}.png")
+        elif any(committed.values()):  # some of its curves come from runs not on disk: drawn from the files
+            committed_figure(mine, out, out / f"{env}.png")
     (out / "table.md").write_text(table(rows, tests, unfinished))
     return tests
 
@@ -323,6 +331,75 @@ def figure(folder: Path, png: Path) -> None:
         print(f"learning: no figure for {folder.name}: {result.stderr.strip()}", file=sys.stderr)
 
 
+def committed_runs(rows: list[Row], out: Path, folder: Path) -> list:
+    """The runs of ``rows`` (one env's) as ``rlconf plot`` reads them, rebuilt from the committed files: each
+    seed of ``<row>.csv`` a ``Run`` whose evaluations.csv (written into ``folder``) holds its periodic greedy
+    evaluations and, from tests.csv, its final test; its agent, env, settings and evaluation schedule (budget,
+    eval_every) are those of the config the row's overrides compose, as config.yaml would have them."""
+    import numpy as np
+    from omegaconf import OmegaConf
+
+    from rlconf.analysis.runs import Run, Schedule, flatten, ignored
+    from rlconf.config import compose
+
+    tests = {(t["row"], int(t["seed"])): t for t in read_csv(out / "tests.csv")}
+    found = []
+    for row in rows:
+        points = [p for p in read_csv(out / f"{row.name}.csv") if p.get("eval_return")]
+        if not points:
+            continue
+        config = OmegaConf.to_container(compose(list(row.overrides), []), resolve=True)
+        settings = {key: value for key, value in flatten(config).items() if not ignored(key)}
+        schedule = Schedule(*(max(0, int(config.get(key) or 0)) for key in ("steps", "eval_every")))
+        for seed in sorted({int(p["seed"]) for p in points}):
+            evaluations = [[int(p["step"]), float(p["eval_return"]), float(p["eval_std"] or 0),
+                            int(config.get("eval_episodes") or 1)] for p in points if int(p["seed"]) == seed]
+            test = tests.get((row.name, seed))
+            if test:  # the run's last row of evaluations.csv: the final test, at the step its training ended
+                evaluations.append([int(test["steps"]), float(test["test_return_mean"]),
+                                    float(test["test_return_std"]), int(test["test_episodes"])])
+            path = folder / row.name / f"s{seed}"
+            write_table(path / "evaluations.csv", [dict(zip(("step", "mean", "std", "episodes"), e, strict=True))
+                                                   for e in sorted(evaluations, key=lambda e: e[0])],
+                        ["step", "mean", "std", "episodes"])
+            summary = {"steps": int(test["steps"]), "test_return_mean": float(test["test_return_mean"])} \
+                if test else None
+            found.append(Run(path, str(config["agent"]["name"]), str(config["env"]["name"]), seed, np.zeros(0),
+                             np.zeros(0), summary, settings=settings, schedule=schedule))
+    return found
+
+
+def committed_figure(rows: list[Row], out: Path, png: Path) -> None:
+    """The figure of one env's ``rows`` and its ``_curves.csv`` from the committed files alone (where some of
+    their seeds' runs are not on disk; those that are were written into them first), by the code of ``rlconf
+    plot --metric eval`` and its defaults: evaluations aligned where they were
+    due, a band across seeds, one legend (each configuration, its agent, with its seed count), no title."""
+    import tempfile
+
+    from rlconf.analysis.command import parse as plot_args
+    from rlconf.analysis.command import write_outputs
+    from rlconf.analysis.curves import CurveOptions, panels
+    from rlconf.analysis.figure import draw, require_matplotlib
+    from rlconf.analysis.runs import AnalysisError, label_runs
+    from rlconf.analysis.styles import STYLES
+
+    args = plot_args([str(out), "--out", str(png), "--metric", "eval"])
+    try:
+        require_matplotlib()
+        with tempfile.TemporaryDirectory() as folder:
+            runs = committed_runs(rows, out, Path(folder))
+            label_runs(runs)
+            drawn = panels(runs, args.metric, CurveOptions(window=args.window), args.spread, args.reps, args.seed,
+                           {}, args.log_x)
+        if not drawn:
+            raise AnalysisError("no committed evaluation")
+        style = STYLES[args.style]
+        picture = draw(drawn, None, args.title, args.window, style, args.log_x, args.log_y)
+        write_outputs(args.out, picture, [band for panel in drawn for band in panel.bands], None, style)
+    except AnalysisError as error:
+        print(f"learning: no figure for {png.stem}: {error}", file=sys.stderr)
+
+
 # -- command line -----------------------------------------------------------------------------------------
 def show(rows: dict[str, Row], runs: Path) -> None:
     for row in rows.values():
@@ -362,7 +439,8 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, dict[str, Row]]:
     parser.add_argument("--out", type=Path, default=RESULTS, metavar="DIR",
                         help="where the CSV files and figures go (default: %(default)s)")
     parser.add_argument("--list", action="store_true", help="list the rows and what is on disk, then stop")
-    parser.add_argument("--report", action="store_true", help="only rewrite the results from the runs on disk")
+    parser.add_argument("--report", action="store_true", help="only rewrite the results from the runs on disk "
+                        "(an env's figure from the committed curves where its runs are not all there)")
     parser.add_argument("--dry-run", action="store_true", help="print the commands instead of running them")
     parser.add_argument("--rows", dest="rows_file", type=Path, default=ROWS_FILE, metavar="FILE",
                         help=f"the rows' YAML file (default: {ROWS_FILE.name} beside this script)")

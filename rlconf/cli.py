@@ -25,6 +25,9 @@ from rlconf.commands.help import (
     EXPORT_HELP,
     EXPORT_USAGE,
     HYDRA_NOTE,
+    LIST_HELP,
+    STATUS_HELP,
+    STATUS_USAGE,
     USAGE,
     WATCH_HELP,
     WATCH_USAGE,
@@ -83,14 +86,20 @@ def job(cfg: DictConfig) -> dict[str, Any]:
 
 def cmd_list(args: list[str]) -> int:
     """``rlconf list [GROUP | components]``."""
+    if "-h" in args or "--help" in args:
+        print(LIST_HELP)
+        return 0
     return list_options(args, _take_config_dirs(args))
 
 
 def cmd_status(args: list[str]) -> int:
     """``rlconf status DIR [--lines N]``."""
+    if "-h" in args or "--help" in args:
+        print(STATUS_HELP)
+        return 0
     lines = _take_option(args, "--lines")
     if len(args) != 1 or args[0].startswith("-"):
-        raise UsageError("usage: rlconf status DIR [--lines N]")
+        raise UsageError(STATUS_USAGE)
     if lines is not None and (not lines.isdigit() or int(lines) < 1):
         raise UsageError(f"--lines {lines}: must be a positive integer")
     return runs.status(args[0], int(lines or 5))

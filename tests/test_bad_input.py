@@ -463,10 +463,14 @@ README_EXAMPLE = re.compile(r"^\$ rlconf (run [^\n]+)\n(rlconf: error: [^\n]+)$"
 
 
 def readme_refusals() -> list[tuple[str, str]]:
-    """The README's examples of refused input: ``$ rlconf run ...`` followed by the line it prints (the
-    divergence example, which trains first, is tested in test_divergence.py)."""
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    return [(m.group(1), m.group(2)) for m in README_EXAMPLE.finditer(text) if "checkpoint" not in m.group(2)]
+    """The documentation's examples of refused input, in the README and every page of the site (docs/): ``$ rlconf
+    run ...`` followed by the line it prints, each example once (the divergence example, which trains first, is
+    tested in test_divergence.py)."""
+    root = Path(__file__).resolve().parents[1]
+    pages = [root / "README.md", *sorted((root / "docs").rglob("*.md"))]
+    text = "\n".join(page.read_text() for page in pages if page.is_file())
+    found = [(m.group(1), m.group(2)) for m in README_EXAMPLE.finditer(text) if "checkpoint" not in m.group(2)]
+    return list(dict.fromkeys(found))
 
 
 def test_the_readme_shows_several_refusals():

@@ -547,10 +547,12 @@ def test_a_reader_that_stops_early_is_not_an_error(workdir):
 
 
 def test_what_the_readmes_commands_write_in_the_checkout_is_ignored_by_git():
-    """README's ``--video F.mp4`` and ``--out DIR/F.png`` (and the CSVs plot writes beside it) land where the
-    command runs, often the repository root: .gitignore covers them, and not the tracked benchmark figures."""
+    """The ``--video F.mp4`` and ``--out DIR/F.png`` of the README and the guides (docs/guides/: results.md's
+    ``rlconf watch`` and ``rlconf plot``), and the CSVs plot writes beside it, land where the command runs, often
+    the repository root: .gitignore covers them, and not the tracked benchmark figures."""
     root = Path(__file__).resolve().parents[1]
-    readme = (root / "README.md").read_text()
+    pages = [root / "README.md", *sorted((root / "docs" / "guides").glob("*.md"))]
+    readme = "\n".join(page.read_text() for page in pages if page.is_file())
     written = set(re.findall(r"--video (\S+\.mp4)", readme)) | set(re.findall(r"--out (\S+\.png)", readme))
     assert {"dqn.mp4", "figs/compare.png"} <= written, written
     written |= {"plot.png", "plot_curves.csv", "plot_aggregate.csv"}  # rlconf plot . --aggregate

@@ -262,7 +262,8 @@ def test_an_optuna_trial_is_never_pruned_at_its_last_evaluation_and_the_sweep_cl
                                                                                         tmp_path):
     """The hopeless arm of PRUNING_SWEEP, evaluated once at the end of its 200-step budget: the median pruner
     would stop it there, but it has spent its budget, so it is tested and its trial completes. Two batches of
-    one trial (launcher=basic): one line of counts after the first, one closing table and one closing line."""
+    one trial (launcher=basic): one opening line, one line of counts after the first batch, one closing table and
+    one closing line."""
     pytest.importorskip("optuna", reason="needs the optuna extra: pip install 'rlconf[optuna]'")
     configs = tmp_path / "configs"
     (configs / "sweep").mkdir(parents=True)
@@ -281,6 +282,8 @@ def test_an_optuna_trial_is_never_pruned_at_its_last_evaluation_and_the_sweep_cl
     assert summary["state"] == "done" and hopeless.value == summary["test_return_mean"]
 
     lines = result.stderr.splitlines()
+    openings = [line for line in lines if line.startswith(f"rlconf: sweep {sweep}: ") and "shows them too" in line]
+    assert len(openings) == 1, lines  # the second batch does not open the sweep again
     tables = [line for line in lines if line.startswith(f"rlconf: sweep {sweep}: ") and " runs in " in line]
     assert len(tables) == 1 and tables[0].split(": ")[2].startswith("2 runs in "), lines
     assert sum(line.startswith("rlconf: study: ") for line in lines) == 1, lines  # after the first batch

@@ -1,5 +1,6 @@
 """A user's own agent, added without editing rlconf: a module of theirs, declaring its spec as a built-in agent
-does, and a folder of their configs; and the README's example of one, run as written."""
+does, and a folder of their configs; and the documentation's example of one (docs/guides/own-agent.md), run as
+written."""
 
 from __future__ import annotations
 
@@ -128,24 +129,27 @@ def test_target_import_path_works_without_registering(run_cli, user_project, wor
     assert 500 <= checkpoint["agent"]["calls"] <= 500 + summary["episodes"]
 
 
-def readme_plugin_example() -> tuple[str, dict[str, str], list[str]]:
-    """The README's "Adding your own agent": its module, its config files (each named by its first line, a
-    comment) and its command, as written there."""
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+OWN_AGENT_GUIDE = Path(__file__).resolve().parents[1] / "docs" / "guides" / "own-agent.md"
+
+
+def guide_plugin_example() -> tuple[str, dict[str, str], list[str]]:
+    """The guide's "Adding your own agent" (docs/guides/own-agent.md): its module, its config files (each named by
+    its first line, a comment) and its command, as written there."""
+    text = OWN_AGENT_GUIDE.read_text()
     section = text.split("## Adding your own agent", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```(\w*)\n(.*?)```", section, re.DOTALL)
     module = next(body for language, body in blocks if language == "python")
     files = {body.splitlines()[0].removeprefix("# "): body for language, body in blocks if language in ("python",
                                                                                                          "yaml")}
-    command = next(body for language, body in blocks if language == "" and "rlconf run" in body).strip()
+    command = next(body for language, body in blocks if language in ("", "bash") and "rlconf run" in body).strip()
     assert module.startswith("# my_agents.py") and command.startswith("PYTHONPATH=. rlconf "), command
     return module, files, shlex.split(command.removeprefix("PYTHONPATH=. rlconf "))
 
 
-def test_the_readme_plugin_example_runs_as_written(run_cli, tmp_path):
-    """The README's plugin agent declares its spec as a built-in agent does, and its files and command work as
+def test_the_guide_plugin_example_runs_as_written(run_cli, tmp_path):
+    """The guide's plugin agent declares its spec as a built-in agent does, and its files and command work as
     written (with a short budget and a log folder of the test's own)."""
-    module, files, command = readme_plugin_example()
+    module, files, command = guide_plugin_example()
     assert "rlconf.register(AgentSpec(" in module and "@rlconf.register" not in module
     for name, body in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)

@@ -143,7 +143,8 @@ def test_recurrent_ppo_runs_2000_steps_on_atari_pong_with_updates_then_tests():
 
 
 # Masked CartPole (position and angle only): memory solves it, a feed-forward policy cannot, both at the budget
-# of the task's preset (configs/preset/classic/mask_velocity/ppo.yaml, where the figures measured here are).
+# of the task's preset (configs/preset/classic/mask_velocity/ppo.yaml; the figures measured here are on
+# docs/algorithms/ppo.md).
 MASKED_BUDGET = 300_000
 MASKED_CARTPOLE = ("agent=ppo", "env=classic/cartpole", "body=mask_velocity")
 

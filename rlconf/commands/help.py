@@ -100,6 +100,23 @@ Watch a trained run's test agent play: in a window (needs a display), or into a 
 
 
 
+LIST_USAGE = "usage: rlconf list [GROUP | components] [--config-dir DIR]"
+LIST_HELP = f"""{LIST_USAGE}
+
+Every option of every config group, each with the first sentence of its file's comment; with GROUP, that group's
+options only (agents grouped by what they play and how they learn). `components` lists the registry instead:
+agents, environment families, models, bodies, loggers, buffers and policies. Nothing is composed or built: it
+answers at once.
+  --config-dir DIR  add a folder of your own config groups (may repeat), as rlconf run takes it
+"""
+STATUS_USAGE = "usage: rlconf status DIR [--lines N]"
+STATUS_HELP = f"""{STATUS_USAGE}
+
+How the runs below DIR stand (a run directory, a sweep, or a folder of sweeps and single runs): each run queued,
+running, done, failed or stopped, its steps and its last return, counted per sweep. A failed run shows the last
+lines of its log. It reads the run directories as data and imports nothing from them.
+  --lines N       how many lines of a failed run's log to show (default 5)
+"""
 EXPORT_USAGE = ("usage: rlconf export RUN_DIR --format torchscript|onnx [--out FILE] [--checkpoint best|last|STEP] "
                 "[--group NAME] [--plugins M,...]")
 EXPORT_HELP = f"""{EXPORT_USAGE}

@@ -59,6 +59,7 @@ class RunLauncher(Launcher):
         self.hydra_context: HydraContext | None = None
         self.task_function: TaskFunction | None = None
         self.held: list[str] | None = None  # the runs of every launch, when a sweeper closes the sweep (hold_summary)
+        self.announced = False  # the sweep's opening lines printed (a sweeper's later batches do not repeat them)
         self.began = time.monotonic()
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
@@ -134,8 +135,10 @@ class RunLauncher(Launcher):
         terminal's redrawn block, where no run prints to the same terminal."""
         from rlconf.launch.monitor import SweepProgress  # rich: loaded when a sweep runs, not at Hydra's start
 
+        header = not self.announced
+        self.announced = True
         return SweepProgress(sweep_dir, [job.name for job in jobs], at_once, quiet=self.quiet, where=where,
-                             live=live)
+                             live=live, header=header)
 
     def _job(self, num: int, overrides: list[str]) -> Job:
         """The job's run directory, named as ``rlconf.experiments.run`` will name it."""

@@ -55,7 +55,7 @@ class LocalRunLauncher(RunLauncher):
         slots = self.slots()
         spool = sweep_dir / ".launcher"
         spool.mkdir(exist_ok=True)
-        if len(slots) > 1:
+        if len(slots) > 1 and not self.announced:
             print(f"rlconf: {counted(len(jobs), 'run')}, {len(slots)} at a time: "
                   f"{'; '.join(s.describe() for s in slots)}", file=sys.stderr)
         queue = deque(jobs)

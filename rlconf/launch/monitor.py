@@ -36,10 +36,11 @@ PRUNED = "pruned"  # ended early by an Optuna sweep's pruner: counted only in sw
 class SweepProgress:
     """The progress of ``names`` (the run directories' names of this launch's runs) in ``sweep_dir``, ``at_once``
     of them running at a time. The launcher calls ``started``, ``ended`` and, as often as it likes, ``tick``.
-    ``live=False``: plain lines on a terminal too (launcher=basic, whose runs print there themselves)."""
+    ``live=False``: plain lines on a terminal too (launcher=basic, whose runs print there themselves);
+    ``header=False``: no opening line (a sweeper's later batch of the same sweep)."""
 
     def __init__(self, sweep_dir: Path, names: Sequence[str], at_once: int, quiet: bool = False,
-                 where: str = "", console: Console | None = None, live: bool = True):
+                 where: str = "", console: Console | None = None, live: bool = True, header: bool = True):
         self.sweep_dir = Path(sweep_dir)
         self.names = list(names)
         self.at_once = max(1, at_once)
@@ -55,8 +56,9 @@ class SweepProgress:
         self.live: Live | None = None
         if quiet:
             return
-        self.print(f"rlconf: sweep {self.sweep_dir}: {counted(len(self.names), 'run')}{where}; rlconf status "
-                   f"{self.sweep_dir} shows them too")
+        if header:
+            self.print(f"rlconf: sweep {self.sweep_dir}: {counted(len(self.names), 'run')}{where}; rlconf status "
+                       f"{self.sweep_dir} shows them too")
         if live and self.console.is_terminal:
             self.live = Live(self._block(), console=self.console, transient=True, auto_refresh=False)
             self.live.start()
