@@ -28,10 +28,19 @@ torch.set_num_threads(1)
 FAST_RUN = ["test_episodes=2", "eval_every=0", "quiet=true"]
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """pytest-xdist hands tests out one at a time (``--maxschedchunk=1``, unless given): by default its load
+    scheduling starts each worker on a consecutive quarter of its share of the collection, which, with the slow
+    tests sorted first (below), gave one worker every learning test, an hour of them, while the other ran the
+    rest and idled. One at a time, each worker takes the next test when it is free."""
+    if getattr(config.option, "maxschedchunk", "no xdist") is None:
+        config.option.maxschedchunk = 1
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The slow learning tests first (in their order), then the rest: pytest-xdist hands tests out in this
-    order, so the minutes-long tests start at once and the many short ones fill the workers' gaps, rather than
-    a learning test handed out last keeping one worker busy while the other idles."""
+    """The slow learning tests first (in their order), then the rest: handed out one at a time in this order
+    (pytest_configure), the minutes-long tests start at once on both workers and the many short ones fill the
+    gaps, rather than a learning test handed out last keeping one worker busy while the other idles."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 

@@ -8,6 +8,7 @@ are the parts a build cannot judge: whether the commands a reader copies run.
 from __future__ import annotations
 
 import functools
+import json
 import re
 import runpy
 import shlex
@@ -195,11 +196,19 @@ def check_quick_start(page: Path, work: Path) -> None:
         assert (run / "summary.json").is_file(), f"quick start: {run.name} has no summary.json"
 
 
-def test_quick_start_runs_as_written(tmp_path: Path) -> None:
-    """docs/index.md's quick start: what a new user copies first (the CI machine has just run its set-up)."""
+@pytest.mark.slow  # its first command trains DQN on CartPole for the preset's 50k steps, its last 10k more
+def test_quick_start_runs_as_written_and_solves_cartpole(tmp_path: Path) -> None:
+    """docs/index.md's quick start: what a new user copies first (the CI machine has just run its set-up). Its
+    run is also the learning test of DQN's default command (tests/test_learning.py has the other agents'): trained
+    for the preset's 50k steps and resumed to 60k, the agent's final greedy test over 100 episodes solves
+    CartPole-v1 (>= 475)."""
     work = tmp_path / "work"
     work.mkdir()
     check_quick_start(DOCS / "index.md", work)
+    (run,) = (work / "runs").glob("dqn_classic-cartpole_*")
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["steps"] == 60_000 and summary["test_episodes"] == 100, summary
+    assert summary["test_return_mean"] >= 475, summary
 
 
 def test_quick_start_reader_refuses_what_ci_does_not_do(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""Learning tests: the default command of each agent solves CartPole-v1 within its budget.
+"""Learning tests: the default command of each agent solves CartPole-v1 within its budget (DQN's is the quick
+start's, run and checked as written by tests/test_docs.py).
 
 They run exactly what a user types (``rlconf run agent=X env=classic/cartpole``, default seed and preset)
 and assert the greedy test return over 100 episodes that summary.json reports. Minutes, so marked slow;
@@ -16,7 +17,7 @@ from conftest import only_run_dir
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("agent", "budget", "target"), [
-    ("dqn", 50_000, 475), ("ppo", 100_000, 475),
+    ("ppo", 100_000, 475),
     ("ddqn", 100_000, 475), ("c51", 100_000, 475), ("rainbow", 100_000, 475),
     ("vqn", 100_000, 200), ("vsarsa", 100_000, 200),
 ])
