@@ -376,26 +376,17 @@ def committed_figure(rows: list[Row], out: Path, png: Path) -> None:
     due, a band across seeds, one legend (each configuration, its agent, with its seed count), no title."""
     import tempfile
 
+    from rlconf.analysis.command import compute, render
     from rlconf.analysis.command import parse as plot_args
-    from rlconf.analysis.command import write_outputs
-    from rlconf.analysis.curves import CurveOptions, panels
-    from rlconf.analysis.figure import draw, require_matplotlib
-    from rlconf.analysis.runs import AnalysisError, label_runs
-    from rlconf.analysis.styles import STYLES
+    from rlconf.analysis.figure import require_matplotlib
+    from rlconf.analysis.runs import AnalysisError
 
     args = plot_args([str(out), "--out", str(png), "--metric", "eval"])
     try:
         require_matplotlib()
-        with tempfile.TemporaryDirectory() as folder:
-            runs = committed_runs(rows, out, Path(folder))
-            label_runs(runs)
-            drawn = panels(runs, args.metric, CurveOptions(window=args.window), args.spread, args.reps, args.seed,
-                           {}, args.log_x)
-        if not drawn:
-            raise AnalysisError("no committed evaluation")
-        style = STYLES[args.style]
-        picture = draw(drawn, None, args.title, args.window, style, args.log_x, args.log_y)
-        write_outputs(args.out, picture, [band for panel in drawn for band in panel.bands], None, style)
+        with tempfile.TemporaryDirectory() as folder:  # the rebuilt runs' evaluations.csv are read in compute
+            result = compute(args, committed_runs(rows, out, Path(folder)))
+        render(args, result)
     except AnalysisError as error:
         print(f"learning: no figure for {png.stem}: {error}", file=sys.stderr)
 

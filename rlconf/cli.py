@@ -86,17 +86,11 @@ def job(cfg: DictConfig) -> dict[str, Any]:
 
 def cmd_list(args: list[str]) -> int:
     """``rlconf list [GROUP | components]``."""
-    if "-h" in args or "--help" in args:
-        print(LIST_HELP)
-        return 0
     return list_options(args, _take_config_dirs(args))
 
 
 def cmd_status(args: list[str]) -> int:
     """``rlconf status DIR [--lines N]``."""
-    if "-h" in args or "--help" in args:
-        print(STATUS_HELP)
-        return 0
     lines = _take_option(args, "--lines")
     if len(args) != 1 or args[0].startswith("-"):
         raise UsageError(STATUS_USAGE)
@@ -112,9 +106,6 @@ def cmd_plot(args: list[str]) -> int:
 
 def cmd_eval(args: list[str]) -> int:
     """The test agent of a trained run, played again from its checkpoint; without options its final test."""
-    if "-h" in args or "--help" in args:
-        print(EVAL_HELP)
-        return 0
     episodes, seed, device, plugins, which = (_take_option(args, name) for name in (
         "--episodes", "--seed", "--device", "--plugins", "--checkpoint"))
     run_dir = _run_dir_argument(args, EVAL_USAGE)
@@ -124,9 +115,6 @@ def cmd_eval(args: list[str]) -> int:
 
 def cmd_watch(args: list[str]) -> int:
     """The test agent of a trained run playing, in a window or into a video."""
-    if "-h" in args or "--help" in args:
-        print(WATCH_HELP)
-        return 0
     episodes, video, fps, seed, device, plugins, which = (_take_option(args, name) for name in (
         "--episodes", "--video", "--fps", "--seed", "--device", "--plugins", "--checkpoint"))
     run_dir = _run_dir_argument(args, WATCH_USAGE)
@@ -136,9 +124,6 @@ def cmd_watch(args: list[str]) -> int:
 
 def cmd_export(args: list[str]) -> int:
     """A trained run's greedy policy as a TorchScript module or an ONNX graph."""
-    if "-h" in args or "--help" in args:
-        print(EXPORT_HELP)
-        return 0
     fmt, out, plugins, which, group = (_take_option(args, name) for name in ("--format", "--out", "--plugins",
                                                                                 "--checkpoint", "--group"))
     run_dir = _run_dir_argument(args, EXPORT_USAGE)
@@ -149,9 +134,6 @@ def cmd_export(args: list[str]) -> int:
 
 def cmd_check_env(args: list[str]) -> int:
     """``rlconf check-env ID | module:Class [--plugins M,...]``: what rlconf will make of an environment."""
-    if "-h" in args or "--help" in args:
-        print(CHECK_ENV_USAGE)
-        return 0
     plugins = _modules(_take_option(args, "--plugins"))
     for arg in [a for a in args if a.startswith("plugins=")]:  # as a run names them: plugins=[a,b]
         args.remove(arg)
@@ -161,6 +143,9 @@ def cmd_check_env(args: list[str]) -> int:
     return check_env_command(args[0], plugins)
 
 
+# A subcommand's help, printed for -h or --help anywhere in its arguments (run and plot parse their own).
+HELP = {"list": LIST_HELP, "status": STATUS_HELP, "eval": EVAL_HELP, "watch": WATCH_HELP, "export": EXPORT_HELP,
+        "check-env": CHECK_ENV_USAGE}
 COMMANDS = {"run": cmd_run, "list": cmd_list, "status": cmd_status, "plot": cmd_plot, "eval": cmd_eval,
             "watch": cmd_watch, "export": cmd_export, "check-env": cmd_check_env}
 
@@ -239,6 +224,9 @@ def _dispatch(args: list[str]) -> int:
     command = COMMANDS.get(args[0])
     if command is None:
         raise UsageError(unknown_message("command", args[0], sorted(COMMANDS)))
+    if args[0] in HELP and ("-h" in args or "--help" in args):
+        print(HELP[args[0]])
+        return 0
     if command is cmd_run:  # what the user typed, for the run's provenance (a sweep's jobs inherit it)
         os.environ["RLCONF_COMMAND"] = shlex.join(["rlconf", *args])
     return command(args[1:])

@@ -196,10 +196,14 @@ class Plot:
         return [band for panel in self.panels for band in panel.bands]
 
 
-def compute(args: argparse.Namespace) -> Plot:
-    """Read, group and reduce the runs of ``args`` (as ``parse`` returns them); nothing is drawn or written."""
+def compute(args: argparse.Namespace, runs: list[Run] | None = None) -> Plot:
+    """Read, group and reduce the runs of ``args`` (as ``parse`` returns them); nothing is drawn or written.
+    ``runs``: these, rebuilt by the caller, instead of those found under ``args.runs_dir``."""
     left_out: dict[str, list[Path]] = {}
-    runs, directories = load_runs(args.runs_dir, left_out)
+    if runs is None:
+        runs, directories = load_runs(args.runs_dir, left_out)
+    else:
+        directories = len(runs)
     runs = select_runs(runs, args.agents, args.envs)
     label_runs(runs)
     if args.aggregate and args.normalize == "human":  # refused before anything is read further or drawn
@@ -234,6 +238,16 @@ def write_outputs(out: Path, figure, bands: list[Band], result: Aggregate | None
     return list(paths.values())
 
 
+def render(args: argparse.Namespace, result: Plot) -> list[Path]:
+    """The figure of ``result`` in ``args``' style, and its CSV files, written to ``args.out``; their paths."""
+    style = STYLES[args.style]
+    figure = draw(result.panels, result.aggregate, args.title, args.window, style, args.log_x, args.log_y)
+    try:
+        return write_outputs(args.out, figure, result.bands, result.aggregate, style)
+    except OSError as error:
+        raise AnalysisError(f"cannot write {error.filename or args.out}: {error.strerror or error}") from None
+
+
 def plot(argv: list[str]) -> int:
     """The whole command; returns the exit status."""
     args = parse(argv)
@@ -242,12 +256,7 @@ def plot(argv: list[str]) -> int:
     for text in result.notes:
         note(text)
     runs = result.runs
-    style = STYLES[args.style]
-    figure = draw(result.panels, result.aggregate, args.title, args.window, style, args.log_x, args.log_y)
-    try:
-        written = write_outputs(args.out, figure, result.bands, result.aggregate, style)
-    except OSError as error:
-        raise AnalysisError(f"cannot write {error.filename or args.out}: {error.strerror or error}") from None
+    written = render(args, result)
     counts = ", ".join(counted(len({key(r) for r in runs}), what) for key, what in (
         (lambda r: r.agent, "agent"), (lambda r: r.env, "env"), (lambda r: (r.env, r.label), "configuration")))
     print(f"rlconf plot: {counted(len(runs), 'run')} ({counts}) "
