@@ -29,9 +29,17 @@ def install_rlconf(session: nox.Session) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The whole suite, slow learning tests included, on 2 workers; posargs go to pytest."""
+    """The suite CI runs, slow learning tests included (the long ones not), on 2 workers; posargs go to pytest."""
     install_rlconf(session)
     session.run("pytest", "-n", "2", *session.posargs)
+
+
+@nox.session
+def long(session: nox.Session) -> None:
+    """The long learning tests (``-m long``: each preset's whole budget, 5 to 20 minutes of a core each), which
+    the default run leaves out: before a release, and after changing an agent. About 45 minutes on 2 cores."""
+    install_rlconf(session)
+    session.run("pytest", "-n", "2", "-m", "long", *session.posargs)
 
 
 @nox.session

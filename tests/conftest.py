@@ -7,6 +7,8 @@ Nothing here hides a failure: no warning filters beyond the project's own, no re
 
 from __future__ import annotations
 
+import atexit
+import functools
 import os
 import subprocess
 import sys
@@ -17,6 +19,7 @@ from typing import TypeVar
 
 import pytest
 import torch
+from warm_cli import WarmCLI
 
 from rlconf.core import StateArray
 
@@ -28,20 +31,20 @@ torch.set_num_threads(1)
 FAST_RUN = ["test_episodes=2", "eval_every=0", "quiet=true"]
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    """pytest-xdist hands tests out one at a time (``--maxschedchunk=1``, unless given): by default its load
-    scheduling starts each worker on a consecutive quarter of its share of the collection, which, with the slow
-    tests sorted first (below), gave one worker every learning test, an hour of them, while the other ran the
-    rest and idled. One at a time, each worker takes the next test when it is free."""
-    if getattr(config.option, "maxschedchunk", "no xdist") is None:
-        config.option.maxschedchunk = 1
-
-
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups (--dist loadgroup, set in pyproject.toml)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The slow learning tests first (in their order), then the rest: handed out one at a time in this order
-    (pytest_configure), the minutes-long tests start at once on both workers and the many short ones fill the
-    gaps, rather than a learning test handed out last keeping one worker busy while the other idles."""
+    """The slow learning tests first (in their order), then the rest; the tests that share a module-scoped
+    fixture (a sweep, trained runs) in one xdist group, so that it is built once, not once per worker.
+
+    pytest-xdist hands the work out a test (or a group) at a time in this order (``--no-loadscope-reorder``): the
+    minutes-long tests start at once on both workers and the many short ones fill the gaps, rather than a
+    learning test handed out last keeping one worker busy while the other idles."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        shared = info and any(defs and defs[-1].scope == "module" for defs in info.name2fixturedefs.values())
+        if shared:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 
 
 def cli_env(pythonpath: list[Path] | None = None) -> dict[str, str]:
@@ -58,9 +61,23 @@ def cli_env(pythonpath: list[Path] | None = None) -> dict[str, str]:
 
 def run_cli_in(*args: str, cwd: Path, pythonpath: list[Path] | None = None,
                timeout: float = 300) -> subprocess.CompletedProcess:
-    """``python -m rlconf ARGS`` in ``cwd``; stdout and stderr captured as text."""
-    return subprocess.run([sys.executable, "-m", "rlconf", *args], cwd=cwd, env=cli_env(pythonpath),
-                          capture_output=True, text=True, timeout=timeout)
+    """``python -m rlconf ARGS`` in ``cwd``; stdout and stderr captured as text. The process is a fork of a warm
+    server (tests/warm_cli.py: the same command, without seconds of imports each time), except where a
+    PYTHONPATH is set (``pythonpath``, or the test's environment: only a fresh interpreter reads it), or
+    RLCONF_TESTS_COLD=1 is, which starts a fresh interpreter."""
+    env = cli_env(pythonpath)
+    if "PYTHONPATH" in env or env.get("RLCONF_TESTS_COLD") == "1":
+        return subprocess.run([sys.executable, "-m", "rlconf", *args], cwd=cwd, env=env, capture_output=True,
+                              text=True, timeout=timeout)
+    return warm_cli().run(list(args), cwd, env, timeout)
+
+
+@functools.cache
+def warm_cli() -> WarmCLI:
+    """This pytest process's warm rlconf server, started at its first use, stopped when the process ends."""
+    server = WarmCLI(cli_env())
+    atexit.register(server.close)
+    return server
 
 
 @pytest.fixture

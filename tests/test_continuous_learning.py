@@ -16,6 +16,7 @@ from conftest import only_run_dir
 
 
 @pytest.mark.slow
+@pytest.mark.long
 @pytest.mark.parametrize(("agent", "budget", "target"), [
     ("sac", 20_000, -200), ("td3", 30_000, -300), ("ddpg", 30_000, -300),
 ])

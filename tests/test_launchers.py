@@ -297,8 +297,8 @@ def test_an_interrupted_optuna_sweep_asks_its_running_trial_again_and_finishes_t
     pytest.importorskip("optuna", reason="needs the optuna extra: pip install 'rlconf[optuna]'")
     logdir = tmp_path / "runs"
     # Batch and update period fixed (given beside the sweep, they leave its search space): every trial as fast.
-    args = ["-m", *CARTPOLE, "sweep=optuna_dqn", "agent.batch_size=32", "agent.update_frequency=16", "steps=3000",
-            "checkpoint_every=500", "eval_every=1500", "eval_episodes=2", "test_episodes=2", "quiet=true",
+    args = ["-m", *CARTPOLE, "sweep=optuna_dqn", "agent.batch_size=32", "agent.update_frequency=16", "steps=2000",
+            "checkpoint_every=500", "eval_every=1000", "eval_episodes=2", "test_episodes=2", "quiet=true",
             f"logdir={logdir}", "launcher=local", "hydra.sweeper.n_trials=3", "hydra.sweeper.n_jobs=1",
             "hydra.sweeper.pruner=null"]
     launcher = subprocess.Popen([sys.executable, "-m", "rlconf", "run", *args], cwd=workdir, env=cli_env(),
@@ -330,7 +330,7 @@ def test_an_interrupted_optuna_sweep_asks_its_running_trial_again_and_finishes_t
     assert study.trials[1].params == params and study.trials[1].user_attrs["run"] == run_dir.name, \
         "asked again with its values: the same run directory"
     summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["steps"] == 3000 and summary["resumes"] == 1, "the interrupted run resumed from its checkpoint"
+    assert summary["steps"] == 2000 and summary["resumes"] == 1, "the interrupted run resumed from its checkpoint"
     assert len({t.user_attrs["run"] for t in study.trials}) == 3 == len(sweep_table(sweep)), "no trial ran twice"
 
 

@@ -336,6 +336,7 @@ def test_a_killed_multiagent_run_resumes_without_losing_an_episode(run_cli, work
 
 # -- learning: the issue's target -----------------------------------------------------------------------
 @pytest.mark.slow
+@pytest.mark.long
 @pytest.mark.parametrize("seed", [0])  # seed 1 passed too; one seed keeps CI's minutes for other agents
 def test_independent_dqn_wins_or_draws_tictactoe_against_random(run_cli, workdir, seed):
     """Exactly what a user types, with the family's preset: >= 80% of 200 test games not lost, both seats."""

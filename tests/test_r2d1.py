@@ -149,6 +149,7 @@ def test_bad_sequence_settings_are_refused_in_one_line(run_cli, workdir):
 
 # One seed in CI (9 minutes of a 2-core machine); seed 1 (496.4) is measured in the README's table.
 @pytest.mark.slow
+@pytest.mark.long
 @pytest.mark.parametrize("seed", [0])
 def test_r2d1_solves_cartpole_without_velocities(run_cli, workdir, seed):
     result = run_cli("run", "agent=r2d1", "env=classic/cartpole", "body=mask_velocity", f"seed={seed}",

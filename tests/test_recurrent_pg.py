@@ -151,6 +151,7 @@ MASKED_CARTPOLE = ("agent=ppo", "env=classic/cartpole", "body=mask_velocity")
 
 # One seed in CI; seeds 0-3 (one in four under 475) are measured in the README's table.
 @pytest.mark.slow
+@pytest.mark.long
 @pytest.mark.parametrize("seed", [0])
 def test_recurrent_ppo_solves_cartpole_without_velocities(run_cli, workdir, seed):
     summary = _masked_cartpole(run_cli, workdir, seed, *MASKED_CARTPOLE, "approximation.recurrent=lstm")
@@ -158,6 +159,7 @@ def test_recurrent_ppo_solves_cartpole_without_velocities(run_cli, workdir, seed
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_feed_forward_ppo_stays_far_below_on_cartpole_without_velocities(run_cli, workdir):
     summary = _masked_cartpole(run_cli, workdir, 0, *MASKED_CARTPOLE)
     assert summary["test_return_mean"] < 200, summary

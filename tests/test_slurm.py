@@ -204,15 +204,31 @@ def test_a_cancelled_job_stays_cancelled_and_resumes_when_the_sweep_is_launched_
     assert summary["resumes"] == 1
 
 
+# A callback that holds a run to at most 20 steps a second (one copy of the environment): the sleep, not DQN's few
+# milliseconds a step, sets how long a budget takes, on a fast machine or a busy one, and leaves the cores to the
+# other tests.
+THROTTLE = """import time
+
+import rlconf
+
+
+class Throttle(rlconf.Callback):
+    def on_batch(self, run):
+        time.sleep(0.05)
+"""
+
+
 @pytest.mark.slow
 def test_a_job_at_its_time_limit_requeues_and_finishes(cluster, site, run_cli, workdir, tmp_path):
-    """A one-minute time limit and a budget no attempt can train in a minute (DQN does at most about 3,000
-    steps/s on one core): Slurm's warning (at its first check 20 s before the limit) or the limit itself stops
-    each attempt, which checkpoints and requeues, until the budget is reached."""
+    """A one-minute time limit and a budget no attempt can train in a minute (held to 20 steps/s, 1,500 steps
+    take 75 s): Slurm's warning (at its first check 20 s before the limit) or the limit itself stops each
+    attempt, which checkpoints and requeues, until the budget is reached."""
+    (workdir / "throttle.py").write_text(THROTTLE)
     logdir = tmp_path / "runs"
-    steps = 150000
-    result = run_cli("run", "-m", *CARTPOLE, f"steps={steps}", "checkpoint_every=10000", *FAST_RUN,
-                     f"logdir={logdir}", "launcher=ci", "--config-dir", str(site), "hydra.launcher.time=1",
+    steps = 1500
+    result = run_cli("run", "-m", *CARTPOLE, f"steps={steps}", "checkpoint_every=500", "hardware.n_envs=1",
+                     "plugins=[throttle]", "callbacks=[throttle.Throttle]", *FAST_RUN, f"logdir={logdir}",
+                     "launcher=ci", "--config-dir", str(site), "hydra.launcher.time=1",
                      "hydra.launcher.signal_delay_s=20", "hydra.launcher.poll_seconds=2", cwd=workdir, timeout=1200)
     assert result.returncode == 0, result.stderr
     (run_dir,) = job_dirs(sweep_of(logdir))

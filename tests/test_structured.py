@@ -401,6 +401,7 @@ def test_kill_9_then_resume_of_a_structured_run_loses_no_row(run_cli, workdir, t
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_ppo_reads_every_key_of_the_dict_observation_to_the_optimum(tmp_path):
     """Blind to any one key, an agent earns at most half the optimum (test_the_reward_needs_every_key); PPO
     with the default encoders of each key reaches it (8.0 of 8 measured). About 70 s of one core."""

@@ -231,7 +231,7 @@ def train(run_cli, workdir: Path, agent: str, env: str, *extra: str) -> tuple[di
 @pytest.mark.slow
 @pytest.mark.parametrize(("env", "reached"), [
     pytest.param("cliff_walking", lambda mean: mean == -13, id="cliff_walking"),  # the shortest path
-    pytest.param("taxi", lambda mean: mean >= 7, id="taxi"),
+    pytest.param("taxi", lambda mean: mean >= 7, id="taxi", marks=pytest.mark.long),
 ])
 def test_q_learning_and_dyna_q_reach_the_target_dyna_q_sooner(run_cli, workdir, env, reached):
     first = {}
