@@ -31,20 +31,14 @@ torch.set_num_threads(1)
 FAST_RUN = ["test_episodes=2", "eval_every=0", "quiet=true"]
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups (--dist loadgroup, set in pyproject.toml)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The slow learning tests first (in their order), then the rest; the tests that share a module-scoped
-    fixture (a sweep, trained runs) in one xdist group, so that it is built once, not once per worker.
-
-    pytest-xdist hands the work out a test (or a group) at a time in this order (``--no-loadscope-reorder``): the
-    minutes-long tests start at once on both workers and the many short ones fill the gaps, rather than a
-    learning test handed out last keeping one worker busy while the other idles."""
+    """The slow learning tests first (in their order), then the rest. pytest-xdist hands the work out one test at
+    a time in this order (pyproject's addopts: ``--dist loadgroup`` with no test in a group makes each test a unit
+    of its own, and ``--no-loadscope-reorder`` keeps the collection's order): the minutes-long tests start at once
+    on both workers and the many short ones fill the gaps, rather than a learning test handed out last keeping one
+    worker busy while the other idles. (xdist's plain ``load`` hands out the first quarter of each worker's share
+    at once, which gave one worker every learning test.)"""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
-    for item in items:
-        info = getattr(item, "_fixtureinfo", None)
-        shared = info and any(defs and defs[-1].scope == "module" for defs in info.name2fixturedefs.values())
-        if shared:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 
 
 def cli_env(pythonpath: list[Path] | None = None) -> dict[str, str]:
