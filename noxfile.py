@@ -1,5 +1,5 @@
-"""Developer tasks: ``nox -s tests``, ``nox -s lint``, ``nox -s docs``, ``nox -s slurm``, ``nox -s bench``,
-``nox -s learning``, ``nox -s teams`` (plain ``nox`` runs lint and tests).
+"""Developer tasks: ``nox -s tests``, ``nox -s long``, ``nox -s lint``, ``nox -s docs``, ``nox -s slurm``,
+``nox -s bench``, ``nox -s learning``, ``nox -s teams`` (plain ``nox`` runs lint and tests).
 
 Every session that installs rlconf installs torch first, pinned by constraints.txt: left to itself, pip
 would resolve ``torch>=2.2`` to the newest wheel on PyPI, a multi-gigabyte CUDA build, on machines that

@@ -61,9 +61,14 @@ def run_cli_in(*args: str, cwd: Path, pythonpath: list[Path] | None = None,
     RLCONF_TESTS_COLD=1 is, which starts a fresh interpreter."""
     env = cli_env(pythonpath)
     if "PYTHONPATH" in env or env.get("RLCONF_TESTS_COLD") == "1":
-        return subprocess.run([sys.executable, "-m", "rlconf", *args], cwd=cwd, env=env, capture_output=True,
-                              text=True, timeout=timeout)
+        return run_cli_cold(list(args), cwd, env, timeout)
     return warm_cli().run(list(args), cwd, env, timeout)
+
+
+def run_cli_cold(args: list[str], cwd: Path, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
+    """``python -m rlconf ARGS`` in a fresh interpreter."""
+    return subprocess.run([sys.executable, "-m", "rlconf", *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=timeout)
 
 
 @functools.cache

@@ -7,16 +7,9 @@ from __future__ import annotations
 import json
 import shlex
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-from conftest import cli_env, only_run_dir, warm_cli
-
-
-def cold(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rlconf", *args], cwd=cwd, env=cli_env(), capture_output=True,
-                          text=True, timeout=300)
+from conftest import cli_env, only_run_dir, run_cli_cold, warm_cli
 
 
 @pytest.mark.parametrize("args", [
@@ -26,7 +19,7 @@ def cold(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 ])
 def test_a_warm_call_answers_as_a_fresh_interpreter_does(args, workdir):
     warm = warm_cli().run(list(args), workdir, cli_env(), timeout=300)
-    fresh = cold(*args, cwd=workdir)
+    fresh = run_cli_cold(list(args), workdir, cli_env())
     assert (warm.returncode, warm.stdout, warm.stderr) == (fresh.returncode, fresh.stdout, fresh.stderr)
 
 

@@ -34,9 +34,8 @@ def serve() -> None:
     """Import what every command needs, then fork one child per request and report its pid and exit status."""
     requests = os.fdopen(os.dup(0), "r")
     replies = os.fdopen(os.dup(1), "w")
-    quiet = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1):  # what imports print must not corrupt the replies
-        os.dup2(quiet, fd)
+        _redirect(fd, os.devnull, os.O_RDWR)
     import gymnasium  # noqa: F401
     import hydra  # noqa: F401
     import torch._dynamo  # noqa: F401  (torch.optim.Optimizer's first construction imports it: two seconds)
@@ -74,10 +73,9 @@ def _become_the_command(request: dict) -> None:
     code = 1
     try:
         os.setpgid(0, 0)  # a group of its own, so a timeout kills what it started too
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.dup2(os.open(request["stdout"], os.O_WRONLY), 1)
-        os.dup2(os.open(request["stderr"], os.O_WRONLY), 2)
+        _redirect(0, os.devnull, os.O_RDONLY)
+        _redirect(1, request["stdout"], os.O_WRONLY)
+        _redirect(2, request["stderr"], os.O_WRONLY)
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
@@ -104,6 +102,13 @@ def _become_the_command(request: dict) -> None:
         sys.stderr.flush()
     finally:
         os._exit(code)
+
+
+def _redirect(fd: int, path: str, flags: int) -> None:
+    """File descriptor ``fd`` opened on ``path``, with no other descriptor left open for it."""
+    opened = os.open(path, flags)
+    os.dup2(opened, fd)
+    os.close(opened)
 
 
 def _exit_status(code: object) -> int:
