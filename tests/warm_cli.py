@@ -36,6 +36,7 @@ def serve() -> None:
     replies = os.fdopen(os.dup(1), "w")
     for fd in (0, 1):  # what imports print must not corrupt the replies
         _redirect(fd, os.devnull, os.O_RDWR)
+    before = dict(os.environ)
     import gymnasium  # noqa: F401
     import hydra  # noqa: F401
     import torch._dynamo  # noqa: F401  (torch.optim.Optimizer's first construction imports it: two seconds)
@@ -43,6 +44,9 @@ def serve() -> None:
     import rlconf.cli  # noqa: F401
     import rlconf.experiments.run  # noqa: F401
 
+    # What these imports set in the environment (gymnasium: PYGAME_HIDE_SUPPORT_PROMPT), as they would in a fresh
+    # interpreter: each command's process gets it on top of the environment it is given.
+    imported = {name: value for name, value in os.environ.items() if before.get(name) != value}
     replies.write("ready\n")
     replies.flush()
     for line in requests:
@@ -53,7 +57,7 @@ def serve() -> None:
         if pid == 0:
             requests.close()
             replies.close()
-            _become_the_command(request)  # never returns
+            _become_the_command(request, imported)  # never returns
         replies.write(json.dumps({"pid": pid}) + "\n")
         replies.flush()
         _, status = os.waitpid(pid, 0)
@@ -61,9 +65,10 @@ def serve() -> None:
         replies.flush()
 
 
-def _become_the_command(request: dict) -> None:
-    """In the forked child: set up the process as ``python -m rlconf ARGS`` in ``cwd`` with ``env`` would be,
-    run it, and end as the interpreter ends."""
+def _become_the_command(request: dict, imported: dict[str, str]) -> None:
+    """In the forked child: set up the process as ``python -m rlconf ARGS`` in ``cwd`` with ``env`` would be once
+    it had made the server's imports (``imported``: what they set in the environment), run it, and end as the
+    interpreter ends."""
     import atexit
     import importlib.util
     import threading
@@ -79,6 +84,7 @@ def _become_the_command(request: dict) -> None:
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
+        os.environ.update(imported)
         spec = importlib.util.find_spec("rlconf.__main__")
         main_module = types.ModuleType("__main__")  # as -m makes it: spawn children do not re-run a main file
         main_module.__spec__, main_module.__file__ = spec, spec.origin
