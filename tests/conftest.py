@@ -41,6 +41,32 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
+# Modules whose module-scoped fixtures train runs (test_plot's sweeps, test_eval_watch's trained agents ...): each
+# goes to one worker whole, so its fixtures are built once instead of once on each worker that gets one of its
+# tests (test_plot's alone cost ~140 s of a core twice over).
+ONE_WORKER_MODULES = frozenset({
+    "tests/test_eval_watch.py", "tests/test_export.py", "tests/test_export_recurrent.py", "tests/test_logging.py",
+    "tests/test_plot.py", "tests/test_untrusted_run_dirs.py", "tests/test_video.py", "tests/test_warmstart.py",
+})
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """pytest-xdist's ``loadgroup`` scheduling with the modules above as groups: every other test stays a unit of
+    its own, handed out in the collection's order. (xdist's own ``xdist_group`` marker does nothing with pytest 9.2,
+    which no longer reads the node id xdist rewrites to carry the group.)"""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class ModuleGroups(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return module if module in ONE_WORKER_MODULES else nodeid
+
+    return ModuleGroups(config, log)
+
+
 def cli_env(pythonpath: list[Path] | None = None) -> dict[str, str]:
     """The environment of a CLI subprocess: warnings off (they are not what these tests judge), and no
     user setting that would change how errors are reported."""

@@ -296,8 +296,8 @@ def test_an_interrupted_optuna_sweep_asks_its_running_trial_again_and_finishes_t
                                                                                        tmp_path):
     pytest.importorskip("optuna", reason="needs the optuna extra: pip install 'rlconf[optuna]'")
     logdir = tmp_path / "runs"
-    # Batch and update period fixed (given beside the sweep, they leave its search space): every trial as fast.
-    args = ["-m", *CARTPOLE, "sweep=optuna_dqn", "agent.batch_size=32", "agent.update_frequency=16", "steps=2000",
+    # The batch size fixed (given beside the sweep, it leaves its search space): every trial as fast.
+    args = ["-m", *CARTPOLE, "sweep=optuna_dqn", "agent.batch_size=32", "steps=2000",
             "checkpoint_every=500", "eval_every=1000", "eval_episodes=2", "test_episodes=2", "quiet=true",
             f"logdir={logdir}", "launcher=local", "hydra.sweeper.n_trials=3", "hydra.sweeper.n_jobs=1",
             "hydra.sweeper.pruner=null"]

@@ -328,11 +328,15 @@ def test_agent_runs_2000_steps_on_breakout_with_its_atari_preset(name):
 
 def test_a2c_on_pong_runs_as_typed(run_cli, workdir):
     pytest.importorskip("ale_py")
-    result = run_cli("run", "agent=a2c", "env=atari/pong", "steps=3000", cwd=workdir, timeout=600)
+    # Two test games, not the preset's 30: thirty games of Pong lost 0-21 by a barely trained agent were 45 s of
+    # the test's 60 and prove nothing the two do not (the preset's 30 is checked in its composed config).
+    result = run_cli("run", "agent=a2c", "env=atari/pong", "steps=3000", "test_episodes=2", cwd=workdir, timeout=600)
     assert result.returncode == 0, result.stderr
     summary = json.loads((only_run_dir(workdir / "runs") / "summary.json").read_text())
     assert 3000 <= summary["steps"] < 3000 + 16 and summary["n_envs"] == 16  # configs/preset/atari/a2c.yaml
-    assert summary["test_episodes"] == 30 and all(-21 <= r <= 21 for r in [summary["test_return_mean"]])
+    assert summary["test_episodes"] == 2 and -21 <= summary["test_return_mean"] <= 21
+    composed = run_cli("run", "agent=a2c", "env=atari/pong", "--cfg", "job", cwd=workdir).stdout
+    assert "test_episodes: 30" in composed.splitlines(), composed
 
 
 # -- bad input: one line, exit 2 ------------------------------------------------------------------------------

@@ -26,15 +26,15 @@ def updates_of(run_dir: Path, network: str) -> int:
     return int(torch.load(run_dir / "checkpoint.pt", weights_only=True)["agent"][network]["updates"])
 
 
-@pytest.mark.parametrize("agent,env,network,extra", [
-    ("dqn", "classic/cartpole", "q", []),
-    ("sac", "classic/pendulum", "policy", ["agent.replay_start_size=500"]),
+@pytest.mark.parametrize("agent,env,network,steps,extra", [
+    ("dqn", "classic/cartpole", "q", 3000, []),  # 1,000 updates (the preset's 128 every 256 steps, from 1,000)
+    ("sac", "classic/pendulum", "policy", 1500, ["agent.replay_start_size=500"]),  # 1,000 updates
     # The acting process steps its copies in two groups, one act being a step of every group.
-    ("dqn", "classic/cartpole", "q", ["hardware.n_envs=4", "hardware.sampler=alternating", "hardware.cpus_per_run=2"]),
+    ("dqn", "classic/cartpole", "q", 3000, ["hardware.n_envs=4", "hardware.sampler=alternating",
+                                            "hardware.cpus_per_run=2"]),
 ], ids=["dqn", "sac", "dqn-alternating"])
-def test_the_async_runner_keeps_the_replay_ratio_of_the_synchronous_agent(agent, env, network, extra, run_cli,
+def test_the_async_runner_keeps_the_replay_ratio_of_the_synchronous_agent(agent, env, network, steps, extra, run_cli,
                                                                           workdir, tmp_path):
-    steps = 3000
     found = {}
     for runner in ("sync", "async"):
         logdir = tmp_path / runner

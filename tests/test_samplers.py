@@ -220,7 +220,7 @@ def test_an_alternating_run_resumes_after_kill_9_and_loses_no_row(run_cli, workd
     pytest.param([*PPO_ALTERNATING, "steps=20000"], id="ppo"),  # measured: 500 (serial: 500)
     # The DQN preset's 50k steps on 4 copies instead of 1: measured 500 (2026-11-28, 392 s on 2 busy cores).
     pytest.param(["agent=dqn", "env=classic/cartpole", "hardware.n_envs=4", "hardware.sampler=alternating",
-                  "hardware.cpus_per_run=2"], id="dqn", marks=pytest.mark.slow),
+                  "hardware.cpus_per_run=2"], id="dqn", marks=pytest.mark.long),
 ])
 def test_learns_cartpole_with_its_environments_in_two_groups(run_cli, workdir, tmp_path, agent):
     logdir = tmp_path / "runs"

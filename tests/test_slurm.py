@@ -164,7 +164,7 @@ def signalled_after_checkpoint(run_cli, site: Path, workdir: Path, logdir: Path,
 
 
 def test_a_signalled_job_checkpoints_requeues_and_finishes_in_place(cluster, site, run_cli, workdir, tmp_path):
-    steps = 20000
+    steps = 8000  # several seconds past the first checkpoint (2,000) on a fast machine: the signal comes first
     sweep, run_dir, job = signalled_after_checkpoint(run_cli, site, workdir, tmp_path / "runs",
                                                      [*CARTPOLE, "seed=5"], steps, 2000)
     shown = run_cli("status", str(sweep), cwd=workdir).stdout
@@ -180,7 +180,7 @@ def test_a_signalled_job_checkpoints_requeues_and_finishes_in_place(cluster, sit
 def test_a_cancelled_job_stays_cancelled_and_resumes_when_the_sweep_is_launched_again(
         cluster, site, run_cli, workdir, tmp_path):
     logdir = tmp_path / "runs"
-    steps = 12000
+    steps = 8000
     common = ["-m", *CARTPOLE, "seed=6", f"steps={steps}", "checkpoint_every=2000", *FAST_RUN, f"logdir={logdir}",
               "launcher=ci", "--config-dir", str(site)]
     assert run_cli("run", *common, "hydra.launcher.wait=false", cwd=workdir).returncode == 0
@@ -268,7 +268,7 @@ def test_a_signalled_job_of_two_learners_checkpoints_both_requeues_and_finishes_
                                                                                        workdir, tmp_path):
     """Preemption of a data-parallel run: both tasks get the signal, the learners stop together at a step they
     agree on, one checkpoint holds both, the job requeues itself and its two tasks resume where they stopped."""
-    steps = 16384
+    steps = 8192
     _, run_dir, job = signalled_after_checkpoint(run_cli, site, workdir, tmp_path / "runs",
                                                  ["agent=ppo", "env=classic/cartpole", "hardware.learners=2"], steps,
                                                  2048)

@@ -207,8 +207,8 @@ def test_a_sweep_of_team_agents_over_tasks_plots_each_task_and_the_aggregate(run
     (its curves per task, and the statistics over tasks as marl-eval reports them, min-max normalised)."""
     logdir = tmp_path / "runs"
     swept = run_cli("run", "-m", "agent=mappo,ippo", "env=vmas/balance,vmas/navigation", "seed=0", "hardware.n_envs=2",
-                    "agent.n_steps=20", "agent.epochs=1", "steps=200", "eval_every=100", "eval_episodes=2",
-                    "test_episodes=2", "quiet=true", f"logdir={logdir}", cwd=workdir)
+                    "env.max_episode_steps=25", "agent.n_steps=20", "agent.epochs=1", "steps=100", "eval_every=50",
+                    "eval_episodes=2", "test_episodes=2", "quiet=true", f"logdir={logdir}", cwd=workdir)
     assert swept.returncode == 0, swept.stderr
     (sweep,) = logdir.glob("sweep_*")
     plotted = run_cli("plot", str(sweep), "--aggregate", cwd=workdir)
