@@ -33,11 +33,11 @@ FAST_RUN = ["test_episodes=2", "eval_every=0", "quiet=true"]
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The slow learning tests first (in their order), then the rest. pytest-xdist hands the work out one test at
-    a time in this order (pyproject's addopts: ``--dist loadgroup`` with no test in a group makes each test a unit
-    of its own, and ``--no-loadscope-reorder`` keeps the collection's order): the minutes-long tests start at once
-    on both workers and the many short ones fill the gaps, rather than a learning test handed out last keeping one
-    worker busy while the other idles. (xdist's plain ``load`` hands out the first quarter of each worker's share
-    at once, which gave one worker every learning test.)"""
+    a time in this order (pyproject's addopts: ``--dist loadgroup``, whose groups are set below, makes every other
+    test a unit of its own, and ``--no-loadscope-reorder`` keeps the collection's order): the minutes-long tests
+    start at once on both workers and the many short ones fill the gaps, rather than a learning test handed out
+    last keeping one worker busy while the other idles. (xdist's plain ``load`` hands out the first quarter of
+    each worker's share at once, which gave one worker every learning test.)"""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
