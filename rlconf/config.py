@@ -107,6 +107,21 @@ def _written(cfg: DictConfig, key: str) -> str:
     return str(node)
 
 
+# Groups whose files set keys anywhere in the config (their first line: ``# @package _global_``). A file of one
+# written without that line has its settings put under the group's name, where they would be refused as an
+# unknown key that does not say why.
+GLOBAL_GROUPS = ("launcher", "experiment", "sweep", "preset")
+
+
+def check_global_groups(top: dict[str, Any]) -> None:
+    """A ConfigError for a file of a global group that lacks its package line."""
+    for group in GLOBAL_GROUPS:
+        if group in top:
+            article = "an" if group[0] in "aeiou" else "a"
+            raise ConfigError(f"{article} {group}= file put its settings under '{group}:': its first line must be "
+                              f"'# @package _global_', as every shipped {group} file's is")
+
+
 def validate(cfg: DictConfig) -> Settings:
     """Check a composed config from top to bottom; the first problem raises ConfigError."""
     check_interpolations(cfg)
@@ -114,6 +129,7 @@ def validate(cfg: DictConfig) -> Settings:
     picks = (OmegaConf.select(cfg, f"{group}.name", default=None) or "..." for group in ("agent", "env"))
     see = "rlconf run agent={} env={} --cfg job".format(*picks)
     top = {k: v for k, v in cfg.items() if k not in TOP_LEVEL_GROUPS}
+    check_global_groups(top)
     run = check(RunSettings, OmegaConf.create(top), see=see, known=known)
     try:
         registry.load_plugins(run.plugins)

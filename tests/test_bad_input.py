@@ -522,3 +522,19 @@ def test_a_thousand_learners_are_refused_before_any_starts_and_none_is_left(tmp_
     line = one_error_line(subprocess.CompletedProcess(command.args, command.returncode, out, err))
     assert "hardware.learners=1000" in line and "allowed: 1 to" in line
     assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize(("group", "text", "args"), [
+    ("launcher", "defaults:\n  - slurm\nhydra:\n  launcher:\n    partition: a100\n", ["-m", "launcher=mine"]),
+    ("experiment", "steps: 10\n", ["experiment=mine"]),
+])
+def test_a_global_groups_file_without_its_package_line_is_named_in_one_line(run_cli, workdir, tmp_path, group, text,
+                                                                              args):
+    """A site's launcher profile or experiment written without ``# @package _global_``: Hydra nests it under the
+    group's name; the refusal says what the file lacks, not "unknown key", and nothing is written."""
+    (tmp_path / "site" / group).mkdir(parents=True)
+    (tmp_path / "site" / group / "mine.yaml").write_text(text)
+    line = one_error_line(run_cli("run", *args, "agent=dqn", "env=classic/cartpole", "--config-dir",
+                                  str(tmp_path / "site"), f"logdir={workdir / 'runs'}", cwd=workdir))
+    assert f"{group}= file put its settings under '{group}:'" in line and "# @package _global_" in line, line
+    assert list(workdir.iterdir()) == []
