@@ -138,3 +138,21 @@ def test_the_interval_over_seeds_is_students():
     interval = _module("teams").interval
     assert interval([1.0, 2.0, 3.0]) == "2.00 ± 2.48 (3 seeds)"  # t(2) = 4.303, sd 1, n 3
     assert interval([4.0]) == "4.00 (1 seed)"
+
+
+def _trial(library: str, seed: int, final: float, speed: float, load: float) -> dict:
+    spec = {"task": "balance", "algorithm_name": "mappo", "frames": 300_000, "quick": False, "departures": []}
+    return {"library": library, "seed": seed, "final_return": final, "frames_per_second": speed,
+            "other_cpu_cores": load, "spec": spec}
+
+
+@pytest.mark.parametrize(("loads", "said"), [
+    ((0.05, 0.12), "Each trial ran alone: other processes used at most 0.12 cores"),
+    ((0.98, 1.04), "Other processes used 0.98 to 1.04 cores on average during the trials"),
+])
+def test_the_table_says_what_else_ran_beside_the_trials_and_cites_no_figure_it_has_not(loads, said):
+    table = _module("teams").table([_trial("rlconf", 0, 50.0, 200.0, loads[0]),
+                                    _trial("benchmarl", 0, 40.0, 100.0, loads[1])])
+    assert "| vmas/balance | mappo | 300,000 | 50.00 (1 seed) | 40.00 (1 seed) | 200 | 100 | 2.00x |" in table
+    assert said in table
+    assert "Published figures: none in text to cite for these rows." in table
