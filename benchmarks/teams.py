@@ -60,7 +60,7 @@ SEEDS = (0, 1, 2)
 FRAMES = 300_000
 EVALUATIONS = 10  # periodic evaluations over the budget (BenchMARL's default: one every 120k of 3M frames)
 EVAL_EPISODES = 10  # BenchMARL's evaluation_episodes
-# A trial whose other processes averaged fewer cores than this ran alone (the load meter's own noise is ~0.1).
+# A trial whose other processes averaged fewer cores than this ran alone: a second trial beside it takes about one.
 IDLE_CORES = 0.3
 # What the rows can be held against besides BenchMARL run here (issue 36: rows cite a published figure where one
 # exists). Checked 2026-12-02: BenchMARL's VMAS results are plots only, and the MPE figures are other tasks.
@@ -68,7 +68,7 @@ PUBLISHED = (
     "Published figures: none in text to cite for these rows. BenchMARL's paper (Bettini, Prorok & Moens, JMLR 2024, "
     "appendix A: figures 2 and 3) and its README's fine-tuned VMAS benchmarks (plots on Wandb) show VMAS navigation, "
     "sampling and balance only as curves and normalised-return plots, at their fine-tuned settings "
-    "(fine_tuned/vmas/conf/config.yaml) and budgets of millions of frames, not these rows' 300k. The MAPPO paper "
+    "(fine_tuned/vmas/conf/config.yaml) and budgets of millions of frames, not this table's. The MAPPO paper "
     "(Yu et al. 2022) and EPyMARL (Papoudakis et al. 2021) publish MPE simple_spread, which is not a row here. "
     "The reference for every row is therefore BenchMARL itself, trained beside rlconf at the same settings.")
 T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228}
@@ -468,8 +468,8 @@ def table(trials: list[dict[str, Any]]) -> str:
                   "(each trial's other_cpu_cores): speeds compare only between trials under like loads.")
     departures = sorted({d for t in trials for d in t["spec"].get("departures", [])})
     kept = "".join(f"\n- {d}" for d in departures)
-    return ("\n".join(lines) + "\n\n" + notes + ("\n\nWhat still differs:" + kept if kept else "") + "\n\n"
-            + PUBLISHED + "\n")
+    sections = ["\n".join(lines), notes, *(["What still differs:" + kept] if kept else []), PUBLISHED]
+    return "\n\n".join(sections) + "\n"
 
 
 def figures(trials: list[dict[str, Any]], results: Path) -> list[Path]:
