@@ -21,6 +21,7 @@ from rlconf.schema import INT64, MAX_SEED, MAX_STEPS, check, require_every, requ
 # simulator's own vector version (native). Environment adapters read the same tuple.
 VECTORIZATION_MODES = ("auto", "sync", "async", "native")
 COMPILE_CHOICES = ("auto", "true", "false")  # hardware.compile (rlconf.approximation.compiled)
+CPU_LINEAR_CHOICES = ("onednn", "torch")  # hardware.cpu_linear (rlconf.nn.gemm)
 # Where a run's training environments step: in this process (serial), in worker processes writing to shared
 # memory (parallel), or in two groups of workers, one stepping while the agent acts on the other (alternating).
 SAMPLERS = ("serial", "parallel", "alternating")
@@ -218,11 +219,16 @@ class HardwareSettings:
     # torch.compile the networks (rlconf.approximation.compiled): auto, true or false. auto compiles long
     # CUDA runs (with CUDA graphs) and leaves CPU runs eager.
     compile: str = "auto"
+    # The products of linear layers on a CPU (rlconf.nn.gemm): onednn where that is faster (large layers and
+    # batches), torch's own kernels elsewhere; torch: torch's own throughout.
+    cpu_linear: str = "onednn"
 
     def __post_init__(self):
         self.compile = str(self.compile).lower()  # YAML and the command line read true/false as booleans
         require(self.compile in COMPILE_CHOICES, "hardware.compile", self.compile,
                 f"allowed: {', '.join(COMPILE_CHOICES)}")
+        require(self.cpu_linear in CPU_LINEAR_CHOICES, "hardware.cpu_linear", self.cpu_linear,
+                f"allowed: {', '.join(CPU_LINEAR_CHOICES)}")
         require(self.n_envs >= 1, "hardware.n_envs", self.n_envs, "must be at least 1")
         require(self.gpus_per_run >= 0, "hardware.gpus_per_run", self.gpus_per_run, "must be 0 or more")
         require(self.runs_per_gpu >= 1, "hardware.runs_per_gpu", self.runs_per_gpu, "must be at least 1")

@@ -17,6 +17,7 @@ from rlconf.nn import (
     Aggregation,
     CategoricalDueling,
     Dueling,
+    Linear,
     Linear0,
     MLPSettings,
     NatureCNNSettings,
@@ -84,7 +85,7 @@ def test_mlp_q_is_the_flat_stack_the_presets_were_tuned_on():
     torch.manual_seed(0)
     model = settings.head(VECTOR, 2, out_gain=0.01)
     torch.manual_seed(0)
-    expected = nn.Sequential(nn.Linear(4, 8), Tanh(), nn.Linear(8, 8), Tanh(), nn.Linear(8, 2))
+    expected = nn.Sequential(Linear(4, 8), Tanh(), Linear(8, 8), Tanh(), Linear(8, 2))
     for layer, gain in zip(expected[::2], [math.sqrt(2), math.sqrt(2), 0.01], strict=True):
         nn.init.orthogonal_(layer.weight, gain)
         nn.init.zeros_(layer.bias)
@@ -93,7 +94,7 @@ def test_mlp_q_is_the_flat_stack_the_presets_were_tuned_on():
                                                               expected.state_dict().items(), strict=True):
         assert name == expected_name
         assert torch.equal(value, expected_value), name
-    assert [type(m) for m in MLPSettings().q(VECTOR, 2)] == [nn.Linear, nn.ReLU, nn.Linear, nn.ReLU, nn.Linear]
+    assert [type(m) for m in MLPSettings().q(VECTOR, 2)] == [Linear, nn.ReLU, Linear, nn.ReLU, Linear]
 
 
 def test_cnn_outputs_start_at_zero_unless_orthogonal():
@@ -331,3 +332,60 @@ def test_once_per_frame_gives_row_by_rows_values_and_gradients_for_a_quarter_of_
     torch.testing.assert_close(once(different), plain(different))
     torch.testing.assert_close(once(rows[:-1]), plain(rows[:-1]))
     assert calls == [frames * lanes] * 2 + [frames * lanes - 1] * 2
+
+
+# -- linear layers' products on a CPU (rlconf.nn.gemm, hardware.cpu_linear) -------------------------------------
+def _linear_and_grads(layer: nn.Module, x: torch.Tensor, upstream: torch.Tensor) -> list[torch.Tensor]:
+    layer.zero_grad()
+    x = x.detach().requires_grad_()
+    out = layer(x)
+    out.backward(upstream)
+    return [out, x.grad, layer.weight.grad, layer.bias.grad]
+
+
+@pytest.mark.parametrize("shape", [(256, 256), (3, 100, 256)])  # a batch, and sequences of batches
+def test_a_large_layer_runs_through_onednn_with_torchs_values_and_gradients(shape):
+    from rlconf.nn import gemm
+
+    torch.manual_seed(0)
+    layer, x = Linear(256, 128), torch.randn(*shape)
+    upstream = torch.randn(*shape[:-1], 128)
+    assert gemm.cpu_linear.active(), gemm.cpu_linear.reason  # torch's x86 wheels ship oneDNN
+    assert "OneDNN" in type(layer(x.requires_grad_()).grad_fn.next_functions[0][0]).__name__
+    ours = _linear_and_grads(layer, x, upstream)
+    plain = nn.Linear(256, 128)
+    plain.load_state_dict(layer.state_dict())  # the same parameters under the same names
+    theirs = _linear_and_grads(plain, x, upstream)
+    for a, b in zip(ours, theirs, strict=True):
+        assert a.shape == b.shape
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-4)  # the same products summed in another order
+
+
+@pytest.mark.parametrize(("inputs", "outputs", "rows"), [(32, 256, 512), (256, 2, 512), (256, 256, 16)])
+def test_small_layers_and_batches_keep_torchs_own_kernels_bit_for_bit(inputs, outputs, rows):
+
+    torch.manual_seed(0)
+    layer, x = Linear(inputs, outputs), torch.randn(rows, inputs)
+    upstream = torch.randn(rows, outputs)
+    plain = nn.Linear(inputs, outputs)
+    plain.load_state_dict(layer.state_dict())
+    for a, b in zip(_linear_and_grads(layer, x, upstream), _linear_and_grads(plain, x, upstream), strict=True):
+        assert torch.equal(a, b)
+
+
+def test_cpu_linear_torch_keeps_torchs_kernels_for_every_layer_and_tracing_always_does():
+    from rlconf.nn import gemm
+
+    torch.manual_seed(0)
+    layer, x = Linear(256, 256), torch.randn(256, 256)
+    expected = F.linear(x, layer.weight, layer.bias)
+    before = gemm.cpu_linear.choice
+    try:
+        gemm.configure("torch")
+        assert torch.equal(layer(x), expected)
+    finally:
+        gemm.configure(before)
+    traced = torch.jit.trace(layer, x)  # what an export records is torch's own operator
+    assert "aten::linear" in str(traced.graph) and torch.equal(traced(x), expected)
+    with pytest.raises(ValueError, match="hardware.cpu_linear='mkl'; allowed: onednn, torch"):
+        gemm.configure("mkl")

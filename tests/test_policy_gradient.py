@@ -21,6 +21,7 @@ from rlconf.approximation import make_optimizer
 from rlconf.config import compose
 from rlconf.core import StateArray
 from rlconf.errors import ConfigError
+from rlconf.logging.base import Logger
 from rlconf.memory import CompleteEpisodeBuffer
 from rlconf.nn import MLPSettings
 from rlconf.policies import (
@@ -404,3 +405,37 @@ def test_a2c_normalize_advantages_scales_the_policy_loss_advantages_only():
 def test_a2c_lam_outside_zero_one_is_refused(lam):
     with pytest.raises(ConfigError, match=rf"agent.lam={lam}: must be in \[0, 1\]"):
         A2CConfig(lam=lam)
+
+
+class RecordingLogger(Logger):
+    """A verbose logger that keeps every scalar it is given, at every update (``debug_every=1``)."""
+
+    def __init__(self):
+        super().__init__(verbose=True, debug_every=1)
+        self.rows: list[dict[str, float]] = []
+
+    def add_scalars(self, values: dict[str, float], step: int | None = None) -> None:
+        self.rows.append(dict(values))
+
+
+def test_verbose_ppo_logs_each_updates_entropy_approximate_kl_and_clip_fraction():
+    from rlconf.experiments.build.agent import build_agent
+    from rlconf.experiments.build.environment import make_env
+    from rlconf.experiments.build.setup import prepare
+
+    settings = prepare(compose(["agent=ppo", CARTPOLE, "hardware.n_envs=4", "agent.n_steps=16", "agent.batch_size=32"],
+                               []))
+    env = make_env(settings, 4)
+    logger = RecordingLogger()
+    agent = build_agent(settings, env, logger)
+    drive(env, agent, 3 * 16 * 4)  # three rollouts of 16 steps of 4 environments
+    env.close()
+    debug = [row for row in logger.rows if "debug/entropy" in row]
+    per_rollout = (16 * 4 // 32) * settings.agent.epochs  # minibatches x epochs
+    assert len(debug) == 3 * per_rollout, "one row an update"
+    assert all(0 < row["debug/entropy"] <= math.log(2) + 1e-6 for row in debug), "a two-action softmax's entropy"
+    # A rollout's first update sees the policy that acted: every ratio is 1, none clipped, no divergence.
+    for first in debug[::per_rollout]:
+        assert first["debug/approx_kl"] == pytest.approx(0, abs=1e-6) and first["debug/clip_fraction"] == 0
+    assert all(row["debug/approx_kl"] >= -1e-7 and 0 <= row["debug/clip_fraction"] <= 1 for row in debug)
+    assert max(row["debug/approx_kl"] for row in debug) > 0, "later epochs see the policy move away"

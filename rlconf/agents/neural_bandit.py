@@ -48,7 +48,7 @@ from rlconf.agents.specs.neural_bandit import (
 from rlconf.approximation import make_optimizer
 from rlconf.errors import ConfigError, require
 from rlconf.nn.builders import model_settings
-from rlconf.nn.layers import Linear0
+from rlconf.nn.layers import Linear, Linear0
 from rlconf.optim import Clock
 
 
@@ -65,7 +65,7 @@ class StackedNetworks(nn.Module):
         self.biases = nn.ParameterList()  # (m, out) each
         self.plan: list[Any] = []  # an int: that linear layer; a module: applied as it is (activations)
         for index, module in enumerate(_layers(networks[0])):
-            if type(module) in (nn.Linear, Linear0):
+            if type(module) in (nn.Linear, Linear, Linear0):
                 layers = [_layers(network)[index] for network in networks]
                 self.weights.append(nn.Parameter(torch.stack([layer.weight.detach().T for layer in layers])))
                 self.biases.append(nn.Parameter(torch.stack([_bias(layer) for layer in layers])))

@@ -126,5 +126,20 @@ class PPO(RolloutPolicyGradient):
         policy_loss = -surrogate.mean()
         if self.config.entropy_loss_scaling:
             policy_loss = policy_loss - self.config.entropy_loss_scaling * distribution.entropy().mean()
+        self._log_update(distribution, ratio, clip)
         self._reinforce(policy_loss, F.mse_loss(self.v(features), batch.returns))
+
+    def _log_update(self, distribution: torch.distributions.Distribution, ratio: torch.Tensor, clip: float) -> None:
+        """With ``verbose=true``, every ``logger.debug_every`` updates: the policy's entropy, the approximate KL
+        from the acting policy (the mean of ``(r - 1) - log r``, Schulman's low-variance estimator) and the
+        fraction of samples whose ratio the clip holds: what tells a policy that has stopped moving (ratios
+        clipped, entropy collapsed) from one that has nothing left to learn."""
+        logger = self.policy.logger
+        if logger is None or not logger.wants_debug(self.policy.updates + 1):
+            return
+        with torch.no_grad():
+            log_ratio = ratio.log()
+            logger.add_scalars({"debug/entropy": distribution.entropy().mean().item(),
+                                "debug/approx_kl": ((ratio - 1) - log_ratio).mean().item(),
+                                "debug/clip_fraction": ((ratio - 1).abs() > clip).float().mean().item()})
 

@@ -49,6 +49,7 @@ from rlconf.core import AgentGroup, StateArray, TeamState
 from rlconf.core.layout import ACTION_MASK
 from rlconf.errors import ConfigError
 from rlconf.nn import model_settings
+from rlconf.nn.layers import Linear
 from rlconf.optim import Clock, schedule
 from rlconf.policies import ParallelGreedyPolicy, legal_argmax, legal_max
 
@@ -73,10 +74,10 @@ class QMixer(nn.Module):
     def __init__(self, agents: int, state_size: int, embed: int):
         super().__init__()
         self.agents, self.embed = agents, embed
-        self.hyper_w1 = nn.Linear(state_size, embed * agents)
-        self.hyper_b1 = nn.Linear(state_size, embed)
-        self.hyper_w2 = nn.Linear(state_size, embed)
-        self.value = nn.Sequential(nn.Linear(state_size, embed), nn.ReLU(), nn.Linear(embed, 1))
+        self.hyper_w1 = Linear(state_size, embed * agents)
+        self.hyper_b1 = Linear(state_size, embed)
+        self.hyper_w2 = Linear(state_size, embed)
+        self.value = nn.Sequential(Linear(state_size, embed), nn.ReLU(), Linear(embed, 1))
 
     def forward(self, values: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
         w1 = self.hyper_w1(state).abs().view(-1, self.agents, self.embed)

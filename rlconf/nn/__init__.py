@@ -11,7 +11,7 @@ import importlib
 from typing import Any
 
 __all__ = [
-    "ACTIVATIONS", "Aggregation", "CategoricalDueling", "ChannelsLast", "Dueling", "Flatten", "Linear0",
+    "ACTIVATIONS", "Aggregation", "CategoricalDueling", "ChannelsLast", "Dueling", "Flatten", "Linear", "Linear0",
     "MLPSettings", "ModelSettings", "MultiInputEncoder", "NatureCNNSettings", "NoisyFactorizedLinear", "NoisyLinear",
     "Scale", "Tanh", "activation", "check_encoders", "describe_encoders", "flat_size", "input_layers",
     "model_settings", "multi_input",

@@ -29,6 +29,7 @@ from rlconf.nn.layers import (
     ChannelsLast,
     Dueling,
     Flatten,
+    Linear,
     Linear0,
     NoisyFactorizedLinear,
     Scale,
@@ -179,7 +180,7 @@ class ModelSettings:
         return layers, width
 
     def _linear_layer(self, width: int, size: int, noisy: bool) -> nn.Linear:
-        return NoisyFactorizedLinear(width, size, self.noisy_sigma) if noisy else nn.Linear(width, size)
+        return NoisyFactorizedLinear(width, size, self.noisy_sigma) if noisy else Linear(width, size)
 
     def _output(self, width: int, outputs: int, noisy: bool) -> nn.Linear:
         # Noisy outputs keep Fortunato et al.'s initialisation: their noise is what explores.

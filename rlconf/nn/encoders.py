@@ -28,7 +28,7 @@ from torch import nn
 
 from rlconf.core.layout import DISCRETE, IMAGE, Field, ObservationLayout, layout_of
 from rlconf.errors import ConfigError
-from rlconf.nn.layers import Flatten, Scale, activation
+from rlconf.nn.layers import Flatten, Linear, Scale, activation
 from rlconf.nn.schemas import ENCODER_ARGUMENTS, ENCODERS, NATURE_CONVS, encoder_entries, min_image_side
 
 NATURE_MIN_SIZE = min_image_side(NATURE_CONVS)  # 36: the smallest side the Nature convolutions take
@@ -299,7 +299,7 @@ def _encoder(choice: Choice) -> tuple[nn.Module, int]:
         return flat, width
     layers = [flat]
     for size in args["hidden"]:
-        layers += [nn.Linear(width, size), activation(args["activation"])()]
+        layers += [Linear(width, size), activation(args["activation"])()]
         width = size
     return nn.Sequential(*layers), width
 

@@ -14,6 +14,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from rlconf.nn.gemm import linear
+
 
 class Tanh(nn.Module):
     """tanh computed as ``2 * sigmoid(2x) - 1``: the same function, several times faster on CPU.
@@ -111,7 +113,15 @@ class OncePerFrame(nn.Sequential):
         return f"lanes={self.lanes}"
 
 
-class Linear0(nn.Linear):
+class Linear(nn.Linear):
+    """torch's linear layer, its products through ``rlconf.nn.gemm`` (oneDNN on a CPU where that is faster):
+    the same parameters, names and initialisation, so checkpoints and exports see an ``nn.Linear``."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return linear(x, self.weight, self.bias)
+
+
+class Linear0(Linear):
     """A linear layer whose weights and bias start at zero.
 
     As an output layer it makes every initial prediction zero (equal action values, uniform categorical
@@ -171,7 +181,7 @@ class CategoricalDueling(nn.Module):
         return self.aggregation(value.unsqueeze(1), advantage)
 
 
-class _Noisy(nn.Linear):
+class _Noisy(Linear):
     """A linear layer whose ``weight`` and ``bias`` are means, plus learned noise scales ``weight_sigma`` and
     ``bias_sigma``. Fresh noise is drawn on every forward pass in training mode; in eval mode the layer is
     the mean-weight linear, so evaluation is deterministic."""
@@ -209,7 +219,7 @@ class NoisyLinear(_Noisy):
     def noisy_forward(self, x: torch.Tensor) -> torch.Tensor:
         weight = torch.addcmul(self.weight, self.weight_sigma, torch.randn_like(self.weight))
         bias = torch.addcmul(self.bias, self.bias_sigma, torch.randn_like(self.bias))
-        return F.linear(x, weight, bias)
+        return linear(x, weight, bias)
 
 
 # Below this many rows a factorised noisy layer never builds its noisy weight matrix (measured crossover).
@@ -247,7 +257,7 @@ class NoisyFactorizedLinear(_Noisy):
         # Many rows (training batches): building the noisy weight once and one matmul measured faster.
         weight = torch.addcmul(self.weight, self.weight_sigma, torch.outer(noise_out, noise_in))
         bias = torch.addcmul(self.bias, self.bias_sigma, noise_out)
-        return F.linear(x, weight, bias)
+        return linear(x, weight, bias)
 
 
 def _signed_sqrt(x: torch.Tensor) -> torch.Tensor:

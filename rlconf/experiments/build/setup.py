@@ -1,4 +1,5 @@
-"""The process set up for a run: settings checked, device checked, threads, compilation, global seeds."""
+"""The process set up for a run: settings checked, device checked, threads, CPU linear kernels, compilation,
+global seeds."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from rlconf.approximation import compiled
 from rlconf.config import Settings, validate
 from rlconf.core import rng
 from rlconf.errors import ConfigError
+from rlconf.nn import gemm
 
 
 def check_device(device: str) -> None:
@@ -34,6 +36,7 @@ def prepare(cfg: DictConfig, training: bool = True) -> Settings:
     hardware = settings.hardware
     check_device(hardware.device)
     torch.set_num_threads(hardware.torch_threads)
+    gemm.configure(hardware.cpu_linear)
     compilation = compiled.configure(hardware.compile if training else "false", hardware.device, settings.run.steps)
     if compilation.mode is not None or hardware.compile == "true":
         print(f"rlconf: {compilation.reason}", file=sys.stderr, flush=True)

@@ -24,13 +24,14 @@ from typing import Any
 from rlconf.errors import RunDirRefused
 from rlconf.files import TEMPORARY, open_inside, write_json
 
-# Overrides that say where or how visibly a run executes, not what it computes: they do not change which
-# directory a sweep job belongs to (re-running a sweep on another launcher, or quietly, continues it). An Optuna
+# Overrides that say where or how visibly a run executes, not what it computes (the kernels it runs on, which
+# round differently, included: threads, compilation, CPU linear kernels): they do not change which directory a
+# sweep job belongs to (re-running a sweep on another launcher, or quietly, continues it). An Optuna
 # sweep's ``trial`` keys say which trial a run reports to: a trial asked again finds its run directory.
 PLACEMENT_KEYS = ("hydra", "launcher", "quiet", "logdir", "resume", "trial", "hardware.torch_threads",
                   "hardware.eval_envs", "hardware.vectorization", "hardware.sampler", "hardware.runner",
                   "hardware.sync_every", "hardware.nodes", "hardware.runs_per_gpu", "hardware.cpus_per_run",
-                  "hardware.compile")
+                  "hardware.compile", "hardware.cpu_linear")
 
 
 CONFIG = "config.yaml"  # the run's fully resolved config

@@ -1,0 +1,124 @@
+"""A linear layer's three products on a CPU, torch's own kernels against oneDNN's (rlconf.nn.gemm).
+
+    python benchmarks/gemm.py                 # one thread; writes benchmarks/results/gemm.md
+    python benchmarks/gemm.py --threads 2 --out /tmp/gemm.md
+
+For square layers of 64 to 512 units and batches of 32 to 1,600 rows, the time of the forward product, the input
+gradient and the weight gradient (the three an update runs per layer), each the median of ``--repeats`` timings
+of ``--number`` calls, then the layers of rlconf's presets that are not square. ``hardware.cpu_linear=onednn``
+sends a product to oneDNN from ``gemm.MIN_UNITS`` units and ``gemm.MIN_WORK`` multiply-adds: this table is where
+those numbers come from, and where to look on another machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+HERE = Path(__file__).resolve().parent
+UNITS = (64, 128, 256, 512)
+ROWS = (32, 64, 128, 256, 512, 1600)
+PRESET_LAYERS = (  # (layer, inputs, outputs, rows of an update's minibatch)
+    ("SAC / TD3 on MuJoCo: hidden", 256, 256, 256),
+    ("MAPPO on VMAS balance: actor's first", 16, 256, 1600),
+    ("MAPPO on VMAS balance: actor's hidden", 256, 256, 1600),
+    ("MAPPO on VMAS balance: actor's output", 256, 2, 1600),
+    ("DQN on Atari: Nature network's hidden", 3136, 512, 32),
+    ("DQN on Atari: output (Breakout)", 512, 4, 32),
+    ("PPO on Atari: Nature network's hidden", 3136, 512, 256),
+    ("Data-efficient Rainbow: hidden", 576, 256, 32),
+)
+
+
+def seconds(call: Callable[[], torch.Tensor], number: int, repeats: int) -> float:
+    """The median over ``repeats`` of the mean time of one call, timed over ``number`` calls."""
+    call()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(number):
+            call()
+        times.append((time.perf_counter() - start) / number)
+    return statistics.median(times)
+
+
+def layer_products(inputs: int, outputs: int, rows: int, number: int, repeats: int) -> tuple[float, float]:
+    """Seconds for one layer's forward, input-gradient and weight-gradient products: torch's, then oneDNN's."""
+    from rlconf.nn.gemm import _operator
+
+    generator = torch.Generator().manual_seed(0)
+    x, grad = torch.randn(rows, inputs, generator=generator), torch.randn(rows, outputs, generator=generator)
+    weight, bias = torch.randn(outputs, inputs, generator=generator), torch.randn(outputs, generator=generator)
+    onednn = _operator()
+    torch_calls = [lambda: F.linear(x, weight, bias), lambda: grad @ weight, lambda: grad.t() @ x]
+    onednn_calls = [lambda: onednn(x, weight, bias, "none", [], ""),
+                    lambda: onednn(grad, weight.t(), None, "none", [], ""),
+                    lambda: onednn(grad.t(), x.t(), None, "none", [], "")]
+    return (sum(seconds(call, number, repeats) for call in torch_calls),
+            sum(seconds(call, number, repeats) for call in onednn_calls))
+
+
+def table(threads: int, number: int, repeats: int) -> list[str]:
+    from report import busy_cpu_seconds, machine_info, machine_line
+
+    from rlconf.nn import gemm
+
+    busy, own, start = busy_cpu_seconds(), time.process_time(), time.perf_counter()
+    def uses(inputs: int, outputs: int, rows: int) -> str:
+        worth = min(inputs, outputs) >= gemm.MIN_UNITS and rows * inputs * outputs >= gemm.MIN_WORK
+        return "oneDNN" if worth else "torch"
+
+    lines = ["| units | rows | torch (µs) | oneDNN (µs) | torch / oneDNN | cpu_linear=onednn uses |",
+             "|--:|--:|--:|--:|--:|---|"]
+    for units in UNITS:
+        for rows in ROWS:
+            ours, theirs = layer_products(units, units, rows, number, repeats)
+            lines.append(f"| {units} | {rows:,} | {ours * 1e6:,.0f} | {theirs * 1e6:,.0f} | {ours / theirs:.2f}x "
+                         f"| {uses(units, units, rows)} |")
+            print(lines[-1], flush=True)
+    lines += ["", "The layers of rlconf's presets:", "",
+              "| layer | inputs x outputs | rows | torch (µs) | oneDNN (µs) | torch / oneDNN | "
+              "cpu_linear=onednn uses |", "|---|--:|--:|--:|--:|--:|---|"]
+    for name, inputs, outputs, rows in PRESET_LAYERS:
+        ours, theirs = layer_products(inputs, outputs, rows, number, repeats)
+        lines.append(f"| {name} | {inputs:,} x {outputs:,} | {rows:,} | {ours * 1e6:,.0f} | {theirs * 1e6:,.0f} | "
+                     f"{ours / theirs:.2f}x | {uses(inputs, outputs, rows)} |")
+        print(lines[-1], flush=True)
+    others = None  # the cores other processes used meanwhile (Linux): is the table fair?
+    if busy is not None and (now := busy_cpu_seconds()) is not None:
+        others = round(max(0.0, now - busy - (time.process_time() - own)) / (time.perf_counter() - start), 2)
+    return [f"# Linear layers on a CPU: torch's kernels against oneDNN's ({threads} thread{'s' * (threads > 1)})",
+            "", f"Machine: {machine_line(machine_info())}.",
+            f"Other processes used {others} cores on average meanwhile." if others is not None else "", "",
+            "Each row: one layer's forward product, input gradient and weight gradient, summed; each "
+            f"product the median of {repeats} means of {number} calls (`python benchmarks/gemm.py`). "
+            f"`hardware.cpu_linear=onednn` (the default) uses oneDNN for layers of at least {gemm.MIN_UNITS} inputs "
+            f"and outputs whose product is at least {gemm.MIN_WORK:,} multiply-adds (rows x inputs x outputs; "
+            "rlconf.nn.gemm).", "", *lines, ""]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1, as rlconf's runs)")
+    parser.add_argument("--number", type=int, default=20, help="calls a timing (default 20)")
+    parser.add_argument("--repeats", type=int, default=5, help="timings a product (default 5)")
+    parser.add_argument("--out", type=Path, default=HERE / "results" / "gemm.md", help="the report to write")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    report = table(args.threads, args.number, args.repeats)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text("\n".join(report))
+    print(f"gemm: wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(HERE))  # report.py
+    sys.exit(main())

@@ -1,0 +1,121 @@
+"""The matrix products of linear layers on a CPU (``hardware.cpu_linear``): oneDNN where it is faster, torch's
+own elsewhere.
+
+torch computes a float32 linear layer on a CPU with its BLAS (MKL in the x86 wheels). torch also ships oneDNN,
+whose matmul it uses for convolutions and for compiled inference but not for eager float32 linear layers. On
+this project's machine (AMD EPYC, AVX-512, one thread) oneDNN does a linear layer's three products (forward,
+input gradient, weight gradient) about twice as fast as MKL on the layers of rlconf's presets: 1.9x for 256 units
+at 256 rows (SAC's and TD3's MuJoCo networks), 2.1x at 1,600 rows (MAPPO's on VMAS), 2.3x for the Nature network's
+3,136 x 512 layer at 32 rows (DQN on Atari). On small products it is slower (64 units at 256 rows: 0.8x), so those
+stay on torch's; ``python benchmarks/gemm.py`` measures both on any machine (benchmarks/results/gemm.md).
+
+``Linear`` (every linear layer rlconf builds) routes a layer through oneDNN when ``hardware.cpu_linear=onednn``
+(the default) and the product is worth it: float32 on a CPU, at least ``MIN_UNITS`` inputs and outputs, at least
+``MIN_WORK`` multiply-adds (so acting on a few environments stays on torch's kernels), and not while tracing,
+exporting or compiling (those see torch's plain ``linear``). Otherwise, and with ``hardware.cpu_linear=torch``,
+it is ``torch.nn.functional.linear``.
+
+The two compute the same products in a different order, so their results differ in the last bits (about 1e-6
+relative), as results on two machines do: a run repeats itself exactly under one setting on one machine, and a
+run resumed from a checkpoint continues as it would have. Where torch's build has no oneDNN, or its operator
+refuses a first check, torch's own linear serves and ``cpu_linear.reason`` says why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+CHOICES = ("onednn", "torch")
+# oneDNN pays from a product of about 2 million multiply-adds (rows x inputs x outputs) between layers of at least
+# 64 inputs and outputs; below, torch's kernels were level or faster (benchmarks/results/gemm.md: 64 units at 256
+# rows 0.8x, 256 units at 64 rows 1.4x, a 3,136 x 512 layer at 32 rows 2.3x, 512 x 4 at 32 rows 0.3x).
+MIN_UNITS = 64
+MIN_WORK = 2**21
+
+
+@dataclass
+class CpuLinear:
+    """The process's choice (``configure``), and whether oneDNN's operator is there to serve it."""
+
+    choice: str = "onednn"
+    available: bool | None = None  # None: not checked yet
+    reason: str = ""
+
+    def active(self) -> bool:
+        if self.choice != "onednn":
+            return False
+        if self.available is None:
+            self.available, self.reason = _check_operator()
+        return self.available
+
+
+cpu_linear = CpuLinear()
+
+
+def configure(choice: str) -> None:
+    """Set the process's ``hardware.cpu_linear`` before its networks run (as torch's thread count)."""
+    if choice not in CHOICES:
+        raise ValueError(f"hardware.cpu_linear={choice!r}; allowed: {', '.join(CHOICES)}")
+    cpu_linear.choice = choice
+
+
+def _operator():
+    return torch.ops.mkldnn._linear_pointwise
+
+
+def _check_operator() -> tuple[bool, str]:
+    """Whether oneDNN's linear runs here and agrees with torch's on a small product."""
+    if not torch.backends.mkldnn.is_available():
+        return False, "torch was built without oneDNN"
+    try:
+        generator = torch.Generator().manual_seed(0)
+        x, weight = torch.randn(4, 8, generator=generator), torch.randn(3, 8, generator=generator)
+        ok = torch.allclose(_operator()(x, weight, None, "none", [], ""), x @ weight.t(), atol=1e-5)
+    except (RuntimeError, AttributeError, NotImplementedError) as error:
+        return False, f"oneDNN's linear operator failed: {str(error).splitlines()[0] if str(error) else error!r}"
+    return (True, "oneDNN") if ok else (False, "oneDNN's linear operator disagreed with torch's")
+
+
+class _OneDNNLinear(torch.autograd.Function):
+    """``x @ weight.T + bias`` and its gradients, each product one oneDNN matmul on contiguous 2-d inputs.
+
+    (A transposed view is handed to oneDNN as it is: it reads the strides. A strided slice of a wider tensor is
+    copied first: oneDNN reorders such an operand element by element, a hundred times slower.)"""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+        x = x.contiguous()
+        ctx.save_for_backward(x, weight)
+        ctx.has_bias = bias is not None
+        return _operator()(x, weight, bias, "none", [], "")
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad: torch.Tensor):
+        x, weight = ctx.saved_tensors
+        grad = grad.contiguous()
+        linear = _operator()
+        grad_x = linear(grad, weight.t(), None, "none", [], "") if ctx.needs_input_grad[0] else None
+        grad_weight = linear(grad.t(), x.t(), None, "none", [], "") if ctx.needs_input_grad[1] else None
+        grad_bias = grad.sum(0) if ctx.has_bias and ctx.needs_input_grad[2] else None
+        return grad_x, grad_weight, grad_bias
+
+
+def _worth_onednn(x: torch.Tensor, weight: torch.Tensor) -> bool:
+    if torch.jit.is_tracing() or torch.jit.is_scripting() or torch.onnx.is_in_onnx_export() \
+            or torch.compiler.is_compiling():
+        return False  # asked first: a tracer records the sizes read below as tensors
+    rows = x.numel() // max(x.shape[-1], 1)
+    return (x.device.type == "cpu" and x.dtype == torch.float32 and weight.dtype == torch.float32
+            and min(weight.shape) >= MIN_UNITS and rows * weight.numel() >= MIN_WORK and cpu_linear.active())
+
+
+def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """``torch.nn.functional.linear``, through oneDNN where ``hardware.cpu_linear`` and the sizes say so."""
+    if not _worth_onednn(x, weight):
+        return F.linear(x, weight, bias)
+    flat = x.reshape(-1, x.shape[-1])
+    return _OneDNNLinear.apply(flat, weight, bias).view(*x.shape[:-1], weight.shape[0])
