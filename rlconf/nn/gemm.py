@@ -105,12 +105,15 @@ class _OneDNNLinear(torch.autograd.Function):
 
 
 def _worth_onednn(x: torch.Tensor, weight: torch.Tensor) -> bool:
-    if torch.jit.is_tracing() or torch.jit.is_scripting() or torch.onnx.is_in_onnx_export() \
-            or torch.compiler.is_compiling():
-        return False  # asked first: a tracer records the sizes read below as tensors
+    """The cheap questions first: this runs on every linear layer's every call, acting's included."""
+    if cpu_linear.choice != "onednn" or x.device.type != "cpu" or torch.jit.is_tracing():
+        return False  # (a tracer records the sizes read below as tensors)
     rows = x.numel() // max(x.shape[-1], 1)
-    return (x.device.type == "cpu" and x.dtype == torch.float32 and weight.dtype == torch.float32
-            and min(weight.shape) >= MIN_UNITS and rows * weight.numel() >= MIN_WORK and cpu_linear.active())
+    if min(weight.shape) < MIN_UNITS or rows * weight.numel() < MIN_WORK:
+        return False
+    exporting = torch.jit.is_scripting() or torch.onnx.is_in_onnx_export() or torch.compiler.is_compiling()
+    return (not exporting and x.dtype == torch.float32 and weight.dtype == torch.float32
+            and cpu_linear.active())
 
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
