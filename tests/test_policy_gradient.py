@@ -65,11 +65,11 @@ def box(low, high) -> gym.spaces.Box:
     return gym.spaces.Box(np.array(low, np.float32), np.array(high, np.float32))
 
 
-def gaussian_policy(space: gym.spaces.Box, log_std_init: float = 0.0) -> GaussianPolicy:
+def gaussian_policy(space: gym.spaces.Box, log_std_init: float = 0.0, squash: str = "clip") -> GaussianPolicy:
     layers = MLPSettings(hidden=[16]).head(gym.spaces.Box(-1, 1, (3,)), policy_outputs(space))
     network = policy_network(space, layers, log_std_init)
     optimizer, _ = make_optimizer(network.parameters(), 1e-2, None)
-    policy = stochastic_policy(space, network, optimizer)
+    policy = stochastic_policy(space, network, optimizer, squash=squash)
     assert isinstance(policy, GaussianPolicy)
     return policy
 
@@ -86,6 +86,34 @@ def test_gaussian_policy_acts_in_normalised_space_and_maps_to_the_box_through_it
     normalised = torch.tensor([[-1.0, -1.0], [0.0, 0.0], [1.0, 1.0], [0.5, -0.5]])
     assert torch.allclose(policy.env_actions(normalised),
                           torch.tensor([[0.0, -2.0], [5.0, 0.0], [10.0, 2.0], [7.5, -1.0]]))
+
+
+def test_a_tanh_squashed_gaussian_acts_inside_the_box_and_scores_its_gaussian_sample():
+    space = box([0.0, -2.0], [10.0, 2.0])
+    policy = gaussian_policy(space, squash="tanh")
+    far = torch.tensor([[-50.0, 50.0], [0.0, 0.0], [0.5, -0.5]])  # samples far past the bounds, the centre, inside
+    actions = policy.env_actions(far)
+    assert torch.allclose(actions[:2], torch.tensor([[0.0, 2.0], [5.0, 0.0]]))  # at the bounds at most, never past
+    assert torch.allclose(actions[2], torch.tensor([5.0 + 5.0 * math.tanh(0.5), -2.0 * math.tanh(0.5)]))
+    # The density of tanh(u) differs from the Gaussian's by a factor of u alone: the agents score u itself, so
+    # the log-probabilities (and PPO's ratios) are the clipped policy's for the same weights.
+    clipped = gaussian_policy(space)
+    clipped.model.load_state_dict(policy.model.state_dict())
+    x = torch.randn(3, 3)
+    assert torch.equal(policy(x).log_prob(far), clipped(x).log_prob(far))
+
+
+def test_ppo_with_tanh_squashed_actions_trains_on_pendulum_inside_its_bounds():
+    _, env, body = build("agent=ppo", "env=classic/pendulum", "hardware.n_envs=4", "agent.n_steps=16",
+                         "agent.squash=tanh")
+    policy = body.agent.policy
+    assert policy.squash == "tanh"
+    before = parameters(body)
+    state = drive(env, body, 400)
+    assert not torch.equal(before, parameters(body))
+    policy.model.model[-1].bias.data.fill_(100.0)  # means far past the bound
+    assert body.act(state).abs().max() <= 2.0  # Pendulum's torque bound
+    env.close()
 
 
 def test_gaussian_policy_learns_its_log_std_and_no_grad_gives_detached_samples():

@@ -112,7 +112,7 @@ def build_networks(config: PolicyGradientConfig, context: BuildContext,
         policy_layers = settings.head(space, outputs, out_gain=0.01)
         value_model = settings.head(space, 1, out_gain=1.0)
     network = policy_network(context.action_space, policy_layers, config.log_std_init).to(device)
-    policy = stochastic_policy(context.action_space, network, **trained(network, "policy", lr))
+    policy = stochastic_policy(context.action_space, network, squash=config.squash, **trained(network, "policy", lr))
     value_model = value_model.to(device)
     v = VNetwork(value_model, **trained(value_model, "v", lr_v))
     return features, policy, v

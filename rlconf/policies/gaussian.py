@@ -4,8 +4,18 @@ The network outputs the mean of each action dimension; the log standard deviatio
 does not depend on the state, as in PPO's reference implementation and its successors (OpenAI baselines,
 Stable-Baselines3, CleanRL). Andrychowicz et al. (2021, "What matters in on-policy RL") found it as good as
 a state-dependent one and steadier early in training: the network cannot shrink the noise in the states it
-happens to visit first. Samples are not squashed: the policy's log-probabilities are those of the Gaussian,
-the environment gets ``bounds.scale(sample)``, and the environment adapter clips it to the Box.
+happens to visit first.
+
+How a sample reaches the Box is ``squash`` (``agent.squash``):
+
+- ``clip`` (the default, as Stable-Baselines3's and CleanRL's PPO and the MAPPO authors' code): the environment
+  gets ``bounds.scale(sample)`` and the environment adapter clips it to the Box. A mean that drifts past a bound
+  acts as the bound, and the return no longer tells it where to go.
+- ``tanh`` (as BenchMARL's and SAC's squashed Gaussians): the environment gets ``bounds.scale(tanh(sample))``,
+  inside the Box by construction. The agents still store and score the Gaussian sample ``u``: the density of
+  ``tanh(u)`` is the Gaussian's times ``prod(1 - tanh(u)^2)``, a factor that depends on ``u`` alone, so it cancels
+  from PPO's ratio and leaves every policy gradient the Gaussian's. The entropy bonus stays the Gaussian's too
+  (the squashed distribution's has no closed form).
 """
 
 from __future__ import annotations
@@ -19,6 +29,7 @@ from rlconf.approximation import Approximation
 from rlconf.policies.bounds import ActionBounds
 
 LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+SQUASHES = ("clip", "tanh")  # how a Gaussian sample reaches a bounded Box (agent.squash)
 
 
 class DiagonalNormal:
@@ -76,9 +87,13 @@ class GaussianPolicy(Approximation):
     place actions are rescaled.
     """
 
-    def __init__(self, model: nn.Module, optimizer=None, *, bounds: ActionBounds, name: str = "policy", **kwargs):
+    def __init__(self, model: nn.Module, optimizer=None, *, bounds: ActionBounds, squash: str = "clip",
+                 name: str = "policy", **kwargs):
         super().__init__(model, optimizer, name=name, **kwargs)
+        if squash not in SQUASHES:
+            raise ValueError(f"squash={squash!r}; allowed: {', '.join(SQUASHES)}")
         self.bounds = bounds
+        self.squash = squash
 
     # ``mask``: the softmax policies' action mask, which a Box never has (rlconf.core.layout.check_mask refuses one).
     def __call__(self, *inputs, mask: None = None) -> DiagonalNormal:
@@ -95,5 +110,6 @@ class GaussianPolicy(Approximation):
         return mean
 
     def env_actions(self, actions: torch.Tensor) -> torch.Tensor:
-        """Normalised actions as the environment's: [-1, 1] -> [low, high] (the environment clips)."""
-        return self.bounds.scale(actions)
+        """Normalised actions as the environment's: [-1, 1] -> [low, high] (the environment clips), through tanh
+        first with ``squash="tanh"``."""
+        return self.bounds.scale(torch.tanh(actions) if self.squash == "tanh" else actions)

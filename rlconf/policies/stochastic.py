@@ -55,8 +55,10 @@ def policy_network(space: gym.Space, layers: nn.Module, log_std_init: float = 0.
     return GaussianHead(layers, policy_outputs(space), log_std_init)
 
 
-def stochastic_policy(space: gym.Space, network: nn.Module, optimizer=None, **kwargs) -> StochasticPolicy:
-    """The policy over ``space`` around ``network`` (from ``policy_network``); kwargs go to Approximation."""
+def stochastic_policy(space: gym.Space, network: nn.Module, optimizer=None, squash: str = "clip",
+                      **kwargs) -> StochasticPolicy:
+    """The policy over ``space`` around ``network`` (from ``policy_network``); ``squash``: how a Box's Gaussian
+    samples reach its bounds (GaussianPolicy; discrete spaces have none); kwargs go to Approximation."""
     _check(space)
     device = next(network.parameters()).device
     if isinstance(space, gym.spaces.Discrete):
@@ -64,7 +66,7 @@ def stochastic_policy(space: gym.Space, network: nn.Module, optimizer=None, **kw
     if isinstance(space, DISCRETE_SPACES):
         return SoftmaxPolicy(network, optimizer, distribution=distributions(space, device),
                              offset=action_offset(space, device), **kwargs)
-    return GaussianPolicy(network, optimizer, bounds=ActionBounds(space, device), **kwargs)
+    return GaussianPolicy(network, optimizer, bounds=ActionBounds(space, device), squash=squash, **kwargs)
 
 
 def action_layout(space: gym.Space) -> tuple[tuple[int, ...], torch.dtype]:

@@ -18,6 +18,7 @@ class PolicyGradientConfig:
     entropy_loss_scaling: float
     value_loss_scaling: float
     log_std_init: float
+    squash: str  # Box actions: how the Gaussian's samples reach the bounds (rlconf.policies.gaussian)
 
     def __post_init__(self):
         require(self.lr > 0, "agent.lr", self.lr, "must be positive")
@@ -26,5 +27,6 @@ class PolicyGradientConfig:
                 "must be non-negative or null")
         require(0 <= self.discount_factor <= 1, "agent.discount_factor", self.discount_factor, "must be in [0, 1]")
         require(self.adam_eps > 0, "agent.adam_eps", self.adam_eps, "must be positive")
+        require(self.squash in ("clip", "tanh"), "agent.squash", self.squash, "allowed: clip, tanh")
         for key in ("clip_grad", "entropy_loss_scaling", "value_loss_scaling"):
             require(getattr(self, key) >= 0, f"agent.{key}", getattr(self, key), "must be non-negative")

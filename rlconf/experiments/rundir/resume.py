@@ -92,10 +92,13 @@ def check_resumable(run_dir: Path, config: dict[str, Any], overrides: list[str] 
 
     A key the saved config lacks came to rlconf after the run began: its default keeps what the run computed
     (a new key's default is the behaviour before it), so it is taken as the run's unless ``overrides`` (the
-    command line) set it."""
+    command line) set it. A group's choice (``agent=ppo``) sets none of its keys: it composes the group's file,
+    whose newer keys stand at their defaults."""
+    from rlconf.settings import TOP_LEVEL_GROUPS
+
     saved = read_config(run_dir / "config.yaml")  # data only: no interpolation is resolved, nothing imported
     old, new = flatten(saved), flatten(config)
-    given = tuple(override_key(o) for o in overrides)
+    given = tuple(key for key in map(override_key, overrides) if key not in TOP_LEVEL_GROUPS)
     for group in ("agent", "env"):  # say so, not the first of the group's keys that differs
         check_same_choice(run_dir, group, old.get(f"{group}.name"), new.get(f"{group}.name"))
     for key in sorted(old.keys() | new.keys()):
