@@ -3,9 +3,10 @@
 What rlconf does per step, written the shortest way (CleanRL's style): the same environment steps (the
 gymnasium env itself), the same networks, the same updates on minibatches of the same shapes, the same
 optimiser and schedules, a preallocated replay, the fastest eager primitives rlconf also uses (fused Adam,
-foreach gradient clipping). No config, registry, logging, checkpoints, adapters, bodies or progress. Timed as
-the benchmark times rlconf: training steps per second of wall time, one torch thread, then a greedy test that
-is not timed. rlconf's rate over this one says what the platform costs beyond the arithmetic.
+foreach gradient clipping, its linear layers' kernels and its tanh). No config, registry, logging, checkpoints,
+adapters, bodies or progress. Timed as the benchmark times rlconf: training steps per second of wall time, one
+torch thread, then a greedy test that is not timed. rlconf's rate over this one says what the platform costs
+beyond the arithmetic.
 
 Run by trial.py (``limit-train WORKLOAD``) from the workload's composed settings (presets.load_settings), so a
 preset change reaches this side too; a setting the limit does not implement fails loudly.
@@ -25,10 +26,11 @@ from torch import nn
 
 from rlconf.memory.prioritized import SumTree, proportional_draw
 from rlconf.nn import model_settings
+from rlconf.nn.layers import Linear, Tanh  # rlconf's kernels: oneDNN's products where faster, tanh via sigmoid
 from rlconf.policies.soft_deterministic import LOG_STD_MAX, LOG_STD_MIN, squashed_log_prob
 from rlconf.settings import Settings
 
-ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh}
+ACTIVATIONS = {"relu": nn.ReLU, "tanh": Tanh}
 
 
 class Unsupported(ValueError):
@@ -43,7 +45,7 @@ def require(condition: bool, what: str) -> None:
 def mlp(sizes: list[int], activation: str) -> nn.Sequential:
     layers: list[nn.Module] = []
     for i, (n_in, n_out) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):
-        layers.append(nn.Linear(n_in, n_out))
+        layers.append(Linear(n_in, n_out))
         if i < len(sizes) - 2:
             layers.append(ACTIVATIONS[activation]())
     return nn.Sequential(*layers)
@@ -168,9 +170,9 @@ def nature_cnn(n_actions: int | None) -> nn.Sequential:
             return x.contiguous(memory_format=torch.channels_last).float().mul_(1 / 255)
 
     trunk = nn.Sequential(Frames(), nn.Conv2d(4, 32, 8, stride=4), nn.ReLU(), nn.Conv2d(32, 64, 4, stride=2),
-                          nn.ReLU(), nn.Conv2d(64, 64, 3, stride=1), nn.ReLU(), nn.Flatten(), nn.Linear(3136, 512),
+                          nn.ReLU(), nn.Conv2d(64, 64, 3, stride=1), nn.ReLU(), nn.Flatten(), Linear(3136, 512),
                           nn.ReLU())
-    return trunk if n_actions is None else trunk.append(nn.Linear(512, n_actions))
+    return trunk if n_actions is None else trunk.append(Linear(512, n_actions))
 
 
 # -- DQN: one environment, epsilon-greedy, bursts of updates on one replay draw ------------------------------
@@ -451,7 +453,7 @@ def ppo_networks(settings: Settings, n_obs: tuple[int, ...], n_actions: int) -> 
         require(model["shared"] and model["hidden"] == 512 and model["scale_frames"],
                 "PPO on the Nature CNN beyond a shared trunk of 512 on scaled frames")
         trunk = init(nature_cnn(None), np.sqrt(2))
-        return trunk, init(nn.Sequential(nn.Linear(512, n_actions)), 0.01), init(nn.Sequential(nn.Linear(512, 1)), 1.0)
+        return trunk, init(nn.Sequential(Linear(512, n_actions)), 0.01), init(nn.Sequential(Linear(512, 1)), 1.0)
     require(model["model"] == "mlp" and not model["shared"], f"PPO on {model['model']}")
     return (nn.Identity(), init(mlp([n_obs[0], *model["hidden"], n_actions], model["activation"]), 0.01),
             init(mlp([n_obs[0], *model["hidden"], 1], model["activation"]), 1.0))
