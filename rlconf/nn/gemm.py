@@ -106,12 +106,13 @@ class _OneDNNLinear(torch.autograd.Function):
 
 def _worth_onednn(x: torch.Tensor, weight: torch.Tensor) -> bool:
     """The cheap questions first: this runs on every linear layer's every call, acting's included."""
-    if cpu_linear.choice != "onednn" or x.device.type != "cpu" or torch.jit.is_tracing():
-        return False  # (a tracer records the sizes read below as tensors)
+    if cpu_linear.choice != "onednn" or x.device.type != "cpu" or torch.jit.is_tracing() \
+            or torch.compiler.is_compiling():
+        return False  # (before the sizes: a tracer records them as tensors, torch.export as guards on its batch)
     rows = x.numel() // max(x.shape[-1], 1)
     if min(weight.shape) < MIN_UNITS or rows * weight.numel() < MIN_WORK:
         return False
-    exporting = torch.jit.is_scripting() or torch.onnx.is_in_onnx_export() or torch.compiler.is_compiling()
+    exporting = torch.jit.is_scripting() or torch.onnx.is_in_onnx_export()
     return (not exporting and x.dtype == torch.float32 and weight.dtype == torch.float32
             and cpu_linear.active())
 
