@@ -72,8 +72,7 @@ def table(threads: int, number: int, repeats: int) -> list[str]:
 
     busy, own, start = busy_cpu_seconds(), time.process_time(), time.perf_counter()
     def uses(inputs: int, outputs: int, rows: int) -> str:
-        worth = min(inputs, outputs) >= gemm.MIN_UNITS and rows * inputs * outputs >= gemm.MIN_WORK
-        return "oneDNN" if worth else "torch"
+        return "oneDNN" if gemm.pays(rows, inputs, outputs) else "torch"
 
     lines = ["| units | rows | torch (µs) | oneDNN (µs) | torch / oneDNN | cpu_linear=onednn uses |",
              "|--:|--:|--:|--:|--:|---|"]

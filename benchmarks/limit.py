@@ -26,11 +26,9 @@ from torch import nn
 
 from rlconf.memory.prioritized import SumTree, proportional_draw
 from rlconf.nn import model_settings
-from rlconf.nn.layers import Linear, Tanh  # rlconf's kernels: oneDNN's products where faster, tanh via sigmoid
+from rlconf.nn.layers import Linear, activation  # rlconf's kernels: oneDNN's products where faster, tanh via sigmoid
 from rlconf.policies.soft_deterministic import LOG_STD_MAX, LOG_STD_MIN, squashed_log_prob
 from rlconf.settings import Settings
-
-ACTIVATIONS = {"relu": nn.ReLU, "tanh": Tanh}
 
 
 class Unsupported(ValueError):
@@ -42,12 +40,12 @@ def require(condition: bool, what: str) -> None:
         raise Unsupported(f"the limit script does not implement {what}")
 
 
-def mlp(sizes: list[int], activation: str) -> nn.Sequential:
+def mlp(sizes: list[int], activation_name: str) -> nn.Sequential:
     layers: list[nn.Module] = []
     for i, (n_in, n_out) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):
         layers.append(Linear(n_in, n_out))
         if i < len(sizes) - 2:
-            layers.append(ACTIVATIONS[activation]())
+            layers.append(activation(activation_name)())
     return nn.Sequential(*layers)
 
 
@@ -358,9 +356,9 @@ def sac(settings: Settings, seed: int, test_episodes: int) -> dict[str, Any]:
     env = gym.make(settings.env.id)
     n_obs, n_act = env.observation_space.shape[0], env.action_space.shape[0]
     low, high = (torch.as_tensor(x, dtype=torch.float32) for x in (env.action_space.low, env.action_space.high))
-    hidden, activation = model["hidden"], model["activation"]
-    policy = mlp([n_obs, *hidden, 2 * n_act], activation)
-    critics = [mlp([n_obs + n_act, *hidden, 1], activation) for _ in range(2)]
+    hidden, activation_name = model["hidden"], model["activation"]
+    policy = mlp([n_obs, *hidden, 2 * n_act], activation_name)
+    critics = [mlp([n_obs + n_act, *hidden, 1], activation_name) for _ in range(2)]
     targets = [copy.deepcopy(critic) for critic in critics]
     log_alpha = torch.zeros(1, requires_grad=True)  # temperature_initial 1
     require(a.temperature is None and a.temperature_initial == 1.0, "SAC with a fixed or other initial temperature")

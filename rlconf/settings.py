@@ -22,6 +22,7 @@ from rlconf.schema import INT64, MAX_SEED, MAX_STEPS, check, require_every, requ
 VECTORIZATION_MODES = ("auto", "sync", "async", "native")
 COMPILE_CHOICES = ("auto", "true", "false")  # hardware.compile (rlconf.approximation.compiled)
 CPU_LINEAR_CHOICES = ("onednn", "torch")  # hardware.cpu_linear (rlconf.nn.gemm)
+SQUASHES = ("clip", "tanh")  # agent.squash: how a Gaussian's sample reaches a bounded Box (rlconf.policies.gaussian)
 # Where a run's training environments step: in this process (serial), in worker processes writing to shared
 # memory (parallel), or in two groups of workers, one stepping while the agent acts on the other (alternating).
 SAMPLERS = ("serial", "parallel", "alternating")

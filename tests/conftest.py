@@ -179,9 +179,10 @@ def wait_while_running(process: subprocess.Popen, ready: Callable[[], T], what: 
 
 
 # -- agents built as a run builds them, and driven by their environments ------------------------------------
-def build(*overrides: str) -> tuple:
+def build(*overrides: str, logger=None) -> tuple:
     """What ``rlconf run OVERRIDES`` builds before it trains: the checked settings, the training environments
-    and the agent inside its body, with the process seeded as a run seeds it (``OVERRIDES`` name the env)."""
+    and the agent inside its body, with the process seeded as a run seeds it (``OVERRIDES`` name the env);
+    ``logger``: what the agent logs to (by default, nowhere)."""
     from rlconf.config import compose
     from rlconf.experiments.build.agent import build_agent
     from rlconf.experiments.build.environment import make_env
@@ -190,7 +191,27 @@ def build(*overrides: str) -> tuple:
 
     settings = prepare(compose(list(overrides), []))
     env = make_env(settings, settings.hardware.n_envs)
-    return settings, env, build_agent(settings, env, LoggerGroup([]))
+    return settings, env, build_agent(settings, env, LoggerGroup([]) if logger is None else logger)
+
+
+def recording_logger(verbose: bool = False, debug_every: int = 100):
+    """A Logger that keeps every group of scalars it is given, in order (``.rows``), and their names
+    (``.names``); verbose, it gets the debug scalars every ``debug_every`` updates."""
+    from rlconf.logging.base import Logger
+
+    class Recording(Logger):
+        def __init__(self):
+            super().__init__(verbose, debug_every)
+            self.rows: list[dict[str, float]] = []
+
+        @property
+        def names(self) -> list[str]:
+            return [name for row in self.rows for name in row]
+
+        def add_scalars(self, values: dict[str, float], step: int | None = None) -> None:
+            self.rows.append(dict(values))
+
+    return Recording()
 
 
 def drive(env, agent, steps: int, seed: int = 0) -> StateArray:

@@ -16,13 +16,13 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-from conftest import FAST_RUN, assert_run_refused, build, cli_env, only_run_dir, wait_while_running
+from conftest import FAST_RUN, assert_run_refused, build, cli_env, only_run_dir, recording_logger, wait_while_running
 
 from rlconf.agents import DQN, BuildContext, IndependentMultiagent, RandomAgent, RandomTestAgent
 from rlconf.agents.dqn import DDQN, DDQNConfig, DQNConfig, DQNTestAgent
 from rlconf.agents.independent import batch_of_one
 from rlconf.core import MultiagentState, State, StateArray
-from rlconf.logging import Logger, LoggerGroup, ScopedLogger
+from rlconf.logging import LoggerGroup, ScopedLogger
 from rlconf.memory import ReplayBuffer, Transitions
 from rlconf.policies import GreedyPolicy, ParallelGreedyPolicy, legal_max
 
@@ -223,15 +223,7 @@ def test_test_matches_put_each_trained_seat_against_random_moves():
 
 
 def test_scalar_backends_get_each_players_return_and_each_players_losses():
-    class Recorder(Logger):
-        def __init__(self):
-            super().__init__()
-            self.names: list[str] = []
-
-        def add_scalars(self, values, step=None):
-            self.names += list(values)
-
-    recorder = Recorder()
+    recorder = recording_logger()
     group = LoggerGroup([recorder])
     group.add_episode(10, 1, 1.0, 9, 0.1, agent_returns={"player_1": 1.0, "player_2": -1.0})
     ScopedLogger(group, "player_2").add_scalar("loss/q", 0.5)

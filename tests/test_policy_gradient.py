@@ -13,7 +13,16 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-from conftest import build, drive, one_error_line, only_run_dir, parameters, plain_gradient_steps, states
+from conftest import (
+    build,
+    drive,
+    one_error_line,
+    only_run_dir,
+    parameters,
+    plain_gradient_steps,
+    recording_logger,
+    states,
+)
 
 from rlconf.agents import PolicyGradient
 from rlconf.agents.a2c import A2CConfig
@@ -21,7 +30,6 @@ from rlconf.approximation import make_optimizer
 from rlconf.config import compose
 from rlconf.core import StateArray
 from rlconf.errors import ConfigError
-from rlconf.logging.base import Logger
 from rlconf.memory import CompleteEpisodeBuffer
 from rlconf.nn import MLPSettings
 from rlconf.policies import (
@@ -435,27 +443,10 @@ def test_a2c_lam_outside_zero_one_is_refused(lam):
         A2CConfig(lam=lam)
 
 
-class RecordingLogger(Logger):
-    """A verbose logger that keeps every scalar it is given, at every update (``debug_every=1``)."""
-
-    def __init__(self):
-        super().__init__(verbose=True, debug_every=1)
-        self.rows: list[dict[str, float]] = []
-
-    def add_scalars(self, values: dict[str, float], step: int | None = None) -> None:
-        self.rows.append(dict(values))
-
-
 def test_verbose_ppo_logs_each_updates_entropy_approximate_kl_and_clip_fraction():
-    from rlconf.experiments.build.agent import build_agent
-    from rlconf.experiments.build.environment import make_env
-    from rlconf.experiments.build.setup import prepare
-
-    settings = prepare(compose(["agent=ppo", CARTPOLE, "hardware.n_envs=4", "agent.n_steps=16", "agent.batch_size=32"],
-                               []))
-    env = make_env(settings, 4)
-    logger = RecordingLogger()
-    agent = build_agent(settings, env, logger)
+    logger = recording_logger(verbose=True, debug_every=1)
+    settings, env, agent = build("agent=ppo", CARTPOLE, "hardware.n_envs=4", "agent.n_steps=16", "agent.batch_size=32",
+                                 logger=logger)
     drive(env, agent, 3 * 16 * 4)  # three rollouts of 16 steps of 4 environments
     env.close()
     debug = [row for row in logger.rows if "debug/entropy" in row]

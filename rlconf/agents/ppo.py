@@ -129,17 +129,17 @@ class PPO(RolloutPolicyGradient):
         self._log_update(distribution, ratio, clip)
         self._reinforce(policy_loss, F.mse_loss(self.v(features), batch.returns))
 
-    def _log_update(self, distribution: torch.distributions.Distribution, ratio: torch.Tensor, clip: float) -> None:
+    def _log_update(self, distribution: Any, ratio: torch.Tensor, clip: float) -> None:
         """With ``verbose=true``, every ``logger.debug_every`` updates: the policy's entropy, the approximate KL
         from the acting policy (the mean of ``(r - 1) - log r``, Schulman's low-variance estimator) and the
         fraction of samples whose ratio the clip holds: what tells a policy that has stopped moving (ratios
-        clipped, entropy collapsed) from one that has nothing left to learn."""
+        clipped, entropy collapsed) from one that has nothing left to learn. ``distribution``: the policy's
+        (a DiagonalNormal, a Categorical or multi.distributions' product)."""
         logger = self.policy.logger
         if logger is None or not logger.wants_debug(self.policy.updates + 1):
             return
         with torch.no_grad():
-            log_ratio = ratio.log()
             logger.add_scalars({"debug/entropy": distribution.entropy().mean().item(),
-                                "debug/approx_kl": ((ratio - 1) - log_ratio).mean().item(),
+                                "debug/approx_kl": ((ratio - 1) - ratio.log()).mean().item(),
                                 "debug/clip_fraction": ((ratio - 1).abs() > clip).float().mean().item()})
 

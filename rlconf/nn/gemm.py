@@ -28,7 +28,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-CHOICES = ("onednn", "torch")
+from rlconf.settings import CPU_LINEAR_CHOICES
+
 # oneDNN pays from a product of about 2 million multiply-adds (rows x inputs x outputs) between layers of at least
 # 64 inputs and outputs; below, torch's kernels were level or faster (benchmarks/results/gemm.md: 64 units at 256
 # rows 0.8x, 256 units at 64 rows 1.4x, a 3,136 x 512 layer at 32 rows 2.3x, 512 x 4 at 32 rows 0.3x).
@@ -57,8 +58,8 @@ cpu_linear = CpuLinear()
 
 def configure(choice: str) -> None:
     """Set the process's ``hardware.cpu_linear`` before its networks run (as torch's thread count)."""
-    if choice not in CHOICES:
-        raise ValueError(f"hardware.cpu_linear={choice!r}; allowed: {', '.join(CHOICES)}")
+    if choice not in CPU_LINEAR_CHOICES:
+        raise ValueError(f"hardware.cpu_linear={choice!r}; allowed: {', '.join(CPU_LINEAR_CHOICES)}")
     cpu_linear.choice = choice
 
 
@@ -104,13 +105,17 @@ class _OneDNNLinear(torch.autograd.Function):
         return grad_x, grad_weight, grad_bias
 
 
+def pays(rows: int, inputs: int, outputs: int) -> bool:
+    """Whether a product of this size goes to oneDNN (under ``hardware.cpu_linear=onednn``)."""
+    return min(inputs, outputs) >= MIN_UNITS and rows * inputs * outputs >= MIN_WORK
+
+
 def _worth_onednn(x: torch.Tensor, weight: torch.Tensor) -> bool:
     """The cheap questions first: this runs on every linear layer's every call, acting's included."""
     if cpu_linear.choice != "onednn" or x.device.type != "cpu" or torch.jit.is_tracing() \
             or torch.compiler.is_compiling():
         return False  # (before the sizes: a tracer records them as tensors, torch.export as guards on its batch)
-    rows = x.numel() // max(x.shape[-1], 1)
-    if min(weight.shape) < MIN_UNITS or rows * weight.numel() < MIN_WORK:
+    if not pays(x.numel() // max(x.shape[-1], 1), weight.shape[1], weight.shape[0]):
         return False
     exporting = torch.jit.is_scripting() or torch.onnx.is_in_onnx_export()
     return (not exporting and x.dtype == torch.float32 and weight.dtype == torch.float32

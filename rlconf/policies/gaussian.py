@@ -27,9 +27,9 @@ from torch import nn
 
 from rlconf.approximation import Approximation
 from rlconf.policies.bounds import ActionBounds
+from rlconf.settings import SQUASHES
 
 LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
-SQUASHES = ("clip", "tanh")  # how a Gaussian sample reaches a bounded Box (agent.squash)
 
 
 class DiagonalNormal:

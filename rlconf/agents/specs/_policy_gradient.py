@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rlconf.errors import require
+from rlconf.settings import SQUASHES
 
 
 @dataclass
@@ -27,6 +28,6 @@ class PolicyGradientConfig:
                 "must be non-negative or null")
         require(0 <= self.discount_factor <= 1, "agent.discount_factor", self.discount_factor, "must be in [0, 1]")
         require(self.adam_eps > 0, "agent.adam_eps", self.adam_eps, "must be positive")
-        require(self.squash in ("clip", "tanh"), "agent.squash", self.squash, "allowed: clip, tanh")
+        require(self.squash in SQUASHES, "agent.squash", self.squash, f"allowed: {', '.join(SQUASHES)}")
         for key in ("clip_grad", "entropy_loss_scaling", "value_loss_scaling"):
             require(getattr(self, key) >= 0, f"agent.{key}", getattr(self, key), "must be non-negative")

@@ -31,6 +31,7 @@ from rlconf.experiments.rundir.directory import (
 )
 from rlconf.experiments.rundir.saved import read_config
 from rlconf.files import load_json, write_json
+from rlconf.settings import TOP_LEVEL_GROUPS
 
 RESUME_MAY_CHANGE = ("steps", "episodes", "quiet", "verbose", "logdir", "resume", "plugins", "eval_every",
                      "eval_episodes", "test_episodes", "checkpoint_every", "checkpoint", "logger", "callbacks", "stop",
@@ -94,8 +95,6 @@ def check_resumable(run_dir: Path, config: dict[str, Any], overrides: list[str] 
     (a new key's default is the behaviour before it), so it is taken as the run's unless ``overrides`` (the
     command line) set it. A group's choice (``agent=ppo``) sets none of its keys: it composes the group's file,
     whose newer keys stand at their defaults."""
-    from rlconf.settings import TOP_LEVEL_GROUPS
-
     saved = read_config(run_dir / "config.yaml")  # data only: no interpolation is resolved, nothing imported
     old, new = flatten(saved), flatten(config)
     given = tuple(key for key in map(override_key, overrides) if key not in TOP_LEVEL_GROUPS)
