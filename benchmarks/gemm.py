@@ -5,9 +5,11 @@
 
 For square layers of 64 to 512 units and batches of 32 to 1,600 rows, the time of the forward product, the input
 gradient and the weight gradient (the three an update runs per layer), each the median of ``--repeats`` timings
-of ``--number`` calls, then the layers of rlconf's presets that are not square. ``hardware.cpu_linear=onednn``
-sends a product to oneDNN from ``gemm.MIN_UNITS`` units and ``gemm.MIN_WORK`` multiply-adds: this table is where
-those numbers come from, and where to look on another machine.
+of ``--number`` calls, then the layers of rlconf's presets that are not square, then those layers with the
+activation after them, forward and backward, the activation separate (torch) or computed by oneDNN's product
+(rlconf.nn.layers.Layers). ``hardware.cpu_linear=onednn`` sends a product to oneDNN from ``gemm.MIN_UNITS`` units
+and ``gemm.MIN_WORK`` multiply-adds (a layer with its activation from ``MIN_UNITS`` outputs, whatever its inputs):
+this table is where those numbers come from, and where to look on another machine.
 """
 
 from __future__ import annotations
@@ -34,6 +36,15 @@ PRESET_LAYERS = (  # (layer, inputs, outputs, rows of an update's minibatch)
     ("DQN on Atari: output (Breakout)", 512, 4, 32),
     ("PPO on Atari: Nature network's hidden", 3136, 512, 256),
     ("Data-efficient Rainbow: hidden", 576, 256, 32),
+)
+PRESET_ACTIVATIONS = (  # (layer, inputs, outputs, rows, activation, whether the update needs the input's gradient)
+    ("SAC / TD3 on MuJoCo: first (HalfCheetah)", 17, 256, 256, "relu", False),
+    ("SAC / TD3 on MuJoCo: hidden", 256, 256, 256, "relu", True),
+    ("MAPPO on VMAS balance: actor's first", 16, 256, 1600, "tanh", False),
+    ("MAPPO on VMAS balance: actor's hidden", 256, 256, 1600, "tanh", True),
+    ("DQN on Atari: Nature network's hidden", 3136, 512, 32, "relu", True),
+    ("PPO on Atari: Nature network's hidden", 3136, 512, 256, "relu", True),
+    ("Data-efficient Rainbow: hidden", 576, 256, 32, "relu", True),
 )
 
 
@@ -65,6 +76,25 @@ def layer_products(inputs: int, outputs: int, rows: int, number: int, repeats: i
             sum(seconds(call, number, repeats) for call in onednn_calls))
 
 
+def layer_with_activation(inputs: int, outputs: int, rows: int, post: str, input_grad: bool, number: int,
+                          repeats: int) -> tuple[float, float, float]:
+    """Seconds for a layer and its activation, forward and backward: torch's linear then rlconf's activation
+    module; oneDNN's product then the module; oneDNN's product with the activation as its post-op
+    (rlconf.nn.layers.Layers)."""
+    from rlconf.nn.gemm import _OneDNNLinear
+    from rlconf.nn.layers import Tanh
+
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(rows, inputs, generator=generator).requires_grad_(input_grad)
+    grad = torch.randn(rows, outputs, generator=generator)
+    weight = torch.randn(outputs, inputs, generator=generator).mul_(inputs ** -0.5).requires_grad_()
+    bias = torch.zeros(outputs).requires_grad_()
+    activation = Tanh() if post == "tanh" else torch.nn.ReLU()
+    return (seconds(lambda: activation(F.linear(x, weight, bias)).backward(grad), number, repeats),
+            seconds(lambda: activation(_OneDNNLinear.apply(x, weight, bias)).backward(grad), number, repeats),
+            seconds(lambda: _OneDNNLinear.apply(x, weight, bias, post).backward(grad), number, repeats))
+
+
 def table(threads: int, number: int, repeats: int) -> list[str]:
     from report import busy_cpu_seconds, machine_info, machine_line
 
@@ -90,6 +120,18 @@ def table(threads: int, number: int, repeats: int) -> list[str]:
         lines.append(f"| {name} | {inputs:,} x {outputs:,} | {rows:,} | {ours * 1e6:,.0f} | {theirs * 1e6:,.0f} | "
                      f"{ours / theirs:.2f}x | {uses(inputs, outputs, rows)} |")
         print(lines[-1], flush=True)
+    lines += ["", "The layers of rlconf's presets with the activation after them, forward and backward (the input's "
+              "gradient where an update needs it): torch's product then rlconf's activation module; oneDNN's "
+              "product then the module; oneDNN's product computing the activation as it writes its output "
+              "(`rlconf.nn.layers.Layers`):", "",
+              "| layer | inputs x outputs | rows | activation | torch (µs) | oneDNN, then the activation (µs) | "
+              "oneDNN fused (µs) | torch / fused | cpu_linear=onednn uses |", "|---|--:|--:|---|--:|--:|--:|--:|---|"]
+    for name, inputs, outputs, rows, post, input_grad in PRESET_ACTIVATIONS:
+        plain, separate, fused = layer_with_activation(inputs, outputs, rows, post, input_grad, number, repeats)
+        used = "oneDNN fused" if gemm.pays(rows, inputs, outputs, activation=True) else "torch"
+        lines.append(f"| {name} | {inputs:,} x {outputs:,} | {rows:,} | {post} | {plain * 1e6:,.0f} | "
+                     f"{separate * 1e6:,.0f} | {fused * 1e6:,.0f} | {plain / fused:.2f}x | {used} |")
+        print(lines[-1], flush=True)
     others = None  # the cores other processes used meanwhile (Linux): is the table fair?
     if busy is not None and (now := busy_cpu_seconds()) is not None:
         others = round(max(0.0, now - busy - (time.process_time() - own)) / (time.perf_counter() - start), 2)
@@ -100,7 +142,8 @@ def table(threads: int, number: int, repeats: int) -> list[str]:
             f"product the median of {repeats} means of {number} calls (`python benchmarks/gemm.py`). "
             f"`hardware.cpu_linear=onednn` (the default) uses oneDNN for layers of at least {gemm.MIN_UNITS} inputs "
             f"and outputs whose product is at least {gemm.MIN_WORK:,} multiply-adds (rows x inputs x outputs; "
-            "rlconf.nn.gemm).", "", *lines, ""]
+            f"rlconf.nn.gemm); a layer followed by its activation, from {gemm.MIN_UNITS} outputs and as many "
+            "multiply-adds, whatever its inputs.", "", *lines, ""]
 
 
 def main(argv: list[str] | None = None) -> int:

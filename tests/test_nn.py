@@ -351,7 +351,8 @@ def test_a_large_layer_runs_through_onednn_with_torchs_values_and_gradients(shap
     layer, x = Linear(256, 128), torch.randn(*shape)
     upstream = torch.randn(*shape[:-1], 128)
     assert gemm.cpu_linear.active(), gemm.cpu_linear.reason  # torch's x86 wheels ship oneDNN
-    assert "OneDNN" in type(layer(x.requires_grad_()).grad_fn.next_functions[0][0]).__name__
+    out = layer(x.requires_grad_())
+    assert "OneDNN" in type(out.grad_fn if len(shape) == 2 else out.grad_fn.next_functions[0][0]).__name__
     ours = _linear_and_grads(layer, x, upstream)
     plain = nn.Linear(256, 128)
     plain.load_state_dict(layer.state_dict())  # the same parameters under the same names
@@ -371,6 +372,38 @@ def test_small_layers_and_batches_keep_torchs_own_kernels_bit_for_bit(inputs, ou
     plain.load_state_dict(layer.state_dict())
     for a, b in zip(_linear_and_grads(layer, x, upstream), _linear_and_grads(plain, x, upstream), strict=True):
         assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("act", [Tanh, nn.ReLU])
+def test_layers_run_a_large_linear_layer_and_its_activation_as_one_onednn_product_with_torchs_values(act):
+    from rlconf.nn.layers import Layers
+
+    torch.manual_seed(0)
+    ours = Layers(Linear(16, 256), act(), Linear(256, 256), act(), Linear(256, 2))
+    plain = nn.Sequential(nn.Linear(16, 256), act(), nn.Linear(256, 256), act(), nn.Linear(256, 2))
+    plain.load_state_dict(ours.state_dict())  # the same parameters under the same names
+    x, upstream = torch.randn(1600, 16), torch.randn(1600, 2)
+    fused = ours[:4](x)  # the hidden 256 x 256 layer's product with its activation is one autograd node
+    assert "OneDNN" in type(fused.grad_fn).__name__
+    results = []
+    for model in (ours, plain):
+        inputs = x.clone().requires_grad_()
+        out = model(inputs)
+        out.backward(upstream)
+        results.append([out, inputs.grad, *(p.grad for p in model.parameters())])
+    for a, b in zip(*results, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-4)
+
+
+def test_layers_too_small_for_onednn_compute_exactly_what_a_sequential_does():
+    from rlconf.nn.layers import Layers
+
+    torch.manual_seed(0)
+    ours = Layers(Linear(4, 64), Tanh(), Linear(64, 64), Tanh(), Linear(64, 2))
+    x = torch.randn(8, 4)
+    assert torch.equal(ours(x), nn.Sequential(*ours)(x))
+    traced = torch.jit.trace(Layers(Linear(256, 256), nn.ReLU()), torch.randn(256, 256))  # exports see torch's ops
+    assert "aten::linear" in str(traced.inlined_graph) and "aten::relu" in str(traced.inlined_graph)
 
 
 def test_cpu_linear_torch_keeps_torchs_kernels_for_every_layer_and_tracing_always_does():

@@ -29,6 +29,7 @@ from rlconf.nn.layers import (
     ChannelsLast,
     Dueling,
     Flatten,
+    Layers,
     Linear,
     Linear0,
     NoisyFactorizedLinear,
@@ -75,12 +76,12 @@ class ModelSettings:
         """Observations -> ``[B, outputs]``, a network of its own (actor-critics with ``shared: false``)."""
         layers, width = self._trunk_layers(space)
         out = self._output(width, outputs, noisy=False)
-        return self._initialised(nn.Sequential(*layers, out), {out: out_gain})
+        return self._initialised(Layers(*layers, out), {out: out_gain})
 
     def trunk(self, space: gym.Space) -> tuple[nn.Module, int]:
         """Features for several heads to share, and their width; heads come from ``linear``."""
         layers, width = self._trunk_layers(space)
-        return self._initialised(nn.Sequential(*layers), {}), width
+        return self._initialised(Layers(*layers), {}), width
 
     def linear(self, width: int, outputs: int, gain: float = 1.0) -> nn.Module:
         """A head layer on ``width`` trunk features; ``gain`` is its orthogonal gain under ``ortho_init``."""
@@ -98,7 +99,7 @@ class ModelSettings:
         previous = n_actions if previous_action_reward else 0
         core = self._core(width + (previous + 1 if previous else 0))
         head = self._action_values_on(layers=[], width=self.recurrent_hidden, n_actions=n_actions, atoms=atoms)
-        return self._recurrent(nn.Sequential(*layers), core, head, previous)
+        return self._recurrent(Layers(*layers), core, head, previous)
 
     def recurrent_trunk(self, space: gym.Space, critic_inputs: int = 0) -> tuple[RecurrentNetwork | SideBySide, int]:
         """Sequences -> features ``[T, B, width]`` for policy and value heads (from ``linear``): every hidden
@@ -113,7 +114,7 @@ class ModelSettings:
             else:
                 layers, features = self._trunk_layers(part_space(space, start, width))
                 layers = [Part(start, width), *layers]
-            return self._recurrent(nn.Sequential(*layers), self._core(features), None)
+            return self._recurrent(Layers(*layers), self._core(features), None)
 
         if critic_inputs:
             actor = flat_size(space) - critic_inputs
@@ -155,21 +156,21 @@ class ModelSettings:
             value = self._stream(width, per_action)
             advantage = self._stream(width, n_actions * per_action)
             combine = CategoricalDueling(value, advantage) if atoms else Dueling(value, advantage)
-            return self._initialised(nn.Sequential(*layers, combine), {value[-1]: 1.0, advantage[-1]: 1.0})
+            return self._initialised(Layers(*layers, combine), {value[-1]: 1.0, advantage[-1]: 1.0})
         # Not dueling: one flat Sequential, since every nested module costs a Python call per forward.
         stream = list(self._stream(width, n_actions * per_action))
         unflatten = [nn.Unflatten(1, (n_actions, atoms))] if atoms else []
-        return self._initialised(nn.Sequential(*layers, *stream, *unflatten), {stream[-1]: 1.0})
+        return self._initialised(Layers(*layers, *stream, *unflatten), {stream[-1]: 1.0})
 
     def _trunk_layers(self, space: gym.Space) -> tuple[list[nn.Module], int]:
         layers, width = self._features(space)
         hidden, width = self._dense(width, self._head_hidden(), noisy=False)
         return layers + hidden, width
 
-    def _stream(self, width: int, outputs: int) -> nn.Sequential:
+    def _stream(self, width: int, outputs: int) -> Layers:
         """The head's hidden layers and an output layer, noisy throughout when ``noisy``."""
         hidden, width = self._dense(width, self._head_hidden(), noisy=self.noisy)
-        return nn.Sequential(*hidden, self._output(width, outputs, noisy=self.noisy))
+        return Layers(*hidden, self._output(width, outputs, noisy=self.noisy))
 
     def _dense(self, width: int, sizes: list[int], noisy: bool) -> tuple[list[nn.Module], int]:
         """Linear layers of ``sizes``, each followed by the activation."""

@@ -28,7 +28,7 @@ from torch import nn
 
 from rlconf.core.layout import DISCRETE, IMAGE, Field, ObservationLayout, layout_of
 from rlconf.errors import ConfigError
-from rlconf.nn.layers import Flatten, Linear, Scale, activation
+from rlconf.nn.layers import Flatten, Layers, Linear, Scale, activation
 from rlconf.nn.schemas import ENCODER_ARGUMENTS, ENCODERS, NATURE_CONVS, encoder_entries, min_image_side
 
 NATURE_MIN_SIZE = min_image_side(NATURE_CONVS)  # 36: the smallest side the Nature convolutions take
@@ -301,7 +301,7 @@ def _encoder(choice: Choice) -> tuple[nn.Module, int]:
     for size in args["hidden"]:
         layers += [Linear(width, size), activation(args["activation"])()]
         width = size
-    return nn.Sequential(*layers), width
+    return Layers(*layers), width
 
 
 def _small_convs(channels: int, size: tuple[int, int], args: Mapping[str, Any],

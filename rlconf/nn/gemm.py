@@ -23,6 +23,7 @@ refuses a first check, torch's own linear serves and ``cpu_linear.reason`` says 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -80,51 +81,76 @@ def _check_operator() -> tuple[bool, str]:
     return (True, "oneDNN") if ok else (False, "oneDNN's linear operator disagreed with torch's")
 
 
+# oneDNN's post-ops for the activations a layer may end in (rlconf.nn.layers.Layers fuses them): each one's
+# gradient from the layer's output, as torch's own backward of that activation computes it.
+POST_OP_GRADIENTS = {
+    "none": None,
+    "relu": lambda grad, out: torch.ops.aten.threshold_backward(grad, out, 0),
+    "tanh": lambda grad, out: torch.ops.aten.tanh_backward(grad, out),
+}
+
+
 class _OneDNNLinear(torch.autograd.Function):
-    """``x @ weight.T + bias`` and its gradients, each product one oneDNN matmul on contiguous 2-d inputs.
+    """``post(x @ weight.T + bias)`` and its gradients, each product one oneDNN matmul on contiguous 2-d inputs,
+    the activation ``post`` (one of ``POST_OP_GRADIENTS``) computed inside the forward product while its output
+    is still in cache.
 
     (A transposed view is handed to oneDNN as it is: it reads the strides. A strided slice of a wider tensor is
     copied first: oneDNN reorders such an operand element by element, a hundred times slower.)"""
 
     @staticmethod
-    def forward(ctx, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    def forward(ctx, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
+                post: str = "none") -> torch.Tensor:
         x = x.contiguous()
-        ctx.save_for_backward(x, weight)
-        ctx.has_bias = bias is not None
-        return _operator()(x, weight, bias, "none", [], "")
+        out = _operator()(x, weight, bias, post, [], "")
+        ctx.save_for_backward(x, weight, out if post != "none" else None)
+        ctx.has_bias, ctx.post = bias is not None, post
+        return out
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad: torch.Tensor):
-        x, weight = ctx.saved_tensors
+        x, weight, out = ctx.saved_tensors
         grad = grad.contiguous()
+        if ctx.post != "none":
+            grad = POST_OP_GRADIENTS[ctx.post](grad, out)
         linear = _operator()
         grad_x = linear(grad, weight.t(), None, "none", [], "") if ctx.needs_input_grad[0] else None
         grad_weight = linear(grad.t(), x.t(), None, "none", [], "") if ctx.needs_input_grad[1] else None
         grad_bias = grad.sum(0) if ctx.has_bias and ctx.needs_input_grad[2] else None
-        return grad_x, grad_weight, grad_bias
+        return grad_x, grad_weight, grad_bias, None
 
 
-def pays(rows: int, inputs: int, outputs: int) -> bool:
-    """Whether a product of this size goes to oneDNN (under ``hardware.cpu_linear=onednn``)."""
-    return min(inputs, outputs) >= MIN_UNITS and rows * inputs * outputs >= MIN_WORK
+def pays(rows: int, inputs: int, outputs: int, activation: bool = False) -> bool:
+    """Whether a product of this size goes to oneDNN (under ``hardware.cpu_linear=onednn``). With an
+    ``activation`` oneDNN computes within it (rlconf.nn.layers.Layers) a layer of few inputs pays too: the
+    activation's own passes over the output, which the fused product saves, are then most of the layer's time
+    (MAPPO's first layer, 16 x 256 at 1,600 rows with tanh: 2.5x; benchmarks/results/gemm.md)."""
+    narrowest = outputs if activation else min(inputs, outputs)
+    return narrowest >= MIN_UNITS and rows * inputs * outputs >= MIN_WORK
 
 
-def _worth_onednn(x: torch.Tensor, weight: torch.Tensor) -> bool:
+def _worth_onednn(x: torch.Tensor, weight: torch.Tensor, activation: bool = False) -> bool:
     """The cheap questions first: this runs on every linear layer's every call, acting's included."""
     if cpu_linear.choice != "onednn" or x.device.type != "cpu" or torch.jit.is_tracing() \
             or torch.compiler.is_compiling():
         return False  # (before the sizes: a tracer records them as tensors, torch.export as guards on its batch)
-    if not pays(x.numel() // max(x.shape[-1], 1), weight.shape[1], weight.shape[0]):
+    if not pays(x.numel() // max(x.shape[-1], 1), weight.shape[1], weight.shape[0], activation):
         return False
     exporting = torch.jit.is_scripting() or torch.onnx.is_in_onnx_export()
     return (not exporting and x.dtype == torch.float32 and weight.dtype == torch.float32
             and cpu_linear.active())
 
 
-def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
-    """``torch.nn.functional.linear``, through oneDNN where ``hardware.cpu_linear`` and the sizes say so."""
-    if not _worth_onednn(x, weight):
-        return F.linear(x, weight, bias)
+def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
+           activation: Callable[[torch.Tensor], torch.Tensor] | None = None, post: str = "none") -> torch.Tensor:
+    """``torch.nn.functional.linear``, through oneDNN where ``hardware.cpu_linear`` and the sizes say so; then
+    ``activation`` where one is given, which oneDNN computes as its post-op ``post`` (the same function) within
+    the product, and torch's kernels as ``activation`` itself."""
+    if not _worth_onednn(x, weight, activation is not None):
+        out = F.linear(x, weight, bias)
+        return out if activation is None else activation(out)
+    if x.dim() == 2:
+        return _OneDNNLinear.apply(x, weight, bias, post)
     flat = x.reshape(-1, x.shape[-1])
-    return _OneDNNLinear.apply(flat, weight, bias).view(*x.shape[:-1], weight.shape[0])
+    return _OneDNNLinear.apply(flat, weight, bias, post).view(*x.shape[:-1], weight.shape[0])
