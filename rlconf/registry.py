@@ -118,9 +118,10 @@ class UnknownComponent(LookupError):
 
 def register(kind: Any, name: str = "", description: str = "", **declares: Any) -> Any:
     """``register(spec)``: add an agent's or an environment family's spec (``AgentSpec``, ``EnvSpec``), as
-    every built-in one is added; it replaces a built-in one of the same name. ``register(kind, name,
-    description, **declares)``: a decorator adding a class of another kind (``@register("logger", "mine")``);
-    ``declares``: what checking a config reads of it (a model's ``images_only``)."""
+    every built-in one is added (``built_in``); it replaces a built-in one of the same name.
+    ``register(kind, name, description, **declares)``: a decorator adding a class of another kind
+    (``@register("logger", "mine")``); ``declares``: what checking a config reads of it (a model's
+    ``images_only``)."""
     if not isinstance(kind, str):
         return _add_spec(kind)
     if kind in SPEC_KINDS:
@@ -137,12 +138,20 @@ def register(kind: Any, name: str = "", description: str = "", **declares: Any) 
     return add
 
 
-def _add_spec(spec: Any) -> Any:
+def built_in(spec: Any) -> Any:
+    """How a module of ``_SPEC_MODULES`` adds its specs: as ``register(spec)``, but without importing the other
+    built-in spec modules first. Those import one another (team PPO's spec extends PPO's), so a module imported on
+    its own (``from rlconf.agents.ppo import PPO``) would otherwise import the rest halfway through itself."""
+    return _add_spec(spec, builtin=True)
+
+
+def _add_spec(spec: Any, builtin: bool = False) -> Any:
     kind = getattr(type(spec), "registry_kind", None)
     if kind not in SPEC_KINDS:
         raise TypeError(f"register({spec!r}): not a spec; allowed: an AgentSpec or an EnvSpec, or "
                         "register(kind, name) as a decorator")
-    _load_builtin_specs(kind)  # first, so that a user's spec replaces a built-in one of its name
+    if not builtin:
+        _load_builtin_specs(kind)  # first, so that a user's spec replaces a built-in one of its name
     _SPECS[kind][spec.name] = spec
     return spec
 

@@ -95,4 +95,4 @@ for spec in (
     EnvSpec("contextual_bandit", "rlconf.environments.bandit:ContextualBandit",
             "contextual bandits (synthetic linear, a CSV of features and labels, UCI data sets)", BANDIT),
 ):
-    registry.register(spec)
+    registry.built_in(spec)

@@ -28,5 +28,5 @@ class A2CConfig(PolicyGradientConfig):
 # One update per rollout of n_steps steps (data-parallel learners step together); a rollout's columns are
 # acted on a group at a time (the alternating sampler); with or without a recurrent core.
 ROLLOUT = {"plays": STOCHASTIC, "recurrent": "optional", "data_parallel": True, "alternates": True}
-registry.register(AgentSpec("a2c", "rlconf.agents.a2c:A2C", A2CConfig,
+registry.built_in(AgentSpec("a2c", "rlconf.agents.a2c:A2C", A2CConfig,
                             "Advantage Actor-Critic: n-step returns, entropy bonus, parallel envs", **ROLLOUT))

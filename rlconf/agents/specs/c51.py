@@ -31,7 +31,7 @@ class RainbowConfig(C51Config):
 
 
 
-registry.register(AgentSpec("c51", "rlconf.agents.c51:C51", C51Config,
+registry.built_in(AgentSpec("c51", "rlconf.agents.c51:C51", C51Config,
                             "distributional DQN: 51-atom categorical returns, projected targets", **VALUE_BASED))
-registry.register(AgentSpec("rainbow", "rlconf.agents.c51:Rainbow", RainbowConfig,
+registry.built_in(AgentSpec("rainbow", "rlconf.agents.c51:Rainbow", RainbowConfig,
                             "C51 + prioritized + 3-step replay + dueling noisy networks", **VALUE_BASED))

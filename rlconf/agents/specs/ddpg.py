@@ -32,6 +32,6 @@ class DDPGConfig(OffPolicyConfig):
                 f"must be positive with ou_theta * ou_dt <= 1 (ou_dt = {self.ou_dt})")
 
 
-registry.register(AgentSpec("ddpg", "rlconf.agents.ddpg:DDPG", DDPGConfig,
+registry.built_in(AgentSpec("ddpg", "rlconf.agents.ddpg:DDPG", DDPGConfig,
                             "Deep Deterministic Policy Gradient: continuous actions, Gaussian or OU noise",
                             **CONTINUOUS_OFF_POLICY))

@@ -78,7 +78,7 @@ class DDQNConfig(DQNConfig):
 # Bursts of gradient_steps updates every update_frequency steps: data-parallel learners step together. The async
 # runner shares the replay, priorities too (rlconf.memory.shared).
 VALUE_BASED = {"plays": DISCRETE, "data_parallel": True, "runs_async": True, "alternates": True}
-registry.register(AgentSpec("dqn", "rlconf.agents.dqn:DQN", DQNConfig,
+registry.built_in(AgentSpec("dqn", "rlconf.agents.dqn:DQN", DQNConfig,
                             "Deep Q-Network: replay, target network, epsilon-greedy", **VALUE_BASED))
-registry.register(AgentSpec("ddqn", "rlconf.agents.dqn:DDQN", DDQNConfig,
+registry.built_in(AgentSpec("ddqn", "rlconf.agents.dqn:DDQN", DDQNConfig,
                             "Double DQN: online net picks, target net values; prioritized replay", **VALUE_BASED))

@@ -63,6 +63,6 @@ class IndependentConfig:
         return registry.agent_spec(name), self.config_of(name)
 
 
-registry.register(AgentSpec("independent", "rlconf.agents.independent:IndependentMultiagent", IndependentConfig,
+registry.built_in(AgentSpec("independent", "rlconf.agents.independent:IndependentMultiagent", IndependentConfig,
                             "multi-agent (PettingZoo): one agent per player (agent.base), or shared for self-play",
                             plays=MULTIAGENT))

@@ -45,8 +45,8 @@ class LinUCBConfig:
         require(self.lambda_prior > 0, "agent.lambda_prior", self.lambda_prior, "must be positive")
 
 
-registry.register(AgentSpec("linear_posterior", "rlconf.agents.linear_bandit:LinearPosterior", LinearPosteriorConfig,
+registry.built_in(AgentSpec("linear_posterior", "rlconf.agents.linear_bandit:LinearPosterior", LinearPosteriorConfig,
                             "contextual bandit: Bayesian linear regression per arm, Thompson sampling",
                             plays=BANDITS))
-registry.register(AgentSpec("linucb", "rlconf.agents.linear_bandit:LinUCB", LinUCBConfig,
+registry.built_in(AgentSpec("linucb", "rlconf.agents.linear_bandit:LinUCB", LinUCBConfig,
                             "contextual bandit: ridge regression per arm, upper confidence bound", plays=BANDITS))

@@ -119,4 +119,4 @@ for spec in (
     AgentSpec("fixed", "rlconf.agents.fixed_arm:FixedArm", FixedConfig,
               "bandit baseline: always the same arm (agent.arm), for regret plots", plays=BANDITS),
 ):
-    registry.register(spec)
+    registry.built_in(spec)

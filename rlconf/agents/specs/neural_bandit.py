@@ -134,4 +134,4 @@ for spec in (
               "contextual bandit: a Bayesian network by Bayes by backprop, one posterior sample per pull",
               plays=BANDITS),
 ):
-    registry.register(spec)
+    registry.built_in(spec)

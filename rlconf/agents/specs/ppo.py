@@ -34,6 +34,6 @@ class PPOConfig(PolicyGradientConfig):
 
 # With a recurrent core, a minibatch of chunks that holds no transition is skipped (PPO._update_sequences):
 # learners would not step together.
-registry.register(AgentSpec("ppo", "rlconf.agents.ppo:PPO", PPOConfig,
+registry.built_in(AgentSpec("ppo", "rlconf.agents.ppo:PPO", PPOConfig,
                             "Proximal Policy Optimisation: clipped surrogate, GAE, parallel envs", **ROLLOUT,
                             data_parallel_recurrent=False))

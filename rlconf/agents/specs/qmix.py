@@ -57,8 +57,8 @@ class VDNConfig(QMIXConfig):
     """QMIX's settings with the sum as the mixer (vdn.yaml)."""
 
 
-registry.register(AgentSpec("qmix", "rlconf.agents.qmix:QMIX", QMIXConfig,
+registry.built_in(AgentSpec("qmix", "rlconf.agents.qmix:QMIX", QMIXConfig,
                             "QMIX: agents' utilities mixed monotonically by hypernetworks on the global state",
                             plays=TEAM_DISCRETE))
-registry.register(AgentSpec("vdn", "rlconf.agents.qmix:VDN", VDNConfig,
+registry.built_in(AgentSpec("vdn", "rlconf.agents.qmix:VDN", VDNConfig,
                             "VDN: the team's value as the sum of its agents' utilities", plays=TEAM_DISCRETE))

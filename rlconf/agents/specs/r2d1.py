@@ -38,6 +38,6 @@ class R2D1Config(DQNConfig):
 
 
 # The async runner shares its sequence replay, priorities and stored states too (rlconf.memory.shared).
-registry.register(AgentSpec("r2d1", "rlconf.agents.r2d1:R2D1", R2D1Config,
+registry.built_in(AgentSpec("r2d1", "rlconf.agents.r2d1:R2D1", R2D1Config,
                             "R2D2 on one learner: LSTM Q, sequence replay, burn-in, value rescaling", plays=DISCRETE,
                             recurrent="required", data_parallel=True, alternates=True, runs_async=True))

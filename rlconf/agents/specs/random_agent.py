@@ -18,6 +18,6 @@ class RandomConfig:
 
 
 # Any action space, bandits too (a baseline for them); it builds no network, so any approximation will do.
-registry.register(AgentSpec("random", "rlconf.agents.random_agent:RandomAgent", RandomConfig,
+registry.built_in(AgentSpec("random", "rlconf.agents.random_agent:RandomAgent", RandomConfig,
                             "uniformly random (legal) actions: a baseline, and the opponent of multi-agent tests",
                             plays=Plays(frozenset({EnvKind.SINGLE_AGENT, EnvKind.BANDIT})), recurrent="ignored"))

@@ -31,6 +31,6 @@ class SACConfig(OffPolicyConfig):
 
 
 
-registry.register(AgentSpec("sac", "rlconf.agents.sac:SAC", SACConfig,
+registry.built_in(AgentSpec("sac", "rlconf.agents.sac:SAC", SACConfig,
                             "Soft Actor-Critic: squashed Gaussian, twin critics, tuned temperature",
                             **CONTINUOUS_OFF_POLICY))

@@ -71,4 +71,4 @@ for spec in (
     AgentSpec("dyna_q", f"{AGENT}:DynaQ", DynaQConfig,
               "tabular Dyna-Q: Q-learning plus planning steps from a learned model", plays=TABULAR),
 ):
-    registry.register(spec)
+    registry.built_in(spec)

@@ -26,6 +26,6 @@ class TD3Config(DDPGConfig):
         require(self.policy_delay >= 1, "agent.policy_delay", self.policy_delay, "must be at least 1")
 
 
-registry.register(AgentSpec("td3", "rlconf.agents.td3:TD3", TD3Config,
+registry.built_in(AgentSpec("td3", "rlconf.agents.td3:TD3", TD3Config,
                             "DDPG + twin critics, target policy smoothing, delayed policy updates",
                             **CONTINUOUS_OFF_POLICY))

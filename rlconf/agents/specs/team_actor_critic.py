@@ -76,5 +76,5 @@ for name, module, config, description in (
                                     "and every agent's action"),
     ("isac", "masac", ISACConfig, "ISAC: SAC for each group of a team, each agent's critics on its own view"),
 ):
-    registry.register(AgentSpec(name, f"rlconf.agents.{module}:{name.upper()}", config, description,
+    registry.built_in(AgentSpec(name, f"rlconf.agents.{module}:{name.upper()}", config, description,
                                 plays=TEAM_CONTINUOUS))

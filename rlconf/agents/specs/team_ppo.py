@@ -40,6 +40,6 @@ for name, config, description in (
     ("mappo", MAPPOConfig, "MAPPO: PPO for each group of a team, centralised critic on the global state"),
     ("ippo", IPPOConfig, "IPPO: PPO for each group of a team, each agent's critic on its own observation"),
 ):
-    registry.register(AgentSpec(name, f"rlconf.agents.team_ppo:{name.upper()}", config, description,
+    registry.built_in(AgentSpec(name, f"rlconf.agents.team_ppo:{name.upper()}", config, description,
                                 plays=TEAM_STOCHASTIC,
                                 recurrent="optional"))  # approximation.recurrent=gru: MAPPO's recurrent variant

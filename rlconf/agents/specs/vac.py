@@ -17,5 +17,5 @@ class VACConfig(PolicyGradientConfig):
     """One-step updates need no settings beyond the shared ones."""
 
 
-registry.register(AgentSpec("vac", "rlconf.agents.vac:VAC", VACConfig,
+registry.built_in(AgentSpec("vac", "rlconf.agents.vac:VAC", VACConfig,
                             "vanilla actor-critic: one-step TD advantages every step, parallel envs", plays=STOCHASTIC))

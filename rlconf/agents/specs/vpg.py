@@ -22,5 +22,5 @@ class VPGConfig(PolicyGradientConfig):
         require(self.min_batch_size >= 1, "agent.min_batch_size", self.min_batch_size, "must be at least 1")
 
 
-registry.register(AgentSpec("vpg", "rlconf.agents.vpg:VPG", VPGConfig,
+registry.built_in(AgentSpec("vpg", "rlconf.agents.vpg:VPG", VPGConfig,
                             "REINFORCE with a value baseline: complete episodes, parallel envs", plays=STOCHASTIC))

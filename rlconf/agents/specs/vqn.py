@@ -31,7 +31,7 @@ class VQNConfig:
 
 
 
-registry.register(AgentSpec("vqn", "rlconf.agents.vqn:VQN", VQNConfig,
+registry.built_in(AgentSpec("vqn", "rlconf.agents.vqn:VQN", VQNConfig,
                             "vanilla Q-learning over parallel envs: no replay, no target", plays=DISCRETE))
-registry.register(AgentSpec("vsarsa", "rlconf.agents.vqn:VSarsa", VQNConfig,
+registry.built_in(AgentSpec("vsarsa", "rlconf.agents.vqn:VSarsa", VQNConfig,
                             "SARSA over parallel envs: on-policy TD(0), no replay", plays=DISCRETE))
