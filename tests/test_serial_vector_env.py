@@ -86,3 +86,33 @@ def test_infos_are_batched_for_the_keys_the_adapter_reads():
     assert adapter.env.info_keys == ()  # CartPole's adapter reads no info
     env.close()
     adapter.close()
+
+
+class _ActionTypes(gym.Env):
+    """A discrete task that records the type of every action it is handed."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    action_space = gym.spaces.Discrete(3)
+
+    def __init__(self):
+        self.types: list[type] = []
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        assert self.action_space.contains(action)
+        self.types.append(type(action))
+        return np.zeros(1, np.float32), 0.0, False, False, {}
+
+
+def test_discrete_actions_reach_the_copies_as_python_ints():
+    """gymnasium's canonical Discrete action (and the cheap path of Discrete.contains, which most tasks' step
+    calls): an int, whatever integer tensor or array the agent produced."""
+    env = SerialVectorEnv([_ActionTypes] * 2)
+    env.reset(seed=0)
+    env.step(np.array([0, 2]))
+    env.step(torch.tensor([1, 1]).numpy())
+    assert [copy.types for copy in env.envs] == [[int, int], [int, int]]
+    env.close()
