@@ -1,0 +1,90 @@
+"""The reference beside rlconf's recurrent PPO on the velocity-masked tasks: SB3-contrib's RecurrentPPO trained at the
+RL Zoo's settings for that task (rl-baselines3-zoo, hyperparams/ppo_lstm.yml), then tested greedily as rlconf's
+learning rows are (100 episodes, the policy's mean action, its LSTM state carried through each episode).
+
+    python benchmarks/sb3_recurrent.py cartpole --seed 0          # CartPoleNoVel-v1's settings, 100k steps
+    python benchmarks/sb3_recurrent.py pendulum --seed 0          # PendulumNoVel-v1's (gSDE), 100k steps
+    python benchmarks/sb3_recurrent.py pendulum --seed 0 --no-sde # the same with a plain Gaussian, as rlconf's
+
+The Zoo publishes 500 (CartPoleNoVel-v1) and -217.9 ± 140.1 (PendulumNoVel-v1) after 100k steps (its
+benchmark.md); this script says what the same settings give on this machine with the installed versions. The
+velocities are hidden as rlconf's ``body=mask_velocity`` hides them (presets.MaskedComponents). The Zoo's
+settings not named below are RecurrentPPO's defaults (an LSTM of 256 before [64, 64] tanh layers, actor and
+critic each with its own). One torch thread; prints one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from presets import MaskedComponents  # noqa: E402  (benchmarks/ on the path first)
+
+TASKS = {
+    # env id, the masked components (rlconf's body=mask_velocity), copies, RecurrentPPO's settings from the Zoo
+    "cartpole": ("CartPole-v1", [1, 3], 8, {"n_steps": 32, "batch_size": 256, "gae_lambda": 0.8, "gamma": 0.98,
+                                            "n_epochs": 20, "ent_coef": 0.0, "learning_rate": "lin_1e-3",
+                                            "clip_range": "lin_0.2"}),
+    "pendulum": ("Pendulum-v1", [2], 4, {"n_steps": 1024, "gae_lambda": 0.95, "gamma": 0.9, "n_epochs": 10,
+                                         "ent_coef": 0.0, "learning_rate": 1e-3, "clip_range": 0.2,
+                                         "use_sde": True, "sde_sample_freq": 4}),
+}
+TEST_EPISODES = 100
+
+
+def schedule(value):
+    """The Zoo's ``lin_X``: X decaying linearly to 0 over training (SB3 passes the progress remaining, 1 -> 0)."""
+    if isinstance(value, str) and value.startswith("lin_"):
+        start = float(value[4:])
+        return lambda progress: progress * start
+    return value
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("task", choices=sorted(TASKS))
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--steps", type=int, default=100_000, help="the Zoo's budget for both tasks")
+    parser.add_argument("--no-sde", action="store_true", help="a state-independent Gaussian instead of gSDE")
+    args = parser.parse_args()
+
+    from sb3_contrib import RecurrentPPO
+    from stable_baselines3.common.env_util import make_vec_env
+
+    torch.set_num_threads(1)
+    env_id, masked, copies, settings = TASKS[args.task]
+    settings = {key: schedule(value) for key, value in settings.items()}
+    if args.no_sde:
+        settings.pop("use_sde", None)
+        settings.pop("sde_sample_freq", None)
+    wrap = {"wrapper_class": MaskedComponents, "wrapper_kwargs": {"masked": masked}}
+    env = make_vec_env(env_id, n_envs=copies, seed=args.seed, **wrap)
+    model = RecurrentPPO("MlpLstmPolicy", env, seed=args.seed, device="cpu", **settings)
+    model.learn(args.steps)
+    returns = test(model, make_vec_env(env_id, n_envs=1, seed=args.seed + 1000, **wrap))
+    print(f"sb3-contrib RecurrentPPO {env_id} without velocities, seed {args.seed}, {args.steps:,} steps"
+          f"{', no gSDE' if args.no_sde else ''}: test {np.mean(returns):.1f} ± {np.std(returns):.1f} over "
+          f"{len(returns)} episodes")
+
+
+def test(model, env) -> list[float]:
+    """The returns of ``TEST_EPISODES`` greedy episodes, each from a fresh LSTM state."""
+    returns = []
+    for _ in range(TEST_EPISODES):
+        observation, memory, starts, total, done = env.reset(), None, np.ones(1, dtype=bool), 0.0, False
+        while not done:
+            action, memory = model.predict(observation, state=memory, episode_start=starts, deterministic=True)
+            observation, reward, starts, _ = env.step(action)
+            total += float(reward[0])
+            done = bool(starts[0])
+        returns.append(total)
+    return returns
+
+
+if __name__ == "__main__":
+    main()
