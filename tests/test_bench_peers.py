@@ -142,3 +142,28 @@ def test_the_limit_runs_ders_shape(bench):
                                                   (*workload.overrides, "agent.replay_start_size=40")), steps=56)
     result = limit.train(tiny, seed=0, test_episodes=0)
     assert result["steps"] == 56 and result["steps_per_second"] > 0
+
+
+def test_the_recurrent_reference_trains_and_tests_sb3_contrib_on_masked_cartpole():
+    """benchmarks/sb3_recurrent.py, the reference beside rlconf's masked-task PPO-LSTM: a short run end to end,
+    its one line naming the run and a greedy test of 100 episodes within CartPole's returns."""
+    pytest.importorskip("sb3_contrib")
+    done = subprocess.run([sys.executable, str(BENCHMARKS / "sb3_recurrent.py"), "cartpole", "--steps", "256"],
+                          capture_output=True, text=True, cwd=BENCHMARKS.parent, timeout=600)
+    assert done.returncode == 0, done.stderr
+    line = done.stdout.strip().splitlines()[-1]
+    assert line.startswith("sb3-contrib RecurrentPPO CartPole-v1 without velocities, seed 0, 256 steps: test ")
+    mean = float(line.split("test ")[1].split(" ")[0])
+    assert 8 <= mean <= 500 and line.endswith("over 100 episodes")
+
+
+def test_the_recurrent_references_linear_schedules_decay_to_zero(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    spec = importlib.util.spec_from_file_location("sb3_recurrent", BENCHMARKS / "sb3_recurrent.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    decay = module.schedule("lin_1e-3")
+    assert decay(1.0) == pytest.approx(1e-3) and decay(0.5) == pytest.approx(5e-4) and decay(0.0) == 0.0
+    assert module.schedule(0.2) == 0.2
+    assert set(module.TASKS) == {"cartpole", "pendulum"}
+    sys.modules.pop("presets", None)
