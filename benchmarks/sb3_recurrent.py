@@ -4,13 +4,17 @@ learning rows are (100 episodes, the policy's mean action, its LSTM state carrie
 
     python benchmarks/sb3_recurrent.py cartpole --seed 0          # CartPoleNoVel-v1's settings, 100k steps
     python benchmarks/sb3_recurrent.py pendulum --seed 0          # PendulumNoVel-v1's (gSDE), 100k steps
-    python benchmarks/sb3_recurrent.py pendulum --seed 0 --no-sde # the same with a plain Gaussian, as rlconf's
+    python benchmarks/sb3_recurrent.py pendulum-agent --seed 0    # the settings of the Zoo's published agent
+    python benchmarks/sb3_recurrent.py pendulum --seed 0 --no-sde # a plain Gaussian instead of gSDE, as rlconf's
 
 The Zoo publishes 500 (CartPoleNoVel-v1) and -217.9 ± 140.1 (PendulumNoVel-v1) after 100k steps (its
 benchmark.md); this script says what the same settings give on this machine with the installed versions. The
-velocities are hidden as rlconf's ``body=mask_velocity`` hides them (presets.MaskedComponents). The Zoo's
-settings not named below are RecurrentPPO's defaults (an LSTM of 256 before [64, 64] tanh layers, actor and
-critic each with its own). One torch thread; prints one line.
+velocities are hidden as rlconf's ``body=mask_velocity`` hides them (presets.MaskedComponents). Settings not
+named below are RecurrentPPO's defaults (an LSTM of 256 before [64, 64] tanh layers, actor and critic each with
+its own). ``pendulum`` is today's hyperparams/ppo_lstm.yml; ``pendulum-agent`` the configuration the Zoo's
+trained PendulumNoVel-v1 agent records (sb3/ppo_lstm-PendulumNoVel-v1 on the Hugging Face Hub: observations
+normalised, ReLU, an LSTM of 64, [64] after it), from the Zoo's version that published the figure. One torch
+thread; prints one line.
 """
 
 from __future__ import annotations
@@ -25,14 +29,18 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from presets import MaskedComponents  # noqa: E402  (benchmarks/ on the path first)
 
+# RecurrentPPO's settings per task, from the Zoo; "copies" is n_envs, "normalize" VecNormalize's observations
+PENDULUM = {"n_steps": 1024, "gae_lambda": 0.95, "gamma": 0.9, "n_epochs": 10, "ent_coef": 0.0,
+            "learning_rate": 1e-3, "clip_range": 0.2, "use_sde": True, "sde_sample_freq": 4}
 TASKS = {
-    # env id, the masked components (rlconf's body=mask_velocity), copies, RecurrentPPO's settings from the Zoo
-    "cartpole": ("CartPole-v1", [1, 3], 8, {"n_steps": 32, "batch_size": 256, "gae_lambda": 0.8, "gamma": 0.98,
-                                            "n_epochs": 20, "ent_coef": 0.0, "learning_rate": "lin_1e-3",
-                                            "clip_range": "lin_0.2"}),
-    "pendulum": ("Pendulum-v1", [2], 4, {"n_steps": 1024, "gae_lambda": 0.95, "gamma": 0.9, "n_epochs": 10,
-                                         "ent_coef": 0.0, "learning_rate": 1e-3, "clip_range": 0.2,
-                                         "use_sde": True, "sde_sample_freq": 4}),
+    "cartpole": {"env_id": "CartPole-v1", "masked": [1, 3], "copies": 8, "normalize": False,
+                 "settings": {"n_steps": 32, "batch_size": 256, "gae_lambda": 0.8, "gamma": 0.98, "n_epochs": 20,
+                              "ent_coef": 0.0, "learning_rate": "lin_1e-3", "clip_range": "lin_0.2"}},
+    "pendulum": {"env_id": "Pendulum-v1", "masked": [2], "copies": 4, "normalize": False, "settings": PENDULUM},
+    "pendulum-agent": {"env_id": "Pendulum-v1", "masked": [2], "copies": 4, "normalize": True,
+                       "settings": {**PENDULUM, "policy_kwargs": {
+                           "ortho_init": False, "activation_fn": "relu", "lstm_hidden_size": 64,
+                           "enable_critic_lstm": True, "net_arch": {"pi": [64], "vf": [64]}}}},
 }
 TEST_EPISODES = 100
 
@@ -55,21 +63,30 @@ def main() -> None:
 
     from sb3_contrib import RecurrentPPO
     from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecNormalize
 
     torch.set_num_threads(1)
-    env_id, masked, copies, settings = TASKS[args.task]
-    settings = {key: schedule(value) for key, value in settings.items()}
+    task = TASKS[args.task]
+    settings = {key: schedule(value) for key, value in task["settings"].items()}
+    if "policy_kwargs" in settings:
+        settings["policy_kwargs"] = {**settings["policy_kwargs"], "activation_fn": torch.nn.ReLU}
     if args.no_sde:
         settings.pop("use_sde", None)
         settings.pop("sde_sample_freq", None)
-    wrap = {"wrapper_class": MaskedComponents, "wrapper_kwargs": {"masked": masked}}
-    env = make_vec_env(env_id, n_envs=copies, seed=args.seed, **wrap)
+    wrap = {"wrapper_class": MaskedComponents, "wrapper_kwargs": {"masked": task["masked"]}}
+    env = make_vec_env(task["env_id"], n_envs=task["copies"], seed=args.seed, **wrap)
+    test_env = make_vec_env(task["env_id"], n_envs=1, seed=args.seed + 1000, **wrap)
+    if task["normalize"]:  # the test reads the training's statistics, frozen
+        env = VecNormalize(env, norm_obs=True, norm_reward=False)
+        test_env = VecNormalize(test_env, norm_obs=True, norm_reward=False, training=False)
     model = RecurrentPPO("MlpLstmPolicy", env, seed=args.seed, device="cpu", **settings)
     model.learn(args.steps)
-    returns = test(model, make_vec_env(env_id, n_envs=1, seed=args.seed + 1000, **wrap))
-    print(f"sb3-contrib RecurrentPPO {env_id} without velocities, seed {args.seed}, {args.steps:,} steps"
-          f"{', no gSDE' if args.no_sde else ''}: test {np.mean(returns):.1f} ± {np.std(returns):.1f} over "
-          f"{len(returns)} episodes")
+    if task["normalize"]:
+        test_env.obs_rms = env.obs_rms
+    returns = test(model, test_env)
+    print(f"sb3-contrib RecurrentPPO {task['env_id']} without velocities ({args.task}), seed {args.seed}, "
+          f"{args.steps:,} steps{', no gSDE' if args.no_sde else ''}: test {np.mean(returns):.1f} ± "
+          f"{np.std(returns):.1f} over {len(returns)} episodes")
 
 
 def test(model, env) -> list[float]:

@@ -152,7 +152,8 @@ def test_the_recurrent_reference_trains_and_tests_sb3_contrib_on_masked_cartpole
                           capture_output=True, text=True, cwd=BENCHMARKS.parent, timeout=600)
     assert done.returncode == 0, done.stderr
     line = done.stdout.strip().splitlines()[-1]
-    assert line.startswith("sb3-contrib RecurrentPPO CartPole-v1 without velocities, seed 0, 256 steps: test ")
+    assert line.startswith("sb3-contrib RecurrentPPO CartPole-v1 without velocities (cartpole), seed 0, 256 steps: "
+                           "test ")
     mean = float(line.split("test ")[1].split(" ")[0])
     assert 8 <= mean <= 500 and line.endswith("over 100 episodes")
 
@@ -165,5 +166,5 @@ def test_the_recurrent_references_linear_schedules_decay_to_zero(monkeypatch: py
     decay = module.schedule("lin_1e-3")
     assert decay(1.0) == pytest.approx(1e-3) and decay(0.5) == pytest.approx(5e-4) and decay(0.0) == 0.0
     assert module.schedule(0.2) == 0.2
-    assert set(module.TASKS) == {"cartpole", "pendulum"}
+    assert set(module.TASKS) == {"cartpole", "pendulum", "pendulum-agent"}
     sys.modules.pop("presets", None)
