@@ -39,7 +39,7 @@ TASKS = {
     "pendulum": {"env_id": "Pendulum-v1", "masked": [2], "copies": 4, "normalize": False, "settings": PENDULUM},
     "pendulum-agent": {"env_id": "Pendulum-v1", "masked": [2], "copies": 4, "normalize": True,
                        "settings": {**PENDULUM, "policy_kwargs": {
-                           "ortho_init": False, "activation_fn": "relu", "lstm_hidden_size": 64,
+                           "ortho_init": False, "activation_fn": torch.nn.ReLU, "lstm_hidden_size": 64,
                            "enable_critic_lstm": True, "net_arch": {"pi": [64], "vf": [64]}}}},
 }
 TEST_EPISODES = 100
@@ -63,13 +63,12 @@ def main() -> None:
 
     from sb3_contrib import RecurrentPPO
     from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.evaluation import evaluate_policy
     from stable_baselines3.common.vec_env import VecNormalize
 
     torch.set_num_threads(1)
     task = TASKS[args.task]
     settings = {key: schedule(value) for key, value in task["settings"].items()}
-    if "policy_kwargs" in settings:
-        settings["policy_kwargs"] = {**settings["policy_kwargs"], "activation_fn": torch.nn.ReLU}
     if args.no_sde:
         settings.pop("use_sde", None)
         settings.pop("sde_sample_freq", None)
@@ -83,24 +82,12 @@ def main() -> None:
     model.learn(args.steps)
     if task["normalize"]:
         test_env.obs_rms = env.obs_rms
-    returns = test(model, test_env)
+    # Greedy, the LSTM state carried through each episode and reset at its start (as benchmarks/trial.py tests SB3)
+    returns, _ = evaluate_policy(model, test_env, n_eval_episodes=TEST_EPISODES, deterministic=True,
+                                 return_episode_rewards=True)
     print(f"sb3-contrib RecurrentPPO {task['env_id']} without velocities ({args.task}), seed {args.seed}, "
           f"{args.steps:,} steps{', no gSDE' if args.no_sde else ''}: test {np.mean(returns):.1f} ± "
           f"{np.std(returns):.1f} over {len(returns)} episodes")
-
-
-def test(model, env) -> list[float]:
-    """The returns of ``TEST_EPISODES`` greedy episodes, each from a fresh LSTM state."""
-    returns = []
-    for _ in range(TEST_EPISODES):
-        observation, memory, starts, total, done = env.reset(), None, np.ones(1, dtype=bool), 0.0, False
-        while not done:
-            action, memory = model.predict(observation, state=memory, episode_start=starts, deterministic=True)
-            observation, reward, starts, _ = env.step(action)
-            total += float(reward[0])
-            done = bool(starts[0])
-        returns.append(total)
-    return returns
 
 
 if __name__ == "__main__":
