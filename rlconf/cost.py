@@ -90,6 +90,7 @@ def refuse_unless_fits(cost: Cost, have: float | None = None, where: str = "this
     """A ConfigError naming the key, its value, the estimate and what fits, unless ``cost`` fits in ``have``
     bytes of ``where`` (None: this machine's available memory) beside ``others`` bytes the run needs anyway,
     and its work per step stays under MAX_STEP_SECONDS."""
+    refuse_beyond_limits(cost)  # first: the limits that hold on any machine refuse a setting the same way everywhere
     room = f"{where} has {size(have)}" if have is not None else None
     if have is None:
         have = available_memory()
@@ -98,15 +99,20 @@ def refuse_unless_fits(cost: Cost, have: float | None = None, where: str = "this
         fits = _largest_fitting(cost.value, (have - others) / cost.bytes)
         raise ConfigError(f"{_setting(cost)}: {cost.what} needs about {size(cost.bytes)} of memory, and {room}"
                           f"{fits}")
+
+
+def refuse_beyond_limits(cost: Cost) -> None:
+    """A ConfigError unless ``cost`` stays within the limits that do not depend on the machine: the samples of
+    one update (MAX_BATCH_SAMPLES) and the work of one step (MAX_STEP_SECONDS)."""
+    if cost.samples > MAX_BATCH_SAMPLES:
+        fits = _largest_fitting(cost.value, MAX_BATCH_SAMPLES / cost.samples)
+        raise ConfigError(f"{_setting(cost)}: {cost.what} is {cost.samples:,} samples an update, which answers no "
+                          f"signal before it ends (at most {MAX_BATCH_SAMPLES:,}){fits}")
     if cost.seconds > MAX_STEP_SECONDS:
         fits = _largest_fitting(cost.value, MAX_STEP_SECONDS / cost.seconds)
         raise ConfigError(f"{_setting(cost)}: {cost.what} would take about {_duration(cost.seconds)} every "
                           f"environment step, which answers no signal before it ends (at most {MAX_STEP_SECONDS:g} "
                           f"s){fits}")
-    if cost.samples > MAX_BATCH_SAMPLES:
-        fits = _largest_fitting(cost.value, MAX_BATCH_SAMPLES / cost.samples)
-        raise ConfigError(f"{_setting(cost)}: {cost.what} is {cost.samples:,} samples an update, which answers no "
-                          f"signal before it ends (at most {MAX_BATCH_SAMPLES:,}){fits}")
 
 
 def _setting(cost: Cost) -> str:
@@ -139,6 +145,8 @@ def check_costs(settings: Any) -> None:
     does not fit this machine's available memory or MAX_STEP_SECONDS; the other settings' memory is counted
     beside it, so that settings that fit each alone but not together are refused too."""
     costs = estimate(settings)
+    for cost in costs:  # a setting beyond the limits that hold everywhere is named before one this machine lacks
+        refuse_beyond_limits(cost)
     total = sum(c.bytes for c in costs)
     crowded = total > available_memory()  # then each is checked beside the others
     for cost in sorted(costs, key=lambda c: c.bytes, reverse=True):

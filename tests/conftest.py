@@ -312,6 +312,39 @@ def wait_until_gone(tag: str, process: subprocess.Popen | None = None) -> None:
     assert not tagged_processes(tag), f"processes left behind: {tagged_processes(tag)}"
 
 
+def wait_for_exit(pids: list[int], timeout: float = 60) -> None:
+    """Wait for the processes ``pids`` to end (the workers, acting process or learners of a run that ended):
+    an event, checked as it happens; ``timeout`` only a safety net."""
+    deadline = time.monotonic() + timeout
+    while alive := [pid for pid in pids if running(pid)]:
+        assert time.monotonic() < deadline, f"processes {alive} outlived their run"
+        time.sleep(0.05)
+
+
+def running(pid: int) -> bool:
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def spawned_children(pid: int) -> list[int]:
+    """The live processes that process ``pid`` spawned through multiprocessing (sampler workers, learners, an
+    acting process)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or not running(int(entry.name)):
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            command = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid and b"spawn_main" in command:
+            found.append(int(entry.name))
+    return found
+
+
 def assert_preset_reaches(settings, family: str, agent: str) -> None:
     """Every value configs/preset/<family>/<agent>.yaml sets reaches the checked ``settings`` of a run."""
     from omegaconf import OmegaConf

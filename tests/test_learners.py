@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import assert_run_refused, build, only_run_dir
+from conftest import assert_run_refused, build, only_run_dir, spawned_children, wait_for_exit
 from test_resume import (
     check_episodes,
     killed_after_checkpoint,
@@ -23,7 +23,7 @@ from test_resume import (
     start_run,
     wait_for_checkpoint,
 )
-from test_samplers import spawned_children, the_line_after_killing, wait_until_gone
+from test_samplers import the_line_after_killing
 
 from rlconf import distributed
 from rlconf.experiments.loop.learner_group import learner_group_weights
@@ -156,7 +156,7 @@ def test_a_lost_learner_stops_the_run_in_one_line(workdir, tmp_path):
     assert len(children) == 1
     assert "lost the others" in the_line_after_killing(process, children[0])
     assert json.loads((run_dir / "status.json").read_text())["state"] == "failed"
-    wait_until_gone(children)
+    wait_for_exit(children)
 
 
 def test_learners_are_refused_where_they_cannot_step_together(run_cli, workdir, tmp_path):

@@ -14,7 +14,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import FAST_RUN, cli_env, one_error_line, only_run_dir, wait_while_running
+from conftest import (
+    FAST_RUN,
+    cli_env,
+    one_error_line,
+    only_run_dir,
+    spawned_children,
+    wait_for_exit,
+    wait_while_running,
+)
 
 from rlconf.experiments.rundir.directory import finished_summary
 
@@ -51,8 +59,11 @@ def killed_after_checkpoint(args: list[str], cwd: Path, logdir: Path, at_least: 
     directory, its checkpoint and the episodes.csv rows it had written."""
     process = start_run(args, cwd)
     run_dir = wait_for_checkpoint(logdir, process, at_least)
+    children = spawned_children(process.pid)  # an acting process, sampler workers
     process.kill()
-    process.communicate(timeout=60)
+    process.wait()
+    wait_for_exit(children)  # they end with the run, even one waiting for a lock the run held
+    process.communicate()  # their ends of its pipes closed with them
     return run_dir, torch.load(run_dir / "checkpoint.pt", weights_only=True), read_rows(run_dir / "episodes.csv")
 
 

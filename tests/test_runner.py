@@ -6,18 +6,21 @@ R2D1's sequences) are shared by both processes, and survive a resume."""
 from __future__ import annotations
 
 import json
+import multiprocessing as mp
 import signal
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from conftest import FAST_RUN, assert_run_refused, only_run_dir
+from conftest import FAST_RUN, assert_run_refused, only_run_dir, spawned_children, wait_for_exit
 from test_resume import check_episodes, killed_after_checkpoint, resumed_to_the_budget, start_run, wait_for_checkpoint
-from test_samplers import spawned_children, the_line_after_killing, wait_until_gone
+from test_samplers import the_line_after_killing
 
+from rlconf.experiments.loop.experiment import ProcessLost
 from rlconf.memory import replay_buffer
-from rlconf.memory.shared import SharedReplay
+from rlconf.memory.shared import SharedReplay, WatchedLock
 
 ASYNC = ["hardware.runner=async"]
 
@@ -71,7 +74,7 @@ def test_ctrl_c_stops_both_processes_with_the_replay_and_resume_finishes(run_cli
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=120)
     assert process.returncode == 128 + signal.SIGINT and "stopped by SIGINT" in stderr, stderr
-    wait_until_gone(acting)
+    wait_for_exit(acting)
     saved = torch.load(run_dir / "checkpoint.pt", weights_only=True)
     assert saved["replay"]["filled"] > 0 and saved["acting"]["calls"] == saved["agent"]["calls"]
     resumed = run_cli("run", f"resume={run_dir}", "steps=6000", "quiet=true", cwd=workdir)
@@ -154,6 +157,36 @@ def test_the_async_runner_is_refused_where_it_cannot_split_an_agent(run_cli, wor
                        ["hardware.runner", "learners"], workdir, tmp_path / "c")
     assert_run_refused(run_cli, ["agent=dqn", "env=classic/cartpole", "hardware.runner=threads"],
                        ["hardware.runner", "threads", "sync, async"], workdir, tmp_path / "d")
+
+
+def _hold(lock, holding) -> None:
+    lock.acquire()
+    holding.set()
+    while True:  # until killed
+        time.sleep(1)
+
+
+def test_a_lock_whose_holder_was_killed_fails_the_wait_for_it_rather_than_hang():
+    """The learner's waits for the replay's and the weights' lock look whether the acting process lives: killed
+    while it holds the lock, it never releases it."""
+    context = mp.get_context("spawn")
+    lock, holding = context.Lock(), context.Event()
+    holder = context.Process(target=_hold, args=(lock, holding), daemon=True)
+    holder.start()
+    holding.wait()
+    looks = []
+
+    def check() -> None:  # as Acting.check; the holder is killed after the second look
+        looks.append(holder.is_alive())
+        if len(looks) == 2:
+            holder.kill()
+            holder.join()
+        if not looks[-1]:
+            raise ProcessLost("the acting process died")
+
+    with pytest.raises(ProcessLost, match="died"), WatchedLock(lock, check):
+        pass
+    assert looks == [True, True, False], "the wait went on while the holder lived, and failed once it had died"
 
 
 def test_a_shared_replay_reads_what_the_other_side_wrote_and_keeps_untouched_pages_free():

@@ -7,13 +7,19 @@ from __future__ import annotations
 import json
 import os
 import signal
-import time
 from functools import partial
-from pathlib import Path
 
 import pytest
 import torch
-from conftest import FAST_RUN, assert_run_refused, build, only_run_dir, wait_while_running
+from conftest import (
+    FAST_RUN,
+    assert_run_refused,
+    build,
+    only_run_dir,
+    spawned_children,
+    wait_for_exit,
+    wait_while_running,
+)
 from test_resume import killed_after_checkpoint, read_rows, resumed_to_the_budget, start_run, wait_for_checkpoint
 
 from rlconf.environments.gym import make_vector_env, vector_env_share
@@ -128,7 +134,7 @@ def test_a_worker_killed_mid_run_stops_the_run_in_one_line_keeping_its_checkpoin
     status = json.loads((run_dir / "status.json").read_text())
     assert status["state"] == "failed" and "sampler worker" in status["error"]
     assert torch.load(run_dir / "checkpoint.pt", weights_only=True)["steps"] >= 1024
-    wait_until_gone(workers[1:])
+    wait_for_exit(workers[1:])
     assert read_rows(run_dir / "episodes.csv"), "the episodes before the failure are kept"
 
 
@@ -142,38 +148,6 @@ def the_line_after_killing(process, pid: int) -> str:
     assert len(lines) == 1 and "Traceback" not in stderr, stderr
     assert "is kept" in lines[0], lines[0]
     return lines[0]
-
-
-def wait_until_gone(pids: list[int], timeout: float = 60) -> None:
-    """The processes ``pids`` leave (the workers of a run that ended): they see their pipe close."""
-    deadline = time.monotonic() + timeout
-    while alive := [pid for pid in pids if running(pid)]:
-        assert time.monotonic() < deadline, f"sampler workers {alive} outlived their run"
-        time.sleep(0.05)
-
-
-def running(pid: int) -> bool:
-    try:
-        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def spawned_children(pid: int) -> list[int]:
-    """The live processes that process ``pid`` spawned through multiprocessing (sampler workers, learners, an
-    acting process)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or not running(int(entry.name)):
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            command = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if int(stat.rsplit(")", 1)[1].split()[1]) == pid and b"spawn_main" in command:
-            found.append(int(entry.name))
-    return found
 
 
 def test_the_sampler_is_refused_where_it_cannot_serve(run_cli, workdir, tmp_path):
@@ -370,4 +344,4 @@ def test_a_process_that_exits_without_closing_its_sampler_leaves_no_worker_behin
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
                           env=cli_env(), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    wait_until_gone([int(pid) for pid in done.stdout.split()])
+    wait_for_exit([int(pid) for pid in done.stdout.split()])

@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import FAST_RUN, assert_run_refused, only_run_dir, wait_while_running
+from conftest import FAST_RUN, assert_run_refused, only_run_dir, spawned_children, wait_for_exit, wait_while_running
 from test_resume import read_rows, start_run, wait_for_checkpoint
-from test_samplers import spawned_children, wait_until_gone
 
 from rlconf.core import TeamState
 from rlconf.environments.parallel import SamplerError
@@ -116,7 +115,7 @@ def test_a_parallel_team_run_killed_with_9_leaves_no_worker_and_resumes(run_cli,
     before = read_rows(run_dir / "episodes.csv")
     process.kill()
     process.communicate(timeout=60)
-    wait_until_gone(workers)
+    wait_for_exit(workers)
     resumed = run_cli("run", f"resume={run_dir}", cwd=workdir)
     assert resumed.returncode == 0, resumed.stderr
     summary = json.loads((run_dir / "summary.json").read_text())

@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from rlconf.process import die_with_parent
+
 # One-byte messages: the run's process -> a worker
 STEP, RESET, CLOSE = b"s", b"r", b"c"
 # a worker -> the run's process (DONE may carry a payload after its byte)
@@ -189,7 +191,10 @@ class Workers:
 
 def _live(serve: Callable[..., None], args: tuple, connection: Connection, cores: set[int] | None) -> None:
     """A worker's life: ``serve`` until told to close or its pipe closes; a failure reported as its last line."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the run's process answers signals and closes its workers
+    # The run's process answers signals and closes its workers; killed outright, it takes them with it (a worker
+    # waiting on shared memory rather than on its pipe would not see the pipe close).
+    die_with_parent(mp.parent_process().pid, signal.SIGKILL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if cores:
         os.sched_setaffinity(0, cores)

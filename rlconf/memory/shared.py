@@ -21,6 +21,7 @@ weights' ``beta`` follows the learner's clock.
 from __future__ import annotations
 
 import multiprocessing as mp
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -33,6 +34,32 @@ def shared_empty_like(tensor: torch.Tensor) -> torch.Tensor:
     ``share_memory_`` would copy the whole of it, touching every page of a 7 GB buffer)."""
     storage = torch.UntypedStorage._new_shared(tensor.numel() * tensor.element_size())
     return torch.empty(0, dtype=tensor.dtype).set_(storage, 0, tensor.shape, tensor.stride())
+
+
+LOOK_SECONDS = 1.0  # a wait for the lock looks this often whether the process sharing it still lives
+
+
+class WatchedLock:
+    """A multiprocessing lock shared with another process, whose waits look every LOOK_SECONDS whether that
+    process still lives (``check``, which raises if it does not): a process killed while it holds the lock
+    (``kill -9``, the kernel's OOM killer) never releases it, and a wait that never looked would last forever.
+    Pickled, it is the lock alone: each process watches its own partner."""
+
+    def __init__(self, lock, check: Callable[[], None] | None = None):
+        self.lock = lock
+        self.check = check
+
+    def __enter__(self) -> WatchedLock:
+        while not self.lock.acquire(timeout=LOOK_SECONDS):
+            if self.check is not None:
+                self.check()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.lock.release()
+
+    def __getstate__(self) -> dict:
+        return {"lock": self.lock, "check": None}
 
 
 def _base(replay) -> ReplayBuffer:
@@ -48,7 +75,7 @@ class SharedReplay:
         self.replay = replay
         self.base = _base(replay)
         self.counters = counters  # [next_row, filled, rows stored since shared], shared
-        self.lock = lock
+        self.lock = WatchedLock(lock)  # the learner has it watch the acting process (``lock.check``)
         self.priorities = priorities  # {"tree", "max_priority"}, shared; None for uniform sampling
         self._drawn = (self.base.newest_row, int(counters[2]))  # the newest row and the rows stored at the last draw
 
@@ -73,7 +100,7 @@ class SharedReplay:
 
     def handles(self) -> dict[str, Any]:
         """What the acting process needs to write into these rows (picklable through torch.multiprocessing)."""
-        return {"tensors": _tensors(self.base), "counters": self.counters, "lock": self.lock,
+        return {"tensors": _tensors(self.base), "counters": self.counters, "lock": self.lock.lock,
                 "priorities": self.priorities}
 
     @classmethod

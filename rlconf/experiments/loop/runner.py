@@ -37,7 +37,8 @@ from rlconf.environments.gym import Episode
 from rlconf.errors import first_line
 from rlconf.experiments.loop.experiment import Experiment, ProcessLost
 from rlconf.experiments.loop.stepping import lanes_of, stepping
-from rlconf.memory.shared import SharedReplay
+from rlconf.memory.shared import SharedReplay, WatchedLock
+from rlconf.process import die_with_parent
 
 # The control block both processes share: [acts, steps, learner's acts, command, acting phase]
 ACTS, STEPS, LEARNED, COMMAND, PHASE = range(5)
@@ -76,7 +77,7 @@ class SharedWeights:
                                for key, value in approximation.model.state_dict().items()}
                         for name, approximation in agent.acting_approximations().items()}
         self.version = torch.zeros(1, dtype=torch.int64).share_memory_()
-        self.lock = mp.get_context("spawn").Lock()
+        self.lock = WatchedLock(mp.get_context("spawn").Lock())  # the learner has it watch the acting process
         self.seen = -1
 
     def publish(self, agent) -> None:
@@ -137,6 +138,9 @@ class Acting:
                 self.config, self.replay.handles(), self.weights, self.control, self.messages, self.state,
                 reset_seed, steps, self.budget, self.acted, self.room))
         self.process.start()
+        # A lock the acting process holds when killed is never released: the learner's waits for it look
+        # whether it lives. (The acting process ends with the learner, so it has no such wait.)
+        self.replay.lock.check = self.weights.lock.check = self.check
         _STARTED.add(self)
         self._expect("ready", START_SECONDS)
 
@@ -337,7 +341,10 @@ class AsyncExperiment(Experiment):
 # -- the acting process ------------------------------------------------------------------------------------
 def _act(config: dict, replay: dict, weights: SharedWeights, control: torch.Tensor, messages, state: dict | None,
          reset_seed: int, steps: int, budget: int, acted, room) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the learning process answers signals and stops this one
+    # The learning process answers signals and stops this one; if it is killed outright, this one goes with it
+    # (at once: it may be waiting for a lock the learner held).
+    die_with_parent(mp.parent_process().pid, signal.SIGKILL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     try:
         _acting_loop(config, replay, weights, control, messages, state, reset_seed, steps, budget, acted, room)
