@@ -81,6 +81,9 @@ OPTION_RUNS = {
     # The previous action and reward as inputs (stored at sequence starts), the acted Q-values and input priorities
     "r2d1 previous action, input priorities": ["agent=r2d1", CARTPOLE, SMALL_REPLAY, "agent.prev_action_reward=true",
                                                "agent.input_priorities=true"],
+    # gSDE's noise matrices, held across the checkpoint (drawn every 7 steps of rollouts of 32)
+    "ppo gsde": ["agent=ppo", PENDULUM, "agent.gsde=true", "agent.gsde_every=7", "agent.n_steps=32"],
+    "a2c gsde lstm": ["agent=a2c", PENDULUM, "agent.gsde=true", "approximation.recurrent=lstm"],
 }
 HALF, REST = 200, 200
 

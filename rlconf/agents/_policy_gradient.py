@@ -56,6 +56,8 @@ from rlconf.nn.layers import OncePerFrame
 from rlconf.nn.recurrent import Part, SideBySide
 from rlconf.optim import Clock, LinearScheduler
 from rlconf.policies import (
+    StateDependentHead,
+    StateDependentNoise,
     StochasticPolicy,
     action_layout,
     legal_actions,
@@ -111,7 +113,8 @@ def build_networks(config: PolicyGradientConfig, context: BuildContext,
         features = Identity()
         policy_layers = settings.head(space, outputs, out_gain=0.01)
         value_model = settings.head(space, 1, out_gain=1.0)
-    network = policy_network(context.action_space, policy_layers, config.log_std_init).to(device)
+    network = policy_network(context.action_space, policy_layers, config.log_std_init,
+                             state_dependent=getattr(config, "gsde", False)).to(device)
     policy = stochastic_policy(context.action_space, network, squash=config.squash, **trained(network, "policy", lr))
     value_model = value_model.to(device)
     v = VNetwork(value_model, **trained(value_model, "v", lr_v))
@@ -175,12 +178,15 @@ class PolicyGradient(Checkpointed, ParallelAgent, Buildable):
         # With a recurrent trunk: its state for each environment, from one act to the next.
         recurrent = isinstance(features, RecurrentFeatureNetwork)
         self.carried = CarriedState(features.state_size, device) if recurrent else None
+        self.exploration: StateDependentNoise | None = None  # gSDE's noise matrices (rollout agents: agent.gsde)
 
     def state_dict(self) -> dict:
         state = super().state_dict() | {"features": self.features.state_dict(), "policy": self.policy.state_dict(),
                                         "v": self.v.state_dict()}
         if self.carried is not None:
             state["carried"] = self.carried.state_dict()
+        if self.exploration is not None:
+            state["exploration"] = self.exploration.state_dict()
         return state if self.buffer is None else state | {"buffer": self.buffer.state_dict()}
 
     def load_state_dict(self, state: dict) -> None:
@@ -190,6 +196,8 @@ class PolicyGradient(Checkpointed, ParallelAgent, Buildable):
         self.v.load_state_dict(state["v"])
         if self.carried is not None:
             self.carried.load_state_dict(state["carried"])
+        if self.exploration is not None:
+            self.exploration.load_state_dict(state["exploration"])
         if self.buffer is not None:
             self.buffer.load_state_dict(state["buffer"])
 
@@ -215,7 +223,10 @@ class PolicyGradient(Checkpointed, ParallelAgent, Buildable):
         with torch.no_grad():
             features = acting_features(self.features.no_grad, states, self.carried, copies)
             distribution = self.policy.no_grad(features, mask=legal_actions(states))
-            actions = distribution.sample(self.generator)
+            if self.exploration is None:
+                actions = distribution.sample(self.generator)
+            else:
+                actions = self.exploration.sample(distribution, copies)
             return actions, distribution.log_prob(actions)
 
     def _actor_critic_step(self, features: torch.Tensor, actions: torch.Tensor, returns: torch.Tensor,
@@ -263,6 +274,8 @@ class RolloutPolicyGradient(PolicyGradient):
         self._lane_widths: dict[int, int] = {}  # ... and how many environments each group has
         if self.carried is not None:  # groups of copies act in turn: the carried state keeps every copy's row
             self.carried.n_envs = self.buffer.n_envs
+        if isinstance(self.policy.model, StateDependentHead):
+            self.exploration = StateDependentNoise(self.buffer.n_envs, self.config.gsde_every)
 
     @staticmethod
     def rollout_buffer(config, context: BuildContext, lam: float) -> GeneralizedAdvantageBuffer:
@@ -283,6 +296,7 @@ class RolloutPolicyGradient(PolicyGradient):
             self._train()
         if self.carried is not None and self.buffer.t == 0:  # a chunk begins: where its unroll will start
             self.buffer.store_start(self.carried.current(states))
+        self._explore(self.buffer.t)
         actions, log_prob = self._sample(states)
         self.buffer.store_action(actions, log_prob)
         return self.policy.env_actions(actions)
@@ -297,6 +311,7 @@ class RolloutPolicyGradient(PolicyGradient):
             columns = (lanes.stop - lanes.start) + sum(group.stop - group.start for group, *_ in waiting.values())
             if columns < self.buffer.n_envs:  # another group has yet to complete the rollout
                 start = self._chunk_start(states, lanes)
+                self._explore(0, lanes)  # the next rollout's first action
                 actions, log_prob = self._sample(states, lanes)
                 waiting[lanes.start] = (lanes, actions, log_prob, start)
                 rows[lanes.start] = 1
@@ -311,6 +326,7 @@ class RolloutPolicyGradient(PolicyGradient):
             t = 0
         if self.carried is not None and t == 0:  # the group's chunk begins: where its unroll will start
             self.buffer.store_start(self._chunk_start(states, lanes), lanes)
+        self._explore(t, lanes)
         actions, log_prob = self._sample(states, lanes)
         self.buffer.store_action(actions, log_prob, lanes, t)
         rows[lanes.start] = t + 1
@@ -318,6 +334,12 @@ class RolloutPolicyGradient(PolicyGradient):
         if not waiting and sum(self._lane_widths.values()) == self.buffer.n_envs:
             self.buffer.t = min(rows.values())  # the rows every group has written: what a checkpoint keeps
         return self.policy.env_actions(actions)
+
+    def _explore(self, t: int, copies: slice = ALL_COPIES) -> None:
+        """With gSDE, new noise matrices for the copies ``copies`` where their row ``t`` of the rollout calls for
+        them (StateDependentNoise.due)."""
+        if self.exploration is not None and self.exploration.due(t):
+            self.exploration.draw(self.policy.model.log_std, self.generator, copies)
 
     def _chunk_start(self, states: StateArray, lanes: slice) -> torch.Tensor | None:
         """With a recurrent trunk, the state the group ``lanes`` acts on ``states`` from: where its chunk of the

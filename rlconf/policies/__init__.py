@@ -2,7 +2,13 @@
 
 from rlconf.policies.bounds import ActionBounds
 from rlconf.policies.deterministic import DeterministicPolicy, TanhActionBound
-from rlconf.policies.gaussian import DiagonalNormal, GaussianHead, GaussianPolicy
+from rlconf.policies.gaussian import (
+    DiagonalNormal,
+    GaussianHead,
+    GaussianPolicy,
+    StateDependentHead,
+    StateDependentNoise,
+)
 from rlconf.policies.greedy import (
     ACTION_MASK,
     GreedyPolicy,
@@ -27,7 +33,8 @@ from rlconf.policies.stochastic import (
 
 __all__ = ["ActionBounds", "Bernoullis", "Categorical", "MASKED_LOGIT", "MultiCategorical", "MultiDiscreteLayout",
            "masked_logits", "DeterministicPolicy", "DiagonalNormal", "GaussianHead", "GaussianPolicy",
-           "GreedyPolicy", "ParallelGreedyPolicy", "SoftDeterministicPolicy", "SoftmaxPolicy", "StochasticPolicy",
+           "GreedyPolicy", "ParallelGreedyPolicy", "SoftDeterministicPolicy", "SoftmaxPolicy", "StateDependentHead",
+           "StateDependentNoise", "StochasticPolicy",
            "TanhActionBound", "action_layout", "legal_actions", "legal_argmax", "legal_max", "policy_network",
            "policy_outputs", "random_legal", "stochastic_policy", "ACTION_MASK", "random_actions",
            "global_random_actions"]

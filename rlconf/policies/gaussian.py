@@ -16,6 +16,14 @@ How a sample reaches the Box is ``squash`` (``agent.squash``):
   ``tanh(u)`` is the Gaussian's times ``prod(1 - tanh(u)^2)``, a factor that depends on ``u`` alone, so it cancels
   from PPO's ratio and leaves every policy gradient the Gaussian's. The entropy bonus stays the Gaussian's too
   (the squashed distribution's has no closed form).
+
+With ``agent.gsde`` (rollout agents) the noise is state-dependent instead: generalised state-dependent
+exploration (gSDE; Raffin, Kober & Stulp 2022, "Smooth exploration for robotic reinforcement learning"). The
+policy's last hidden features z(s) (``StateDependentHead``) multiply a noise matrix W drawn from N(0, sigma^2),
+sigma a learned ``[features, d]`` matrix, and an environment copy acts ``mean(s) + z(s) W`` with the same W for
+a while (``StateDependentNoise``): its exploration changes smoothly with the state, and a state met twice before
+W is drawn again gets the same action. One action's law, W unknown, is the Gaussian of variance ``z(s)^2 sigma^2``,
+which the policy's distribution scores: PPO's ratio and entropy are that Gaussian's.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ from rlconf.policies.bounds import ActionBounds
 from rlconf.settings import SQUASHES
 
 LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+VARIANCE_FLOOR = 1e-6  # gSDE: added to z(s)^2 sigma^2, whose features may all be zero in some state (ReLU)
 
 
 class DiagonalNormal:
@@ -40,9 +49,10 @@ class DiagonalNormal:
     times the cost on the per-step path of small policies.
     """
 
-    def __init__(self, mean: torch.Tensor, log_std: torch.Tensor):
+    def __init__(self, mean: torch.Tensor, log_std: torch.Tensor, latent: torch.Tensor | None = None):
         self.mean = mean
         self.log_std = log_std
+        self.latent = latent  # gSDE: the features z(s) its noise matrices multiply (StateDependentNoise)
 
     @property
     def std(self) -> torch.Tensor:
@@ -79,6 +89,72 @@ class GaussianHead(nn.Module):
         return self.model(x), self.log_std
 
 
+def split_output(layers: nn.Module) -> tuple[nn.Module, nn.Linear]:
+    """The layers of a policy network before its output layer, and that (linear) layer: ``Layers(..., out)``,
+    an output layer alone, or a sequence whose last part is one of these."""
+    if isinstance(layers, nn.Linear):
+        return nn.Identity(), layers
+    if isinstance(layers, nn.Sequential) and len(layers):
+        *before, last = layers
+        inner, output = split_output(last)
+        kept = [*before] if isinstance(inner, nn.Identity) else [*before, inner]
+        return (type(layers)(*kept) if kept else nn.Identity()), output
+    raise TypeError(f"no output layer to find in {type(layers).__name__}")
+
+
+class StateDependentHead(nn.Module):
+    """gSDE's policy network (the module's docstring): the means from ``layers``, whose output layer reads the
+    features z(s), and the learned log of sigma, ``[features, d]``. ``forward`` returns ``(mean, log_std,
+    z)``: the log standard deviation of each action dimension in each state, ``0.5 log(z^2 sigma^2)``, and z.
+    z is detached where it meets sigma (as gSDE's authors' default): the features learn through the mean, not
+    through the noise's scale."""
+
+    def __init__(self, layers: nn.Module, dim: int, log_std_init: float = 0.0):
+        super().__init__()
+        self.latent, self.output = split_output(layers)
+        self.log_std = nn.Parameter(torch.full((self.output.in_features, dim), float(log_std_init)))
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        latent = self.latent(x)
+        held = latent.detach()
+        variance = held.square() @ (2 * self.log_std).exp()
+        return self.output(latent), 0.5 * torch.log(variance + VARIANCE_FLOOR), held
+
+
+class StateDependentNoise:
+    """gSDE's noise matrices (the module's docstring): one W ``[features, d]`` for each of ``rows`` environment
+    copies, drawn at the start of every rollout and, with ``every``, every ``every`` steps of it."""
+
+    def __init__(self, rows: int, every: int = 0):
+        self.rows = rows
+        self.every = every
+        self.weights: torch.Tensor | None = None  # [rows, features, d]
+
+    def due(self, t: int) -> bool:
+        """Whether the matrices are drawn again before the action of the rollout's row ``t``."""
+        return self.weights is None or t == 0 or (self.every > 0 and t % self.every == 0)
+
+    def draw(self, log_std: torch.Tensor, generator: torch.Generator, copies: slice = slice(None)) -> None:
+        """New matrices for the copies ``copies``, from N(0, exp(log_std)^2)."""
+        std = log_std.detach().exp()
+        if self.weights is None:
+            self.weights = torch.zeros((self.rows, *std.shape), dtype=std.dtype, device=std.device)
+        rows = len(range(*copies.indices(self.rows)))
+        noise = torch.randn((rows, *std.shape), generator=generator, dtype=std.dtype, device=std.device)
+        self.weights[copies] = noise * std
+
+    def sample(self, distribution: DiagonalNormal, copies: slice = slice(None)) -> torch.Tensor:
+        """The actions of the copies ``copies``: the mean plus their features times their matrices."""
+        noise = torch.bmm(distribution.latent.unsqueeze(1), self.weights[copies]).squeeze(1)
+        return distribution.mean + noise
+
+    def state_dict(self) -> dict:
+        return {"weights": self.weights}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.weights = state["weights"]
+
+
 class GaussianPolicy(Approximation):
     """A policy over a Box: calling it gives a ``DiagonalNormal`` over normalised actions.
 
@@ -101,13 +177,12 @@ class GaussianPolicy(Approximation):
 
     @torch.no_grad()
     def no_grad(self, *inputs, mask: None = None) -> DiagonalNormal:
-        mean, log_std = self._forward(*inputs)
-        return DiagonalNormal(mean, log_std.detach())  # a parameter handed through keeps requires_grad
+        mean, log_std, *latent = self._forward(*inputs)
+        return DiagonalNormal(mean, log_std.detach(), *latent)  # a parameter handed through keeps requires_grad
 
     def greedy(self, *inputs, mask: None = None) -> torch.Tensor:
         """The mean action (normalised), evaluated without gradients (for test agents)."""
-        mean, _ = self.eval(*inputs)
-        return mean
+        return self.eval(*inputs)[0]
 
     def env_actions(self, actions: torch.Tensor) -> torch.Tensor:
         """Normalised actions as the environment's: [-1, 1] -> [low, high] (the environment clips), through tanh

@@ -17,7 +17,7 @@ from torch import nn
 
 from rlconf.errors import ConfigError
 from rlconf.policies.bounds import ActionBounds
-from rlconf.policies.gaussian import GaussianHead, GaussianPolicy
+from rlconf.policies.gaussian import GaussianHead, GaussianPolicy, StateDependentHead
 from rlconf.policies.multi import action_offset, distributions
 from rlconf.policies.softmax import SoftmaxPolicy
 
@@ -47,11 +47,18 @@ def policy_outputs(space: gym.Space) -> int:
     return ActionBounds(space).dim
 
 
-def policy_network(space: gym.Space, layers: nn.Module, log_std_init: float = 0.0) -> nn.Module:
-    """The module the policy trains: the logit layers themselves, or the mean layers with a learned log std."""
+def policy_network(space: gym.Space, layers: nn.Module, log_std_init: float = 0.0,
+                   state_dependent: bool = False) -> nn.Module:
+    """The module the policy trains: the logit layers themselves, or the mean layers with a learned log std
+    (with ``state_dependent``, gSDE's: ``agent.gsde``)."""
     _check(space)
     if isinstance(space, DISCRETE_SPACES):
+        if state_dependent:
+            raise ConfigError(f"agent.gsde=true: state-dependent exploration perturbs a Gaussian's continuous "
+                              f"actions, and the env's action space is {space}; allowed: agent.gsde=false")
         return layers
+    if state_dependent:
+        return StateDependentHead(layers, policy_outputs(space), log_std_init)
     return GaussianHead(layers, policy_outputs(space), log_std_init)
 
 

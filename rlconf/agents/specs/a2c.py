@@ -7,14 +7,14 @@ from dataclasses import dataclass
 from rlconf import registry
 from rlconf.agents.specs._defaults import agent_defaults
 from rlconf.agents.specs._plays import STOCHASTIC
-from rlconf.agents.specs._policy_gradient import PolicyGradientConfig
+from rlconf.agents.specs._policy_gradient import PolicyGradientConfig, StateDependentExploration
 from rlconf.agents.specs._spec import AgentSpec
 from rlconf.errors import require
 
 
 @dataclass
 @agent_defaults("a2c")
-class A2CConfig(PolicyGradientConfig):
+class A2CConfig(PolicyGradientConfig, StateDependentExploration):
     n_steps: int
     lam: float
     normalize_advantages: bool

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from rlconf import registry
 from rlconf.agents.specs._defaults import agent_defaults
-from rlconf.agents.specs._policy_gradient import PolicyGradientConfig
+from rlconf.agents.specs._policy_gradient import PolicyGradientConfig, StateDependentExploration
 from rlconf.agents.specs._spec import AgentSpec
 from rlconf.agents.specs.a2c import ROLLOUT
 from rlconf.errors import require
@@ -14,7 +14,7 @@ from rlconf.errors import require
 
 @dataclass
 @agent_defaults("ppo")
-class PPOConfig(PolicyGradientConfig):
+class PPOConfig(PolicyGradientConfig, StateDependentExploration):
     lam: float
     clip: float
     clip_final: float | None
