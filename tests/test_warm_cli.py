@@ -47,7 +47,11 @@ def test_a_warm_run_imports_plugins_from_its_working_directory_and_records_its_c
 
 def test_a_warm_call_past_its_timeout_is_killed_with_what_it_started(workdir):
     args = ["run", "agent=dqn", "env=classic/cartpole", "steps=10000000", "quiet=true", "logdir=runs"]
-    with pytest.raises(subprocess.TimeoutExpired):
+    with pytest.raises(subprocess.TimeoutExpired) as timeout:
         warm_cli().run(args, workdir, cli_env(), timeout=5)
+    # What it was doing, to tell a hang from a slow machine: its processes, and its threads' stacks.
+    said = str(timeout.value)
+    assert "its processes:\n  " in said, said
+    assert "most recent call first" in said and "rlconf/cli.py" in said, said
     # The server answers the next call: the killed one was reaped and nothing of it is left in the way.
     assert warm_cli().run(["--version"], workdir, cli_env(), timeout=300).returncode == 0

@@ -70,6 +70,7 @@ def _become_the_command(request: dict, imported: dict[str, str]) -> None:
     it had made the server's imports (``imported``: what they set in the environment), run it, and end as the
     interpreter ends."""
     import atexit
+    import faulthandler
     import importlib.util
     import threading
     import traceback
@@ -81,6 +82,9 @@ def _become_the_command(request: dict, imported: dict[str, str]) -> None:
         _redirect(0, os.devnull, os.O_RDONLY)
         _redirect(1, request["stdout"], os.O_WRONLY)
         _redirect(2, request["stderr"], os.O_WRONLY)
+        # A call past its timeout is first asked where its threads are (WarmCLI.run): SIGQUIT, which rlconf leaves
+        # alone (SIGUSR1 and SIGUSR2 are Slurm's warnings to it).
+        faulthandler.register(signal.SIGQUIT, file=sys.stderr, all_threads=True)
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
@@ -128,6 +132,39 @@ def _exit_status(code: object) -> int:
 
 
 # -- the client (in the pytest worker) ------------------------------------------------------------------------
+class CommandTimeout(subprocess.TimeoutExpired):
+    """subprocess.TimeoutExpired that says what the command was doing: its processes then (state, kernel wait,
+    command line) and the end of its stderr, where its threads' stacks were printed before it was killed."""
+
+    def __init__(self, cmd: list[str], timeout: float, output: str, stderr: str, processes: str):
+        super().__init__(cmd, timeout, output, stderr)
+        self.processes = processes
+
+    def __str__(self) -> str:
+        tail = "\n".join((self.stderr or "").splitlines()[-60:])
+        return f"{super().__str__()}\nits processes:\n{self.processes}\nthe end of its stderr:\n{tail}"
+
+
+def _processes(pid: int) -> str:
+    """Process ``pid`` and its descendants (whatever their session), a line each: pid, state, what the kernel
+    has it wait on, command line."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            children.setdefault(int(stat.read_text().rsplit(")", 1)[1].split()[1]), []).append(int(stat.parent.name))
+    lines, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        todo += children.get(current, [])
+        proc = Path("/proc") / str(current)
+        with contextlib.suppress(OSError):
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            wchan = (proc / "wchan").read_text() or "-"
+            command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:160]
+            lines.append(f"  {current} {state} {wchan} {command}")
+    return "\n".join(lines)
+
+
 class WarmCLI:
     """One warm server; ``run`` returns what ``subprocess.run([python, -m, rlconf, *args], capture_output=True,
     text=True, timeout=...)`` would."""
@@ -152,14 +189,29 @@ class WarmCLI:
         pid = json.loads(self._reply(timeout=60))["pid"]
         finished = self._reply(timeout)
         timed_out = finished is None
-        if timed_out:  # as subprocess.run's timeout: the command (and what it started) killed
+        processes = ""
+        if timed_out:  # as subprocess.run's timeout: the command (and what it started) killed, once seen
+            processes = _processes(pid)
+            finished = self._traced(pid, err)
             with contextlib.suppress(ProcessLookupError):  # it ended just now
                 os.killpg(pid, signal.SIGKILL)
-            finished = self._reply(timeout=60)
+            finished = finished or self._reply(timeout=60)
         stdout, stderr = out.read_text(), err.read_text()
         if timed_out or finished is None:
-            raise subprocess.TimeoutExpired(command, timeout, stdout, stderr)
+            raise CommandTimeout(command, timeout, stdout, stderr, processes)
         return subprocess.CompletedProcess(command, json.loads(finished)["returncode"], stdout, stderr)
+
+    def _traced(self, pid: int, err: Path) -> str | None:
+        """Have the command print its threads' stacks to its stderr (SIGQUIT: faulthandler), waiting a few
+        seconds for them; the server's reply if the command ended meanwhile."""
+        before = err.stat().st_size
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGQUIT)
+        for _ in range(50):
+            if err.stat().st_size > before:
+                break
+            time.sleep(0.1)
+        return self._reply(timeout=1)
 
     def _reply(self, timeout: float) -> str | None:
         """The server's next line, or None when none came within ``timeout`` seconds."""
