@@ -91,10 +91,20 @@ def refuse_unless_fits(cost: Cost, have: float | None = None, where: str = "this
     bytes of ``where`` (None: this machine's available memory) beside ``others`` bytes the run needs anyway,
     and its work per step stays under MAX_STEP_SECONDS."""
     refuse_beyond_limits(cost)  # first: the limits that hold on any machine refuse a setting the same way everywhere
-    room = f"{where} has {size(have)}" if have is not None else None
     if have is None:
-        have = available_memory()
-        room = f"{where} has {size(have)} available"
+        _refuse_beyond_memory(cost, *_available(where), others)
+    else:
+        _refuse_beyond_memory(cost, have, f"{where} has {size(have)}", others)
+
+
+def _available(where: str = "this machine") -> tuple[int, str]:
+    """This machine's available memory, and the words that say so."""
+    have = available_memory()
+    return have, f"{where} has {size(have)} available"
+
+
+def _refuse_beyond_memory(cost: Cost, have: float, room: str, others: float) -> None:
+    """A ConfigError unless ``cost`` fits in ``have`` bytes (``room`` says whose) beside ``others``."""
     if cost.bytes and others + cost.bytes > have:
         fits = _largest_fitting(cost.value, (have - others) / cost.bytes)
         raise ConfigError(f"{_setting(cost)}: {cost.what} needs about {size(cost.bytes)} of memory, and {room}"
@@ -148,9 +158,10 @@ def check_costs(settings: Any) -> None:
     for cost in costs:  # a setting beyond the limits that hold everywhere is named before one this machine lacks
         refuse_beyond_limits(cost)
     total = sum(c.bytes for c in costs)
-    crowded = total > available_memory()  # then each is checked beside the others
+    have, room = _available()  # read once for every setting
+    crowded = total > have  # then each is checked beside the others
     for cost in sorted(costs, key=lambda c: c.bytes, reverse=True):
-        refuse_unless_fits(cost, others=total - cost.bytes if crowded else 0.0)
+        _refuse_beyond_memory(cost, have, room, total - cost.bytes if crowded else 0.0)
 
 
 def estimate(settings: Any) -> list[Cost]:

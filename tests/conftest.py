@@ -19,7 +19,7 @@ from typing import TypeVar
 
 import pytest
 import torch
-from warm_cli import WarmCLI
+from warm_cli import WarmCLI, process_stat
 
 from rlconf.core import StateArray
 
@@ -291,10 +291,9 @@ def tagged_processes(tag: str) -> list[int]:
         try:
             if marker not in (entry / "environ").read_bytes().split(b"\0"):
                 continue
-            state = (entry / "stat").read_text().rpartition(")")[2].split()[0]
         except OSError:  # gone meanwhile, or not ours to read
             continue
-        if state != "Z":
+        if running(int(entry.name)):
             found.append(int(entry.name))
     return found
 
@@ -322,26 +321,23 @@ def wait_for_exit(pids: list[int], timeout: float = 60) -> None:
 
 
 def running(pid: int) -> bool:
-    try:
-        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+    stat = process_stat(pid)
+    return stat is not None and stat[0] != "Z"
 
 
 def spawned_children(pid: int) -> list[int]:
     """The live processes that process ``pid`` spawned through multiprocessing (sampler workers, learners, an
     acting process)."""
     found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or not running(int(entry.name)):
+    for entry in Path("/proc").glob("[0-9]*"):
+        stat = process_stat(entry.name)
+        if stat is None or stat[0] == "Z" or stat[1] != pid:
             continue
         try:
-            stat = (entry / "stat").read_text()
-            command = (entry / "cmdline").read_bytes()
+            if b"spawn_main" in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
         except OSError:
             continue
-        if int(stat.rsplit(")", 1)[1].split()[1]) == pid and b"spawn_main" in command:
-            found.append(int(entry.name))
     return found
 
 

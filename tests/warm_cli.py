@@ -145,23 +145,34 @@ class CommandTimeout(subprocess.TimeoutExpired):
         return f"{super().__str__()}\nits processes:\n{self.processes}\nthe end of its stderr:\n{tail}"
 
 
+def process_stat(pid: int | str) -> tuple[str, int] | None:
+    """Process ``pid``'s state letter (``Z``: a zombie) and parent pid, from /proc; None once it is gone."""
+    try:
+        fields = (Path("/proc") / str(pid) / "stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return fields[0], int(fields[1])
+
+
 def _processes(pid: int) -> str:
     """Process ``pid`` and its descendants (whatever their session), a line each: pid, state, what the kernel
     has it wait on, command line."""
     children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            children.setdefault(int(stat.read_text().rsplit(")", 1)[1].split()[1]), []).append(int(stat.parent.name))
+    for entry in Path("/proc").glob("[0-9]*"):
+        if stat := process_stat(entry.name):
+            children.setdefault(stat[1], []).append(int(entry.name))
     lines, todo = [], [pid]
     while todo:
         current = todo.pop()
         todo += children.get(current, [])
+        stat = process_stat(current)
+        if stat is None:  # gone meanwhile
+            continue
         proc = Path("/proc") / str(current)
         with contextlib.suppress(OSError):
-            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
             wchan = (proc / "wchan").read_text() or "-"
             command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:160]
-            lines.append(f"  {current} {state} {wchan} {command}")
+            lines.append(f"  {current} {stat[0]} {wchan} {command}")
     return "\n".join(lines)
 
 

@@ -75,7 +75,7 @@ class SharedReplay:
         self.replay = replay
         self.base = _base(replay)
         self.counters = counters  # [next_row, filled, rows stored since shared], shared
-        self.lock = WatchedLock(lock)  # the learner has it watch the acting process (``lock.check``)
+        self.lock = lock  # the learner's a WatchedLock (``share``), the acting process's the bare lock (``attach``)
         self.priorities = priorities  # {"tree", "max_priority"}, shared; None for uniform sampling
         self._drawn = (self.base.newest_row, int(counters[2]))  # the newest row and the rows stored at the last draw
 
@@ -96,10 +96,14 @@ class SharedReplay:
             shared[:written].copy_(tensor[:written])
             setattr(base, name, shared)
         counters = torch.tensor([base._next_row, base._filled, 0], dtype=torch.int64).share_memory_()
-        return cls(replay, counters, (context or mp.get_context("spawn")).Lock(), _share_priorities(base))
+        # The learner's waits look whether the acting process lives (``lock.check``); the acting process, which
+        # ends with the learner, takes the bare lock (``attach``): no wrapper on its path of every step.
+        lock = WatchedLock((context or mp.get_context("spawn")).Lock())
+        return cls(replay, counters, lock, _share_priorities(base))
 
     def handles(self) -> dict[str, Any]:
-        """What the acting process needs to write into these rows (picklable through torch.multiprocessing)."""
+        """What the acting process needs to write into these rows (picklable through torch.multiprocessing); of
+        the learner's replay (``share``'s)."""
         return {"tensors": _tensors(self.base), "counters": self.counters, "lock": self.lock.lock,
                 "priorities": self.priorities}
 

@@ -139,9 +139,8 @@ class StateDependentNoise:
         std = log_std.detach().exp()
         if self.weights is None:
             self.weights = torch.zeros((self.rows, *std.shape), dtype=std.dtype, device=std.device)
-        rows = len(range(*copies.indices(self.rows)))
-        noise = torch.randn((rows, *std.shape), generator=generator, dtype=std.dtype, device=std.device)
-        self.weights[copies] = noise * std
+        shape = self.weights[copies].shape
+        self.weights[copies] = torch.randn(shape, generator=generator, dtype=std.dtype, device=std.device) * std
 
     def sample(self, distribution: DiagonalNormal, copies: slice = slice(None)) -> torch.Tensor:
         """The actions of the copies ``copies``: the mean plus their features times their matrices."""
