@@ -246,6 +246,8 @@ CASES = [
                                                                                  "gaussian, ou")),
     run("agent=td3", "env=classic/pendulum", "agent.ou_theta=2", words=("agent.ou_theta=2", "ou_dt")),
     run(*CARTPOLE, "agent.epsilon_copy_base=2", words=("agent.epsilon_copy_base=2", "[0, 1]")),
+    run("agent=ppo", "env=classic/cartpole", "agent.sequence_length=48", words=("agent.sequence_length=48",
+                                                                               "must divide agent.n_steps=32")),
     run(*CARTPOLE, "agent.n_step_return=3", words="did you mean 'agent.n_steps'?"),
     run(*CARTPOLE, "agent.name=nope", words="nope"),
     # -- numbers that are not finite --------------------------------------------------------------------------

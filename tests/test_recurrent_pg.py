@@ -96,6 +96,47 @@ def test_ppo_minibatches_are_whole_environment_chunks(monkeypatch):
     env.close()
 
 
+def test_ppo_minibatches_of_segments_start_from_the_state_acting_had(monkeypatch):
+    """agent.sequence_length: each environment's chunk cut into segments (SB3-contrib's minibatches), each
+    unrolled from the state acting had before its first row, so it reproduces what acting computed."""
+    n_steps, n_envs, length = 24, 2, 6
+    # A learning rate too small to move the parameters: every minibatch meets the parameters acting used.
+    _, env, body = build("agent=ppo", *MASKED_CARTPOLE, "approximation.recurrent=lstm", f"hardware.n_envs={n_envs}",
+                         f"agent.n_steps={n_steps}", f"agent.sequence_length={length}",
+                         f"agent.batch_size={2 * length}", "agent.epochs=2", "agent.lr=1e-12")
+    agent = body.agent
+    seen, reproduced = [], []
+    update = agent._update_sequences
+
+    def checked(batch):  # each segment unrolled alone from its start: the log-probabilities acting stored
+        features, _ = agent.features.no_grad(batch.observation, batch.start, batch.resets)
+        reproduced.append(agent.policy.no_grad(features).log_prob(batch.action) - batch.log_prob)
+        seen.append(batch)
+        return update(batch)
+
+    monkeypatch.setattr(agent, "_update_sequences", checked)
+    state = _acting(body, env, n_steps)
+    chunks = agent.buffer.observation[:-1].clone()  # [n_steps, n_envs, 2]
+    assert agent.buffer.resets[1:n_steps].any()  # random CartPole episodes end inside the chunks
+    body.act(state)  # the rollout's last row: the update
+    segments = [chunks[first:first + length, e] for first in range(0, n_steps, length) for e in range(n_envs)]
+    per_epoch = len(segments) // 2  # minibatches of batch_size // length = 2 segments
+    assert len(seen) == 2 * per_epoch
+    for epoch in range(2):
+        found = []
+        for batch in seen[epoch * per_epoch:(epoch + 1) * per_epoch]:
+            assert batch.observation.shape == (length, 2, 2) and batch.start.shape[0] == 2
+            for column in batch.observation.unbind(1):
+                found += [i for i, segment in enumerate(segments) if torch.equal(column, segment)]
+        assert sorted(found) == list(range(len(segments)))  # every segment once per epoch
+    differences = torch.cat([d.flatten() for d in reproduced])
+    torch.testing.assert_close(differences, torch.zeros_like(differences), rtol=0, atol=1e-5)
+    # Only the first rollout's first segments start from zero: the others from the state carried to their cut.
+    starts = torch.cat([batch.start for batch in seen[:per_epoch]])
+    assert int((starts.abs().sum(dim=1) > 0).sum()) == len(segments) - n_envs
+    env.close()
+
+
 def test_checkpoints_hold_the_carried_state_and_the_chunks_start():
     _, env, body = build("agent=a2c", *MASKED_CARTPOLE, "approximation.recurrent=gru", "hardware.n_envs=2",
                          "agent.n_steps=8")

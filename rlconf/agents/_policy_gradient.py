@@ -360,6 +360,21 @@ class RolloutPolicyGradient(PolicyGradient):
         features, _ = forward(observations, self.buffer.start, self.buffer.resets)
         return features
 
+    def _segment_features(self, forward: Callable, observations: torch.Tensor,
+                          length: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """With a recurrent trunk, ``_rollout_features`` unrolled ``length`` rows at a time, and the state before
+        each segment's first row ``[n_steps // length, n_envs, state_size]``: with the parameters acting used,
+        the state acting had there, from which an update can unroll the segment alone."""
+        state, resets = self.buffer.start, self.buffer.resets
+        n_steps = len(observations) - 1
+        bounds = [*range(0, n_steps, length), n_steps + 1]  # the last segment also takes the bootstrap row
+        features, starts = [], []
+        for first, end in zip(bounds[:-1], bounds[1:], strict=True):
+            starts.append(state)
+            part, state = forward(observations[first:end], state, resets[first:end])
+            features.append(part)
+        return torch.cat(features), torch.stack(starts)
+
 
 class PolicyGradientTestAgent(TestAgent):
     """Takes the policy's most probable action: the argmax of the softmax, the mean of the Gaussian. With a

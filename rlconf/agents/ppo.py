@@ -7,11 +7,15 @@ the returns. Policy and value heads sit on shared features or on a trunk each (`
 Discrete actions get a softmax policy, Box actions a Gaussian (``_policy_gradient.build_networks``).
 
 With a recurrent trunk (``approximation.recurrent``, as CleanRL's ppo_atari_lstm and SB3-contrib's
-RecurrentPPO) the updates are truncated backpropagation through time: a minibatch is the whole chunk of the
-rollout of ``batch_size // n_steps`` environments (at least one), unrolled from the recurrent state acting
-started that chunk from, with the state zeroed where an episode begins; the losses are means over the chunk's
-transitions, whose advantages are normalised over the minibatch. (Whole chunks, as CleanRL; SB3-contrib cuts
-them at episode ends and pads: the same gradients, more bookkeeping.)
+RecurrentPPO) the updates are truncated backpropagation through time over sequences: by default each
+environment's whole chunk of the rollout (CleanRL's), or with ``sequence_length`` the chunks cut into segments
+of that many steps (SB3-contrib's minibatches of ``batch_size`` consecutive steps). A minibatch is
+``batch_size // length`` sequences (at least one), each unrolled from the recurrent state acting had before its
+first row, with the state zeroed where an episode begins; the losses are means over its transitions, whose
+advantages are normalised over the minibatch. (SB3-contrib also cuts sequences at episode ends and pads them:
+the same gradients, more bookkeeping.) Segments matter where rollouts are long: on Pendulum without its velocity
+(4 environments x 1,024 steps, minibatches of 128) whole chunks make 40 updates a rollout, segments of 128 make
+RecurrentPPO's 320.
 """
 
 from __future__ import annotations
@@ -56,11 +60,16 @@ class PPO(RolloutPolicyGradient):
                 "frame_lanes": context.frame_lanes}
 
     def _train(self) -> None:
+        length = self.config.sequence_length if self.carried is not None else None
         with torch.no_grad():
-            features = self._rollout_features(self.features.no_grad, self.buffer.observation)
+            if length is None:
+                features = self._rollout_features(self.features.no_grad, self.buffer.observation)
+            else:
+                features, starts = self._segment_features(self.features.no_grad, self.buffer.observation, length)
             values = self.v.no_grad(features.flatten(0, 1)).view(features.shape[:2])
         if self.carried is not None:
-            self._train_on_sequences(self.buffer.sequences(values))
+            sequences = self.buffer.sequences(values)
+            self._train_on_sequences(sequences if length is None else sequences.segments(length, starts))
             return
         rollout = self.buffer.rollout(values)
         n, size = rollout.size, self.config.batch_size
@@ -92,19 +101,19 @@ class PPO(RolloutPolicyGradient):
         return (frames.unsqueeze(1) * lanes + torch.arange(lanes, device=frames.device)).flatten()
 
     def _train_on_sequences(self, rollout: SequenceRollout) -> None:
-        """``epochs`` passes over the environments' chunks in minibatches of ``batch_size // n_steps`` whole
-        chunks, the environments shuffled (one minibatch of all of them: no order to draw)."""
-        envs, per_batch = rollout.n_envs, max(1, self.config.batch_size // self.config.n_steps)
+        """``epochs`` passes over the rollout's sequences (its columns: chunks or segments) in minibatches of
+        ``batch_size // length`` of them, shuffled (one minibatch of all of them: no order to draw)."""
+        count, per_batch = rollout.n_envs, max(1, self.config.batch_size // len(rollout.valid))
         for _ in range(self.config.epochs):
-            if envs <= per_batch:
+            if count <= per_batch:
                 self._update_sequences(rollout)
                 continue
-            order = torch.randperm(envs, generator=self.generator, device=self.generator.device)
-            for start in range(0, envs, per_batch):
+            order = torch.randperm(count, generator=self.generator, device=self.generator.device)
+            for start in range(0, count, per_batch):
                 self._update_sequences(rollout.columns(order[start : start + per_batch]))
 
     def _update_sequences(self, sequences: SequenceRollout) -> None:
-        """One update on whole chunks: the trunk unrolled over them with gradients, the losses on their
+        """One update on whole sequences: the trunk unrolled over them with gradients, the losses on their
         transitions (a reset step after an episode's end has features but is no transition)."""
         if not sequences.valid.any():  # every row is an episode's reset step: nothing to learn from
             return

@@ -181,6 +181,18 @@ class SequenceRollout(NamedTuple):
         *steps, start, legal = self
         return SequenceRollout(*(x[:, envs] for x in steps), start[envs], None if legal is None else legal[:, envs])
 
+    def segments(self, length: int, starts: torch.Tensor) -> SequenceRollout:
+        """Each environment's chunk cut into segments of ``length`` rows, side by side as the columns of one
+        rollout (``[length, segments x n_envs, ...]``, segment-major), each starting from the recurrent state
+        before its first row (``starts [segments, n_envs, state_size]``): sequences as SB3-contrib's
+        RecurrentPPO trains on. A segment whose first row begins an episode keeps that reset."""
+        *steps, _, legal = self
+
+        def cut(x: torch.Tensor) -> torch.Tensor:
+            return x.unflatten(0, (-1, length)).transpose(0, 1).flatten(1, 2)
+
+        return SequenceRollout(*(cut(x) for x in steps), starts.flatten(0, 1), None if legal is None else cut(legal))
+
     def transitions(self) -> Rollout:
         """The valid steps, flattened in time-major order (as ``features[valid]`` orders them)."""
         valid = self.valid

@@ -22,6 +22,7 @@ class PPOConfig(PolicyGradientConfig, StateDependentExploration):
     epochs: int
     batch_size: int
     normalize_advantages: bool
+    sequence_length: int | None  # with a recurrent trunk: minibatches of segments this long (null: whole chunks)
 
     def __post_init__(self):
         super().__post_init__()
@@ -29,6 +30,10 @@ class PPOConfig(PolicyGradientConfig, StateDependentExploration):
         for key in ("n_steps", "epochs", "batch_size"):
             require(getattr(self, key) >= 1, f"agent.{key}", getattr(self, key), "must be at least 1")
         require(self.clip > 0, "agent.clip", self.clip, "must be positive")
+        if self.sequence_length is not None:
+            require(1 <= self.sequence_length <= self.n_steps and self.n_steps % self.sequence_length == 0,
+                    "agent.sequence_length", self.sequence_length,
+                    f"must divide agent.n_steps={self.n_steps} (or null: each environment's whole chunk)")
 
 
 
