@@ -84,6 +84,9 @@ OPTION_RUNS = {
     # gSDE's noise matrices, held across the checkpoint (drawn every 7 steps of rollouts of 32)
     "ppo gsde": ["agent=ppo", PENDULUM, "agent.gsde=true", "agent.gsde_every=7", "agent.n_steps=32"],
     "a2c gsde lstm": ["agent=a2c", PENDULUM, "agent.gsde=true", "approximation.recurrent=lstm"],
+    # Recurrent PPO on segments: their starts come from the rollout's unroll, nothing of their own to save
+    "ppo lstm segments": ["agent=ppo", CARTPOLE, "body=mask_velocity", "approximation.recurrent=lstm",
+                          "agent.n_steps=32", "agent.sequence_length=8"],
 }
 HALF, REST = 200, 200
 
