@@ -157,16 +157,16 @@ def process_stat(pid: int | str) -> tuple[str, int] | None:
 def _processes(pid: int) -> str:
     """Process ``pid`` and its descendants (whatever their session), a line each: pid, state, what the kernel
     has it wait on, command line."""
+    stats = {int(entry.name): stat for entry in Path("/proc").glob("[0-9]*") if (stat := process_stat(entry.name))}
     children: dict[int, list[int]] = {}
-    for entry in Path("/proc").glob("[0-9]*"):
-        if stat := process_stat(entry.name):
-            children.setdefault(stat[1], []).append(int(entry.name))
+    for child, (_, parent) in stats.items():
+        children.setdefault(parent, []).append(child)
     lines, todo = [], [pid]
     while todo:
         current = todo.pop()
         todo += children.get(current, [])
-        stat = process_stat(current)
-        if stat is None:  # gone meanwhile
+        stat = stats.get(current)
+        if stat is None:  # gone before the listing
             continue
         proc = Path("/proc") / str(current)
         with contextlib.suppress(OSError):

@@ -364,7 +364,8 @@ class RolloutPolicyGradient(PolicyGradient):
                           length: int) -> tuple[torch.Tensor, torch.Tensor]:
         """With a recurrent trunk, ``_rollout_features`` unrolled ``length`` rows at a time, and the state before
         each segment's first row ``[n_steps // length, n_envs, state_size]``: with the parameters acting used,
-        the state acting had there, from which an update can unroll the segment alone."""
+        the state acting had there, from which an update can unroll the segment alone. With ``length = n_steps``
+        it is ``_rollout_features``' one unroll, the chunks' starts stacked."""
         state, resets = self.buffer.start, self.buffer.resets
         n_steps = len(observations) - 1
         bounds = [*range(0, n_steps, length), n_steps + 1]  # the last segment also takes the bootstrap row

@@ -60,16 +60,15 @@ class PPO(RolloutPolicyGradient):
                 "frame_lanes": context.frame_lanes}
 
     def _train(self) -> None:
-        length = self.config.sequence_length if self.carried is not None else None
         with torch.no_grad():
-            if length is None:
+            if self.carried is None:
                 features = self._rollout_features(self.features.no_grad, self.buffer.observation)
-            else:
+            else:  # whole chunks are one segment each: the same single unroll
+                length = self.config.sequence_length or self.config.n_steps
                 features, starts = self._segment_features(self.features.no_grad, self.buffer.observation, length)
             values = self.v.no_grad(features.flatten(0, 1)).view(features.shape[:2])
         if self.carried is not None:
-            sequences = self.buffer.sequences(values)
-            self._train_on_sequences(sequences if length is None else sequences.segments(length, starts))
+            self._train_on_sequences(self.buffer.sequences(values).segments(length, starts))
             return
         rollout = self.buffer.rollout(values)
         n, size = rollout.size, self.config.batch_size

@@ -31,7 +31,7 @@ class PPOConfig(PolicyGradientConfig, StateDependentExploration):
             require(getattr(self, key) >= 1, f"agent.{key}", getattr(self, key), "must be at least 1")
         require(self.clip > 0, "agent.clip", self.clip, "must be positive")
         if self.sequence_length is not None:
-            require(1 <= self.sequence_length <= self.n_steps and self.n_steps % self.sequence_length == 0,
+            require(self.sequence_length >= 1 and self.n_steps % self.sequence_length == 0,
                     "agent.sequence_length", self.sequence_length,
                     f"must divide agent.n_steps={self.n_steps} (or null: each environment's whole chunk)")
 
