@@ -107,12 +107,15 @@ class _ActionTypes(gym.Env):
         return np.zeros(1, np.float32), 0.0, False, False, {}
 
 
-def test_discrete_actions_reach_the_copies_as_python_ints():
-    """gymnasium's canonical Discrete action (and the cheap path of Discrete.contains, which most tasks' step
-    calls): an int, whatever integer tensor or array the agent produced."""
+def test_discrete_actions_reach_the_copies_as_gymnasium_hands_them():
+    """Numpy integers, as SyncVectorEnv hands them (and the cheaper path of gymnasium 1.4's Discrete.contains,
+    which most tasks' step calls), whatever integer tensor or array the agent produced."""
     env = SerialVectorEnv([_ActionTypes] * 2)
-    env.reset(seed=0)
-    env.step(np.array([0, 2]))
-    env.step(torch.tensor([1, 1]).numpy())
-    assert [copy.types for copy in env.envs] == [[int, int], [int, int]]
+    reference = gym.vector.SyncVectorEnv([_ActionTypes] * 2)
+    for vector in (env, reference):
+        vector.reset(seed=0)
+        vector.step(np.array([0, 2]))
+        vector.step(torch.tensor([1, 1]).numpy())
+    assert [copy.types for copy in env.envs] == [copy.types for copy in reference.envs] == [[np.int64] * 2] * 2
+    reference.close()
     env.close()

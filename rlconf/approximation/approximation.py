@@ -54,12 +54,16 @@ class Approximation:
     def eval(self, *inputs) -> torch.Tensor:
         """A forward pass in eval mode and without gradients; the model's mode is restored afterwards."""
         was_training = self.model.training
-        self._set_mode(False)
+        if was_training:
+            self._set_mode(False)
         try:
+            if not torch.is_grad_enabled():  # acting under the loop's inference mode: no context to enter
+                return self._forward(*inputs)
             with torch.no_grad():
                 return self._forward(*inputs)
         finally:
-            self._set_mode(was_training)
+            if was_training:
+                self._set_mode(True)
 
     def _set_mode(self, training: bool) -> None:
         """``model.train(training)``, at a twentieth of its cost where every module only sets its flag: train()

@@ -107,9 +107,9 @@ class SerialVectorEnv(gym.vector.SyncVectorEnv):
         self._plain = isinstance(space, (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiBinary,
                                          gym.spaces.MultiDiscrete))
         self._observation_shape = (self.num_envs, *space.shape)
-        # Discrete actions go to the copies as Python ints: a numpy integer costs Discrete.contains (the check
-        # most tasks' step makes) a dtype lookup that is a tenth of a classic-control step.
-        self._int_actions = isinstance(self.single_action_space, gym.spaces.Discrete)
+        # Discrete actions go to the copies as numpy integers, as SyncVectorEnv hands them: gymnasium 1.4's
+        # Discrete.contains (the check most tasks' step makes) looks up np.iinfo for a Python int, 7 us against
+        # 4 for a numpy one here, a tenth of a classic-control step.
         self.info_keys: Collection[str] | None = None
 
     def step(self, actions):
@@ -120,8 +120,6 @@ class SerialVectorEnv(gym.vector.SyncVectorEnv):
         terminated = np.zeros(self.num_envs, dtype=bool)
         truncated = np.zeros(self.num_envs, dtype=bool)
         infos: dict[str, Any] = {}
-        if self._int_actions:
-            actions = actions.tolist()
         for i, env in enumerate(self.envs):
             if self._autoreset_envs[i]:  # ended on the last step: this step starts its next episode
                 observation, info = env.reset()

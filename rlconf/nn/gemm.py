@@ -23,6 +23,8 @@ refuses a first check, torch's own linear serves and ``cpu_linear.reason`` says 
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -126,16 +128,28 @@ def pays(rows: int, inputs: int, outputs: int, activation: bool = False) -> bool
     ``activation`` oneDNN computes within it (rlconf.nn.layers.Layers) a layer of few inputs pays too: the
     activation's own passes over the output, which the fused product saves, are then most of the layer's time
     (MAPPO's first layer, 16 x 256 at 1,600 rows with tanh: 2.5x; benchmarks/results/gemm.md)."""
+    return rows * inputs >= _fewest_input_elements((outputs, inputs), activation)
+
+
+@functools.cache
+def _fewest_input_elements(weight_shape: tuple[int, int], activation: bool) -> float:
+    """The smallest input (rows x inputs elements) that ``pays`` for a layer of this weight: one comparison a
+    call instead of the sizes' arithmetic, which on an acting step of a small network cost as much as the
+    product itself."""
+    outputs, inputs = weight_shape
     narrowest = outputs if activation else min(inputs, outputs)
-    return narrowest >= MIN_UNITS and rows * inputs * outputs >= MIN_WORK
+    if narrowest < MIN_UNITS:
+        return math.inf
+    return -(-MIN_WORK // (inputs * outputs)) * inputs  # the fewest rows whose work reaches MIN_WORK, x inputs
 
 
 def _worth_onednn(x: torch.Tensor, weight: torch.Tensor, activation: bool = False) -> bool:
-    """The cheap questions first: this runs on every linear layer's every call, acting's included."""
-    if cpu_linear.choice != "onednn" or x.device.type != "cpu" or torch.jit.is_tracing() \
-            or torch.compiler.is_compiling():
+    """The cheap questions first: this runs on every linear layer's every call, acting's included.
+    (torch._C._is_tracing is torch.jit.is_tracing without its check for scripting, which rlconf's layers never
+    are: a seventh of the cost.)"""
+    if cpu_linear.choice != "onednn" or not x.is_cpu or torch._C._is_tracing() or torch.compiler.is_compiling():
         return False  # (before the sizes: a tracer records them as tensors, torch.export as guards on its batch)
-    if not pays(x.numel() // max(x.shape[-1], 1), weight.shape[1], weight.shape[0], activation):
+    if x.numel() < _fewest_input_elements(weight.shape, activation):
         return False
     exporting = torch.jit.is_scripting() or torch.onnx.is_in_onnx_export()
     return (not exporting and x.dtype == torch.float32 and weight.dtype == torch.float32
