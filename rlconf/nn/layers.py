@@ -163,8 +163,9 @@ class Layers(nn.Sequential):
             post = POST_OPS.get(type(modules[i + 1])) if i + 1 < len(modules) and type(layer) in FUSABLE else None
             steps.append((layer, modules[i + 1] if post else None, post))
             i += 2 if post else 1
-        self.__dict__["_cached_steps"] = (modules, tuple(steps))  # not an attribute nn.Module tracks
-        return self.__dict__["_cached_steps"][1]
+        built = tuple(steps)
+        self.__dict__["_cached_steps"] = (modules, built)  # not an attribute nn.Module tracks
+        return built
 
 
 class Linear0(Linear):
