@@ -16,10 +16,15 @@ installs it in the bench session's own venv).
 
 Where the results go: a full run's report and raw results to benchmarks/results/speed/bench-YYYYMMDD-HHMMSS.md
 (and .json; scaling-... for ``--scaling``), which are committed. The README's speed tables (its Benchmarks
-section) are copied from one such report and link it by name; until an idle run is committed there, they quote
-the 2026-11-26 run at c0e96ca, whose report was written to the ignored folder and not kept. ``--quick`` runs
+section) are copied from one such report and link it by name (bench-20261204-021121.md, an idle run).
+``--quick`` runs
 (smoke tests) and the latest.md/latest.json copies go to benchmarks/results/, which git ignores. The report is
 printed too.
+
+Every finished trial is journalled as it lands (benchmarks/results/bench-journal.json; scaling- and quick- for
+those runs): a run of hours that is interrupted goes on where it stopped with the same command plus ``--resume``
+(same commit and options; its report says how many trials came from the journal and when they ran), and
+``--resume --seeds 3`` after a finished 2-seed run adds the third seed.
 """
 
 from __future__ import annotations
@@ -33,14 +38,14 @@ import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass, replace
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import limit
 from peers import PEERS, Unmatched, installed, peer_kwargs
 from presets import SCALING, WORKLOADS, Scaling, Workload, describe, load_settings, recurrent, sb3_kwargs
-from report import OtherLoad, machine_info, render
+from report import OtherLoad, git_commit, machine_info, render
 
 from rlconf.settings import Settings
 
@@ -49,6 +54,7 @@ TRIAL = HERE / "trial.py"
 RESULTS = HERE / "results"  # scratch: quick runs and the latest.* copies (ignored by git)
 REPORTS = RESULTS / "speed"  # full runs' reports and raw results, committed
 QUICK_DIVISOR = 10  # --quick trains for this fraction of the preset's budget
+JOURNALS = RESULTS  # each kind's latest run, trial by trial, for --resume: bench-, scaling-, quick-journal.json
 SCALING_TEST_EPISODES = 10  # the scaling trials' greedy test: the return at the same budget, each way
 
 
@@ -166,6 +172,11 @@ def run_trial(args: list[str], label: str, scratch: Path) -> dict[str, Any]:
     return {**json.loads(out.read_text()), **process}
 
 
+def measure(trials: Trials, args: list[str], label: str) -> dict[str, Any]:
+    """A trial.py measurement (no training) under ``trials``, journalled by its label."""
+    return trials.run(" ".join(label.split()), run_trial, args, label, trials.scratch)
+
+
 LABELS = {"sb3": "SB3", "limit": "limit", **{name: peer.label for name, peer in PEERS.items()}}
 
 
@@ -185,18 +196,68 @@ def peers_to_run(plans: list[Plan]) -> tuple[list[str], dict[str, str]]:
     return running, skipped
 
 
-def attempt(trial, errors: list[str], *args) -> dict[str, Any]:
-    """Run a trial; a failure is recorded and reported, and the rest of the benchmark still runs."""
+class Trials:
+    """Runs the benchmark's trials, keeps their failures, and journals every finished trial the moment it lands
+    (one journal per kind of run: journal_path), so that a benchmark of hours that is interrupted (a session's
+    end, a killed shell) resumes with ``--resume`` where it stopped instead of starting over; ``--resume --seeds
+    3`` after a 2-seed run adds the third seed. A journal holds one commit and one set of options: trials of other
+    code or other budgets in one report would compare different things, so resuming under others is refused."""
+
+    def __init__(self, scratch: Path, header: dict[str, Any], journal: Path, resume: bool = False) -> None:
+        self.scratch, self.header, self.journal = scratch, header, journal
+        self.errors: list[str] = []
+        self.done: dict[str, dict[str, Any]] = read_journal(journal, header) if resume else {}
+        self.resumed = 0
+        self._write()
+
+    def run(self, key: str, trial, *args) -> dict[str, Any]:
+        """``trial(*args)``'s result, or the journal's where an earlier run finished the same trial; a failure is
+        recorded and reported, and the rest of the benchmark still runs."""
+        if key in self.done:
+            print(f"  {key} ... from the journal ({self.done[key]['finished']})", file=sys.stderr, flush=True)
+            self.resumed += 1
+            return self.done[key]
+        try:
+            result = trial(*args)
+        except (TrialError, OSError, StopIteration, json.JSONDecodeError) as error:
+            message = str(error) or f"{type(error).__name__} (no result file)"
+            print(f"  FAILED: {message}", file=sys.stderr)
+            self.errors.append(message)
+            return {"error": message}
+        self.done[key] = {**result, "finished": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+        self._write()
+        return self.done[key]
+
+    def _write(self) -> None:
+        """Replace the journal whole (written aside, then renamed): a kill mid-write leaves the previous one."""
+        self.journal.parent.mkdir(parents=True, exist_ok=True)
+        aside = self.journal.with_suffix(".tmp")
+        aside.write_text(json.dumps({"header": self.header, "trials": self.done}, indent=1))
+        aside.replace(self.journal)
+
+
+class JournalError(ValueError):
+    """--resume cannot use the journal; the message says why and what to do."""
+
+
+def read_journal(path: Path, header: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The finished trials of the journal at ``path``, which must have been written under ``header``."""
+    if not path.exists():
+        raise JournalError(f"--resume: no journal at {path}; run without --resume to start one")
     try:
-        return trial(*args)
-    except (TrialError, OSError, StopIteration, json.JSONDecodeError) as error:
-        message = str(error) or f"{type(error).__name__} (no result file)"
-        print(f"  FAILED: {message}", file=sys.stderr)
-        errors.append(message)
-        return {"error": message}
+        saved = json.loads(path.read_text())
+        written, trials = saved["header"], saved["trials"]
+    except (json.JSONDecodeError, KeyError, TypeError) as error:
+        raise JournalError(f"--resume: {path} is not a benchmark journal ({error}); run without --resume") from None
+    differs = [f"{key} {written.get(key)!r} there, {value!r} now" for key, value in header.items()
+               if written.get(key) != value]
+    if differs:
+        raise JournalError(f"--resume: {path} was written under other settings ({'; '.join(differs)}); "
+                           "run without --resume to start again")
+    return trials
 
 
-def training(plans: list[Plan], seeds: int, scratch: Path, errors: list[str], compile_too: bool = True,
+def training(plans: list[Plan], seeds: int, trials: Trials, compile_too: bool = True,
              peers: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     rows = [{"title": p.title, **asdict(p), "rlconf": [], "compiled": [], "sb3": [], "limit": [],
              **{name: [] for name in PEERS}} for p in plans]
@@ -204,18 +265,21 @@ def training(plans: list[Plan], seeds: int, scratch: Path, errors: list[str], co
     # thermal limits) then falls on all sides alike instead of on whichever library ran last.
     for seed in range(seeds):
         for row, p in zip(rows, plans, strict=True):
-            row["rlconf"].append({"seed": seed, **attempt(train_rlconf, errors, p, seed, scratch)})
+            key = f"{p.name} seed {seed}"
+            row["rlconf"].append({"seed": seed, **trials.run(f"rlconf {key}", train_rlconf, p, seed, trials.scratch)})
             if compile_too:
-                row["compiled"].append({"seed": seed, **attempt(train_rlconf, errors, p, seed, scratch, True)})
+                row["compiled"].append({"seed": seed, **trials.run(f"rlconf+compile {key}", train_rlconf, p, seed,
+                                                                   trials.scratch, True)})
             others = [("sb3", p.sb3_kwargs is not None), *((name, p.peers.get(name) is not None) for name in peers),
                       ("limit", p.limit)]
             for library, runs in others:
                 if runs:
-                    row[library].append({"seed": seed, **attempt(train_in_trial, errors, library, p, seed, scratch)})
+                    row[library].append({"seed": seed, **trials.run(f"{library} {key}", train_in_trial, library, p,
+                                                                    seed, trials.scratch)})
     return rows
 
 
-def rates(plans: list[Plan], seconds: float, scratch: Path, errors: list[str]) -> list[dict[str, Any]]:
+def rates(plans: list[Plan], seconds: float, trials: Trials) -> list[dict[str, Any]]:
     """Loop rates without learning: each env raw (1 copy and the workloads' sizes), then each agent's greedy
     acting over its training env; only where SB3 runs the workload too."""
     window = ["--seconds", str(seconds)]
@@ -227,21 +291,21 @@ def rates(plans: list[Plan], seconds: float, scratch: Path, errors: list[str]) -
     for env_id, (name, sizes) in envs.items():
         for n in sorted(sizes):
             args = [name, str(n), *window]
-            ours = attempt(run_trial, errors, ["env-rlconf", *args], f"env rlconf {env_id} x{n}", scratch)
-            theirs = attempt(run_trial, errors, ["env-sb3", *args], f"env SB3    {env_id} x{n}", scratch)
+            ours = measure(trials, ["env-rlconf", *args], f"env rlconf {env_id} x{n}")
+            theirs = measure(trials, ["env-sb3", *args], f"env SB3    {env_id} x{n}")
             kinds = f"rlconf: {ours.get('vectorisation', '?')}, SB3: {theirs.get('vectorisation', '?')}"
             title = f"{env_id} raw env, {plural(n, 'env')}, random actions ({kinds})"
             rows.append({"title": title, "rlconf": ours, "sb3": theirs})
     for p in compared:
-        ours = attempt(run_trial, errors, ["collect-rlconf", p.name, *window], f"act rlconf {p.name}", scratch)
-        theirs = attempt(run_trial, errors, ["collect-sb3", p.name, *window], f"act SB3    {p.name}", scratch)
+        ours = measure(trials, ["collect-rlconf", p.name, *window], f"act rlconf {p.name}")
+        theirs = measure(trials, ["collect-sb3", p.name, *window], f"act SB3    {p.name}")
         title = f"{p.agent.upper()} {p.env_id} greedy acting, {plural(p.n_envs, 'env')}"
         rows.append({"title": title, "rlconf": ours, "sb3": theirs})
     return rows
 
 
-def scaling(groups: list[Scaling], seeds: int, quick: bool, test_episodes: int, scratch: Path,
-            errors: list[str]) -> list[dict[str, Any]]:
+def scaling(groups: list[Scaling], seeds: int, quick: bool, test_episodes: int,
+            trials: Trials) -> list[dict[str, Any]]:
     """rlconf against itself: each group's workload run each of its ways (sampler, runner, learners), the
     variants of a group back to back within a seed so that a drift of the machine falls on all alike."""
     rows = []
@@ -257,19 +321,20 @@ def scaling(groups: list[Scaling], seeds: int, quick: bool, test_episodes: int, 
     for seed in range(seeds):
         for row in rows:
             for variant in row["variants"]:
-                variant["trials"].append({"seed": seed, **attempt(train_rlconf, errors, variant["plan"], seed,
-                                                                  scratch)})
+                name = variant["plan"].name
+                variant["trials"].append({"seed": seed, **trials.run(f"rlconf {name} seed {seed}", train_rlconf,
+                                                                     variant["plan"], seed, trials.scratch)})
     for row in rows:
         for variant in row["variants"]:
             variant["overrides"] = variant.pop("plan").overrides
     return rows
 
 
-def memory(plans: list[Plan], scratch: Path, errors: list[str]) -> list[dict[str, Any]]:
+def memory(plans: list[Plan], trials: Trials) -> list[dict[str, Any]]:
     """Replay memory per transition for the first replay workload on stacked frames (Atari)."""
     for p in plans:
         if p.family == "atari" and p.sb3_kwargs is not None and "buffer_size" in p.sb3_kwargs:
-            result = attempt(run_trial, errors, ["memory", p.name], f"memory {p.name}", scratch)
+            result = measure(trials, ["memory", p.name], f"memory {p.name}")
             return [{"title": p.env_id, **result}]
     return []
 
@@ -289,6 +354,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "(default: %(default)s)")
     parser.add_argument("--no-compile", action="store_true",
                         help="skip the trials of rlconf with hardware.compile=true")
+    parser.add_argument("--resume", action="store_true",
+                        help="take the trials an interrupted run finished from its journal "
+                             "(benchmarks/results/bench-journal.json, scaling- or quick-; same "
+                             "commit and options) and run the rest, or the seeds and workloads added since")
     parser.add_argument("--out", type=Path, default=None,
                         help=f"folder for the results (default: {REPORTS.relative_to(HERE.parent)}, committed; "
                              f"{RESULTS.relative_to(HERE.parent)} for --quick)")
@@ -300,6 +369,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.out is None:
         args.out = RESULTS if args.quick else REPORTS
     return args
+
+
+def journal_path(args: argparse.Namespace) -> Path:
+    """The journal of this kind of run: a --quick smoke test or a --scaling run never overwrites the journal of an
+    interrupted comparison (nor each other's)."""
+    kind = "quick" if args.quick else "scaling" if args.scaling is not None else "bench"
+    return JOURNALS / f"{kind}-journal.json"
 
 
 def report_stem(results: dict[str, Any], when: datetime) -> str:
@@ -325,29 +401,33 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     test_episodes = 10 if args.quick else 100
     window_seconds = 0.3 if args.quick else 2.0
-    errors: list[str] = []
     start = time.perf_counter()
-    if args.scaling is not None:  # rlconf against itself
-        groups = [SCALING[name] for name in args.scaling or SCALING]
-        with tempfile.TemporaryDirectory(prefix="rlconf-bench-") as tmp:
-            print(f"scaling ({args.seeds} seed(s)):", file=sys.stderr)
-            scaling_rows = scaling(groups, args.seeds, args.quick, SCALING_TEST_EPISODES, Path(tmp), errors)
-        results = {"options": {"seeds": args.seeds, "quick": args.quick, "test_episodes": SCALING_TEST_EPISODES,
-                               "scaling": [g.name for g in groups]},
-                   "machine": machine_info(), "training": [], "rates": [], "scaling": scaling_rows,
-                   "errors": errors, "bench_seconds": round(time.perf_counter() - start, 1)}
-        return finish(results, args.out)
-    plans = [plan(WORKLOADS[name], args.quick, test_episodes, args.device) for name in args.workloads]
+    header = {"commit": git_commit(), "quick": args.quick, "device": args.device, "scaling": args.scaling is not None,
+              "test_episodes": SCALING_TEST_EPISODES if args.scaling is not None else test_episodes,
+              "window_seconds": window_seconds}
     with tempfile.TemporaryDirectory(prefix="rlconf-bench-") as tmp:
+        try:
+            trials = Trials(Path(tmp), header, journal_path(args), resume=args.resume)
+        except JournalError as error:
+            print(f"bench: {error}", file=sys.stderr)
+            return 2
+        if args.scaling is not None:  # rlconf against itself
+            groups = [SCALING[name] for name in args.scaling or SCALING]
+            print(f"scaling ({args.seeds} seed(s)):", file=sys.stderr)
+            scaling_rows = scaling(groups, args.seeds, args.quick, SCALING_TEST_EPISODES, trials)
+            results = {"options": {"seeds": args.seeds, "quick": args.quick, "test_episodes": SCALING_TEST_EPISODES,
+                                   "scaling": [g.name for g in groups]},
+                       "machine": machine_info(), "training": [], "rates": [], "scaling": scaling_rows}
+            return finish({**results, **outcome(trials, start)}, args.out)
+        plans = [plan(WORKLOADS[name], args.quick, test_episodes, args.device) for name in args.workloads]
         print("loop rates:", file=sys.stderr)
-        rate_rows = rates(plans, window_seconds, Path(tmp), errors)
-        memory_rows = memory(plans, Path(tmp), errors)
+        rate_rows = rates(plans, window_seconds, trials)
+        memory_rows = memory(plans, trials)
         peers, skipped = peers_to_run(plans)
         for reason in skipped.values():
             print(f"skipped: {reason}", file=sys.stderr)
         print(f"training ({args.seeds} seed(s)):", file=sys.stderr)
-        training_rows = training(plans, args.seeds, Path(tmp), errors, compile_too=not args.no_compile,
-                                 peers=tuple(peers))
+        training_rows = training(plans, args.seeds, trials, compile_too=not args.no_compile, peers=tuple(peers))
     results = {
         "options": {"seeds": args.seeds, "quick": args.quick, "test_episodes": test_episodes,
                     "window_seconds": window_seconds, "workloads": args.workloads, "device": args.device},
@@ -356,10 +436,14 @@ def main(argv: list[str] | None = None) -> int:
         "rates": rate_rows,
         "memory": memory_rows,
         "peers": {"ran": peers, "skipped": skipped},
-        "errors": errors,
-        "bench_seconds": round(time.perf_counter() - start, 1),
     }
-    return finish(results, args.out)
+    return finish({**results, **outcome(trials, start)}, args.out)
+
+
+def outcome(trials: Trials, start: float) -> dict[str, Any]:
+    """What the report says of the run itself: failures, trials taken from the journal, and its duration."""
+    return {"errors": trials.errors, "resumed_trials": trials.resumed,
+            "bench_seconds": round(time.perf_counter() - start, 1)}
 
 
 def finish(results: dict[str, Any], folder: Path) -> int:

@@ -82,8 +82,11 @@ WORKLOADS = {w.name: w for w in (
     # (a third of the experiment's budget) and on Breakout (PPO's Atari preset with a core of 128, CleanRL's
     # ppo_atari_lstm); R2D1 on Breakout beside DQN's workload above, with its warm-up but 3,000 steps of updates
     # (each update trains 32 sequences of 120 frames: two orders of magnitude more compute a step than DQN's).
+    # The masked-CartPole workload at the Zoo's rollouts (32 steps, whole chunks, 20 epochs): the preset's segments
+    # of 32 in rollouts of 128 have no SB3-contrib twin (sb3_recurrent_ppo_kwargs refuses them).
     Workload("ppo-lstm-cartpole-masked", "ppo", "classic/cartpole",
-             ("body=mask_velocity", "approximation.recurrent=lstm", "steps=100000")),
+             ("body=mask_velocity", "approximation.recurrent=lstm", "agent.n_steps=32", "agent.sequence_length=null",
+              "agent.epochs=20", "steps=100000")),
     Workload("ppo-lstm-breakout", "ppo", "atari/breakout",
              ("approximation.recurrent=lstm", "approximation.recurrent_hidden=128", "steps=20000"), test_episodes=0),
     Workload("r2d1-breakout", "r2d1", "atari/breakout", ("steps=8000", "agent.replay_start_size=5000"), sb3=False,
@@ -294,6 +297,9 @@ def sb3_recurrent_ppo_kwargs(settings: Settings) -> dict[str, Any]:
     the hidden layers become the features extractor (``MLPFeatures``) and net_arch stays empty. Unshared, the
     actor and the critic each have an extractor and a core, as rlconf's side-by-side trunks."""
     kwargs, model = sb3_ppo_kwargs(settings), settings.approximation
+    if settings.agent.sequence_length is not None:
+        raise _unsupported("agent.sequence_length", settings.agent.sequence_length,
+                           "SB3-contrib's RecurrentPPO minibatches whole chunks, not fixed segments")
     shared = model["shared"]
     policy = {"ortho_init": model["ortho_init"], "optimizer_kwargs": kwargs["policy_kwargs"]["optimizer_kwargs"],
               "lstm_hidden_size": model["recurrent_hidden"], "n_lstm_layers": 1, "shared_lstm": shared,

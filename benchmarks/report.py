@@ -240,19 +240,41 @@ def machine_line(machine: dict[str, Any]) -> str:
 BUSY_CORES = 0.25  # other processes using more than this (on average, during a trial) make its timing suspect
 
 
-def contention_note(results: dict[str, Any]) -> list[str]:
-    """A warning when other processes shared the CPU with the trials: their timings are then lower bounds."""
+def closing_notes(results: dict[str, Any]) -> list[str]:
+    """What qualifies the whole report: contention, trials resumed from a journal, failures."""
+    lines = contention_note(results) + resumed_note(results)
+    if results["errors"]:
+        lines += ["", "Failed trials:", *(f"- {error}" for error in results["errors"])]
+    return lines
+
+
+def _trials(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every trial of the report: training, loop rates and scaling."""
     trials = [t for row in results["training"] for side in ("rlconf", "compiled", "sb3", "limit", *PEERS)
               for t in row.get(side, [])]
     trials += [row[side] for row in results["rates"] for side in ("rlconf", "sb3")]
-    trials += [t for row in results.get("scaling", []) for v in row["variants"] for t in v["trials"]]
-    loads = [t["other_cpu_cores"] for t in trials if t.get("other_cpu_cores") is not None]
+    return trials + [t for row in results.get("scaling", []) for v in row["variants"] for t in v["trials"]]
+
+
+def contention_note(results: dict[str, Any]) -> list[str]:
+    """A warning when other processes shared the CPU with the trials: their timings are then lower bounds."""
+    loads = [t["other_cpu_cores"] for t in _trials(results) if t.get("other_cpu_cores") is not None]
     if not loads or max(loads) <= BUSY_CORES:
         return []
     busy = sum(load > BUSY_CORES for load in loads)
     return ["", f"Warning: other processes used more than {BUSY_CORES} cores during {busy} of {len(loads)} trials "
             f"(up to {max(loads):.2f} cores, mean {_mean(loads):.2f}); those timings are distorted. Rerun on an idle "
             "machine before quoting them."]
+
+
+def resumed_note(results: dict[str, Any]) -> list[str]:
+    """Where ``--resume`` took trials from an interrupted run's journal: how many, and when the trials ran."""
+    if not results.get("resumed_trials"):
+        return []
+    finished = sorted(t["finished"] for t in _trials(results) if t.get("finished"))
+    return ["", f"{results['resumed_trials']} of these trials were finished by an earlier, interrupted run of the "
+            f"same commit and options (taken from its journal with --resume); the trials finished between "
+            f"{finished[0]} and {finished[-1]}."]
 
 
 def scaling_table(rows: list[dict]) -> list[str]:
@@ -277,9 +299,7 @@ def render_scaling(results: dict[str, Any]) -> str:
              "in every process. Steps/s: environment steps over training wall time, mean over seeds; test return: "
              f"greedy, {options['test_episodes']} episodes, mean over seeds (per seed in brackets).", ""]
     lines += scaling_table(results["scaling"])
-    lines += contention_note(results)
-    if results["errors"]:
-        lines += ["", "Failed trials:", *(f"- {error}" for error in results["errors"])]
+    lines += closing_notes(results)
     return "\n".join(lines) + "\n"
 
 
@@ -313,7 +333,5 @@ def render(results: dict[str, Any]) -> str:
               "over its vector env.", ""]
     lines += rates_table(results["rates"])
     lines += memory_lines(results.get("memory", []))
-    lines += contention_note(results)
-    if results["errors"]:
-        lines += ["", "Failed trials:", *(f"- {error}" for error in results["errors"])]
+    lines += closing_notes(results)
     return "\n".join(lines) + "\n"

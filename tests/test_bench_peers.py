@@ -1,10 +1,13 @@
 """benchmarks/peers.py: Tianshou's and TorchRL's arguments are the workloads' rlconf settings, read from the presets
 at run time; settings a peer cannot express are refused; a peer that is not installed is skipped by the report in
-one line. No training here (a peer's trial takes minutes: ``python benchmarks/bench.py --quick`` runs them)."""
+one line. No training here (a peer's trial takes minutes: ``python benchmarks/bench.py --quick`` runs them). The
+benchmark's journal: an interrupted run resumes where it stopped, and only under the code and options it began
+with."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -166,3 +169,43 @@ def test_the_recurrent_references_linear_schedules_decay_to_zero(bench):
     assert sb3_recurrent.schedule(0.2) == 0.2
     assert set(sb3_recurrent.TASKS) == {"cartpole", "pendulum", "pendulum-agent"}
     sys.modules.pop("sb3_recurrent", None)
+
+
+HEADER = {"commit": "abc1234", "quick": True, "device": "cpu", "scaling": False, "test_episodes": 10,
+          "window_seconds": 0.3}
+
+
+def test_an_interrupted_benchmark_resumes_from_its_journal(bench, tmp_path):
+    """A finished trial is journalled as it lands; a run resumed from the journal takes it from there."""
+    module, _, _ = bench
+    journal = tmp_path / "bench-journal.json"
+    first = module.Trials(tmp_path, HEADER, journal)
+    measured = module.measure(first, ["env-rlconf", "dqn-cartpole", "1", "--seconds", "0.05"],
+                              "env rlconf CartPole-v1 x1")
+    assert measured["steps_per_second"] > 0 and measured["finished"] and not first.errors
+    # The first process is gone (killed mid-benchmark); a new one resumes. The trial is not run again: its command
+    # here could not run at all (no such workload), yet the journal's measurement comes back.
+    again = module.Trials(tmp_path, HEADER, journal, resume=True)
+    assert module.measure(again, ["env-rlconf", "no-such-workload"], "env rlconf CartPole-v1 x1") == measured
+    assert again.resumed == 1 and not again.errors
+    # A trial the journal does not hold runs (and this one fails, reported, not journalled).
+    assert "error" in module.measure(again, ["env-rlconf", "no-such-workload"], "env rlconf Other x1")
+    assert len(again.errors) == 1
+    assert list(json.loads(journal.read_text())["trials"]) == ["env rlconf CartPole-v1 x1"]
+
+
+def test_resuming_under_other_code_or_options_is_refused_in_one_line(bench, tmp_path, monkeypatch, capsys):
+    module, _, _ = bench
+    monkeypatch.setattr(module, "JOURNALS", tmp_path)
+    kinds = {module.journal_path(module.parse_args(argv)).name for argv in ([], ["--quick"], ["--scaling"])}
+    assert kinds == {"bench-journal.json", "quick-journal.json", "scaling-journal.json"}  # none clobbers another
+    argv = ["--quick", "--resume", "--workloads", "dqn-cartpole", "--out", str(tmp_path / "reports")]
+    assert module.main(argv) == 2
+    assert capsys.readouterr().err.strip().startswith("bench: --resume: no journal at ")
+    journal = tmp_path / "quick-journal.json"
+    journal.write_text(json.dumps({"header": HEADER, "trials": {}}))
+    assert module.main(argv) == 2
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1 and "commit 'abc1234' there" in error, error
+    assert json.loads(journal.read_text())["header"] == HEADER  # the journal is kept as it was
+    assert not (tmp_path / "reports").exists()
