@@ -247,8 +247,8 @@ def test_bad_input_is_one_line_and_writes_nothing(run_cli, workdir, tmp_path, ar
 
 
 def test_a_task_preset_is_applied_over_the_family_preset_and_named(run_cli, workdir):
-    """A body that makes another task (velocities hidden) brings its own preset: PPO's budget triples there,
-    the rest of the classic PPO preset stays."""
+    """A body that makes another task (velocities hidden) brings its own preset: PPO's budget triples there and
+    its rollouts are cut into segments for a recurrent core; the rest of the classic PPO preset stays."""
     masked = run_cli("run", "agent=ppo", "env=classic/cartpole", "body=mask_velocity", "--cfg", "job", cwd=workdir)
     plain = run_cli("run", "agent=ppo", "env=classic/cartpole", "--cfg", "job", cwd=workdir)
     assert masked.returncode == 0 and plain.returncode == 0, masked.stderr + plain.stderr
@@ -257,7 +257,10 @@ def test_a_task_preset_is_applied_over_the_family_preset_and_named(run_cli, work
         "classic/mask_velocity/ppo (configs/preset/classic/mask_velocity/ppo.yaml)")
     masked, plain = yaml.safe_load(masked.stdout), yaml.safe_load(plain.stdout)
     assert (masked["steps"], plain["steps"]) == (300_000, 100_000)
-    assert masked["agent"] == plain["agent"] and masked["hardware"]["n_envs"] == 8
+    assert masked["hardware"]["n_envs"] == 8
+    changed = {key: (masked["agent"][key], plain["agent"][key]) for key in plain["agent"]
+               if masked["agent"][key] != plain["agent"][key]}
+    assert changed == {"n_steps": (128, 32), "sequence_length": (32, None), "epochs": (10, 20)}
 
 
 def test_cfg_job_prints_the_composed_config_and_runs_nothing(run_cli, workdir, tmp_path):

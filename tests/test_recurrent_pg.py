@@ -30,7 +30,8 @@ def _acting(agent, env, acts: int, seed: int = 0):
 def test_an_unroll_from_the_stored_start_state_reproduces_what_acting_computed(core, shared):
     n_steps = 40  # random CartPole episodes last ~20 steps: every chunk holds episode ends and starts
     _, env, agent = build("agent=ppo", *MASKED_CARTPOLE, f"approximation.recurrent={core}",
-                          f"approximation.shared={shared}", "hardware.n_envs=3", f"agent.n_steps={n_steps}")
+                          f"approximation.shared={shared}", "hardware.n_envs=3", f"agent.n_steps={n_steps}",
+                          "agent.sequence_length=null")
     body = agent
     agent = agent.agent  # the PPO agent inside the body
     # Two rollouts: the second chunk starts from the states the first one carried over (not from zero).
@@ -75,7 +76,8 @@ def test_the_state_is_zero_where_an_episode_begins():
 def test_ppo_minibatches_are_whole_environment_chunks(monkeypatch):
     n_steps, n_envs = 16, 4
     _, env, body = build("agent=ppo", *MASKED_CARTPOLE, "approximation.recurrent=lstm", f"hardware.n_envs={n_envs}",
-                         f"agent.n_steps={n_steps}", f"agent.batch_size={2 * n_steps}", "agent.epochs=3")
+                         f"agent.n_steps={n_steps}", f"agent.batch_size={2 * n_steps}", "agent.epochs=3",
+                         "agent.sequence_length=null")
     agent = body.agent
     seen = []
     update = agent._update_sequences
@@ -139,14 +141,14 @@ def test_ppo_minibatches_of_segments_start_from_the_state_acting_had(monkeypatch
 
 def test_checkpoints_hold_the_carried_state_and_the_chunks_start():
     _, env, body = build("agent=a2c", *MASKED_CARTPOLE, "approximation.recurrent=gru", "hardware.n_envs=2",
-                         "agent.n_steps=8")
+                         "agent.n_steps=8", "agent.sequence_length=null")
     _acting(body, env, 11)
     env.close()
     state = body.agent.state_dict()
     assert torch.equal(state["carried"]["state"], body.agent.carried.state)
     assert torch.equal(state["buffer"]["start"], body.agent.buffer.start)
     _, env, other = build("agent=a2c", *MASKED_CARTPOLE, "approximation.recurrent=gru", "hardware.n_envs=2",
-                          "agent.n_steps=8", "seed=1")
+                          "agent.n_steps=8", "agent.sequence_length=null", "seed=1")
     env.close()
     other.agent.load_state_dict(state)
     assert torch.equal(other.agent.buffer.start, body.agent.buffer.start)
