@@ -17,9 +17,8 @@ installs it in the bench session's own venv).
 Where the results go: a full run's report and raw results to benchmarks/results/speed/bench-YYYYMMDD-HHMMSS.md
 (and .json; scaling-... for ``--scaling``), which are committed. The README's speed tables (its Benchmarks
 section) are copied from one such report and link it by name (bench-20261204-021121.md, an idle run).
-``--quick`` runs
-(smoke tests) and the latest.md/latest.json copies go to benchmarks/results/, which git ignores. The report is
-printed too.
+``--quick`` runs (smoke tests) and the latest.md/latest.json copies go to benchmarks/results/, which git ignores.
+The report is printed too.
 
 Every finished trial is journalled as it lands (benchmarks/results/bench-journal.json; scaling- and quick- for
 those runs): a run of hours that is interrupted goes on where it stopped with the same command plus ``--resume``

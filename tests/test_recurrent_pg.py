@@ -141,14 +141,14 @@ def test_ppo_minibatches_of_segments_start_from_the_state_acting_had(monkeypatch
 
 def test_checkpoints_hold_the_carried_state_and_the_chunks_start():
     _, env, body = build("agent=a2c", *MASKED_CARTPOLE, "approximation.recurrent=gru", "hardware.n_envs=2",
-                         "agent.n_steps=8", "agent.sequence_length=null")
+                         "agent.n_steps=8")
     _acting(body, env, 11)
     env.close()
     state = body.agent.state_dict()
     assert torch.equal(state["carried"]["state"], body.agent.carried.state)
     assert torch.equal(state["buffer"]["start"], body.agent.buffer.start)
     _, env, other = build("agent=a2c", *MASKED_CARTPOLE, "approximation.recurrent=gru", "hardware.n_envs=2",
-                          "agent.n_steps=8", "agent.sequence_length=null", "seed=1")
+                          "agent.n_steps=8", "seed=1")
     env.close()
     other.agent.load_state_dict(state)
     assert torch.equal(other.agent.buffer.start, body.agent.buffer.start)
@@ -189,7 +189,7 @@ def test_recurrent_ppo_runs_2000_steps_on_atari_pong_with_updates_then_tests():
 # of the task's preset (configs/preset/classic/mask_velocity/ppo.yaml; the figures measured here are on
 # docs/algorithms/ppo.md).
 MASKED_BUDGET = 300_000
-MASKED_CARTPOLE = ("agent=ppo", "env=classic/cartpole", "body=mask_velocity")
+MASKED_CARTPOLE_PPO = ("agent=ppo", "env=classic/cartpole", "body=mask_velocity")
 
 
 # One seed in CI; seeds 0-3 (one in four under 475) are measured in the README's table.
@@ -197,14 +197,14 @@ MASKED_CARTPOLE = ("agent=ppo", "env=classic/cartpole", "body=mask_velocity")
 @pytest.mark.long
 @pytest.mark.parametrize("seed", [0])
 def test_recurrent_ppo_solves_cartpole_without_velocities(run_cli, workdir, seed):
-    summary = _masked_cartpole(run_cli, workdir, seed, *MASKED_CARTPOLE, "approximation.recurrent=lstm")
+    summary = _masked_cartpole(run_cli, workdir, seed, *MASKED_CARTPOLE_PPO, "approximation.recurrent=lstm")
     assert summary["test_return_mean"] >= 475, summary
 
 
 @pytest.mark.slow
 @pytest.mark.long
 def test_feed_forward_ppo_stays_far_below_on_cartpole_without_velocities(run_cli, workdir):
-    summary = _masked_cartpole(run_cli, workdir, 0, *MASKED_CARTPOLE)
+    summary = _masked_cartpole(run_cli, workdir, 0, *MASKED_CARTPOLE_PPO)
     assert summary["test_return_mean"] < 200, summary
 
 
