@@ -147,7 +147,8 @@ def test_bad_sequence_settings_are_refused_in_one_line(run_cli, workdir):
     assert "agent.period" in line and "100" in line
 
 
-# One seed in CI (9 minutes of a 2-core machine); seed 1 (496.4) is measured in the README's table.
+# The preset's whole budget, 150k steps (about 20 minutes of a core: `pytest -m long`); seeds 0-2 are the learning
+# row's (README).
 @pytest.mark.slow
 @pytest.mark.long
 @pytest.mark.parametrize("seed", [0])
