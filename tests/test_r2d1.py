@@ -154,7 +154,7 @@ def test_bad_sequence_settings_are_refused_in_one_line(run_cli, workdir):
 @pytest.mark.parametrize("seed", [0])
 def test_r2d1_solves_cartpole_without_velocities(run_cli, workdir, seed):
     result = run_cli("run", "agent=r2d1", "env=classic/cartpole", "body=mask_velocity", f"seed={seed}",
-                     "quiet=true", cwd=workdir, timeout=1800)
+                     "quiet=true", cwd=workdir, timeout=3600)
     assert result.returncode == 0, result.stderr
     summary = json.loads((only_run_dir(workdir / "runs") / "summary.json").read_text())
     assert summary["test_return_mean"] >= 475, summary
