@@ -216,8 +216,9 @@ def write_table(path: Path, rows: list[dict[str, object]], fields: list[str]) ->
 
 def report(rows: dict[str, Row], runs: Path, out: Path) -> list[dict[str, object]]:
     """Rewrite every row's curve, the tests table and one figure per env from the runs on disk; the curves
-    and tests of seeds whose runs are not on disk stay as they were, and an env with such a seed has its
-    figure drawn from those files (``committed_figure``)."""
+    and tests of finished seeds whose runs are not on disk stay as they were, and an env with such a seed has
+    its figure drawn from those files (``committed_figure``)."""
+    committed_tests = read_csv(out / "tests.csv")
     tests = []
     unfinished: dict[str, list[str]] = {}  # row -> "s0: unfinished at 841,858 steps" for the table
     for row in rows.values():
@@ -232,10 +233,13 @@ def report(rows: dict[str, Row], runs: Path, out: Path) -> list[dict[str, object
                 status = json.loads((path / "status.json").read_text()) if (path / "status.json").is_file() else {}
                 unfinished.setdefault(row.name, []).append(
                     f"s{seed}: unfinished at {int(status.get('steps') or 0):,} steps")
-        if points:
-            # The seeds whose runs are elsewhere (another --runs folder, or gone) keep their committed curve.
-            write_table(out / f"{row.name}.csv", with_committed(points, out / f"{row.name}.csv", ("seed",)),
-                        ["seed", "step", "frames", "train_return", "eval_return", "eval_std"])
+        # Seeds whose runs are elsewhere (another --runs folder, or gone) keep their committed curve if they
+        # finished; an unfinished run's curve lasts as long as its run, so an abandoned one leaves no trace.
+        done = {(t["seed"],) for t in committed_tests if t["row"] == row.name}
+        curves_csv = out / f"{row.name}.csv"
+        curves = with_committed(points, curves_csv, ("seed",), only=done)
+        if curves or curves_csv.is_file():
+            write_table(curves_csv, curves, ["seed", "step", "frames", "train_return", "eval_return", "eval_std"])
     tests = with_committed(tests, out / "tests.csv", ("row", "seed"))
     if tests:
         write_table(out / "tests.csv", tests, list(tests[0]))
@@ -251,14 +255,16 @@ def report(rows: dict[str, Row], runs: Path, out: Path) -> list[dict[str, object
     return tests
 
 
-def with_committed(found: list[dict[str, object]], committed: Path, key: tuple[str, ...]) -> list[dict[str, object]]:
+def with_committed(found: list[dict[str, object]], committed: Path, key: tuple[str, ...],
+                   only: set[tuple[str, ...]] | None = None) -> list[dict[str, object]]:
     """The rows ``found`` from the runs on disk, and those of the ``committed`` CSV whose ``key`` (the seed, the
-    row's or env's and the seed) none of them has: runs trained elsewhere, or since deleted, keep their results."""
+    row's or env's and the seed) none of them has and, given ``only``, is among those keys: runs trained
+    elsewhere, or since deleted, keep their results."""
     def of(row: dict[str, object]) -> tuple[str, ...]:
         return tuple(str(row[k]) for k in key)
 
     fresh = {of(row) for row in found}
-    kept = [row for row in read_csv(committed) if of(row) not in fresh]
+    kept = [row for row in read_csv(committed) if of(row) not in fresh and (only is None or of(row) in only)]
     return sorted([*found, *kept], key=lambda row: tuple(int(v) if v.isdigit() else v for v in of(row)))
 
 
@@ -276,8 +282,9 @@ def suite_report(suite: Suite, runs: Path, out: Path) -> str:
             curves += [{"env": env, **point} for point in curve(path, seed)]
             if finished(path):
                 tests.append({"env": env, **test_row(row, seed, path)})
+    done = {(t["env"], t["seed"]) for t in read_csv(folder / "tests.csv")}  # finished runs, committed
     tests = with_committed(tests, folder / "tests.csv", ("env", "seed"))
-    curves = with_committed(curves, folder / "curves.csv", ("env", "seed"))
+    curves = with_committed(curves, folder / "curves.csv", ("env", "seed"), only=done)  # unfinished: while on disk
     if tests:
         write_table(folder / "tests.csv", tests, ["env", "seed", "steps", "frames", "test_return_mean",
                                                   "test_return_std", "test_episodes", "wall_minutes",

@@ -190,21 +190,26 @@ rows:
 def test_a_report_without_the_runs_redraws_each_figure_from_the_committed_curves(tmp_path):
     """On a fresh clone (no run on disk) --report draws an env's figure and its _curves.csv from the committed
     <row>.csv and tests.csv by rlconf plot --metric eval's code: two seeds whose evaluations overshoot the steps
-    they were due at (250003 and 250009) make one point of 2 seeds, and a seed's final test is its last point."""
+    they were due at (250003 and 250009) make one point of 2 seeds, and a seed's final test is its last point.
+    A third seed's curve, committed while its run was unfinished, goes: its run is gone and it has no test."""
     rows_file, out = tmp_path / "rows.yaml", tmp_path / "out"
     rows_file.write_text(OVERSHOT)
     out.mkdir()
     (out / "two-seeds.csv").write_text("seed,step,frames,train_return,eval_return,eval_std\n"
                                        "0,120000,120000,15.0,,\n0,250003,250003,,20.0,1.0\n0,500008,500008,,40.0,2.0\n"
-                                       "1,250009,250009,,30.0,1.0\n1,500001,500001,,60.0,2.0\n")
+                                       "1,250009,250009,,30.0,1.0\n1,500001,500001,,60.0,2.0\n"
+                                       "2,250002,250002,,90.0,1.0\n")
     (out / "tests.csv").write_text("row,seed,steps,frames,test_return_mean,test_return_std,test_episodes,target,met,"
                                    "wall_minutes,steps_per_second,device,reference,source\n"
-                                   "two-seeds,0,500008,500008,44.0,3.0,100,5.0,True,1.0,100.0,cpu,any,this test\n")
+                                   "two-seeds,0,500008,500008,44.0,3.0,100,5.0,True,1.0,100.0,cpu,any,this test\n"
+                                   "two-seeds,1,500001,500001,64.0,3.0,100,5.0,True,1.0,100.0,cpu,any,this test\n")
     where = ["--rows", str(rows_file), "--runs", str(tmp_path / "none"), "--out", str(out)]
     assert _script().main(["--report", *where]) == 0
     with (out / "classic-cartpole_curves.csv").open() as f:
         curve = list(csv.DictReader(f))
     assert [(int(p["step"]), float(p["mean"]), int(p["seeds"])) for p in curve] == [(250000, 25.0, 2),
-                                                                                   (500000, 52.0, 2)]
+                                                                                   (500000, 54.0, 2)]
+    with (out / "two-seeds.csv").open() as f:
+        assert {row["seed"] for row in csv.DictReader(f)} == {"0", "1"}
     assert {(p["agent"], p["config"], p["metric"]) for p in curve} == {("dqn", "dqn", "eval")}
     assert (out / "classic-cartpole.png").stat().st_size > 1000
