@@ -36,7 +36,7 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def long(session: nox.Session) -> None:
-    """The long learning tests (``-m long``: each preset's whole budget, 5 to 20 minutes of a core each), which
+    """The long learning tests (``-m long``: each preset's whole budget, 5 to 25 minutes of a core each), which
     the default run leaves out: before a release, and after changing an agent. About 45 minutes on 2 cores."""
     install_rlconf(session)
     session.run("pytest", "-n", "2", "-m", "long", *session.posargs)
