@@ -218,7 +218,7 @@ def report(rows: dict[str, Row], runs: Path, out: Path) -> list[dict[str, object
     """Rewrite every row's curve, the tests table and one figure per env from the runs on disk; the curves
     and tests of finished seeds whose runs are not on disk stay as they were, and an env with such a seed has
     its figure drawn from those files (``committed_figure``)."""
-    committed_tests = read_csv(out / "tests.csv")
+    done = finished_runs(out / "tests.csv", ("row", "seed"))
     tests = []
     unfinished: dict[str, list[str]] = {}  # row -> "s0: unfinished at 841,858 steps" for the table
     for row in rows.values():
@@ -235,9 +235,8 @@ def report(rows: dict[str, Row], runs: Path, out: Path) -> list[dict[str, object
                     f"s{seed}: unfinished at {int(status.get('steps') or 0):,} steps")
         # Seeds whose runs are elsewhere (another --runs folder, or gone) keep their committed curve if they
         # finished; an unfinished run's curve lasts as long as its run, so an abandoned one leaves no trace.
-        done = {(t["seed"],) for t in committed_tests if t["row"] == row.name}
         curves_csv = out / f"{row.name}.csv"
-        curves = with_committed(points, curves_csv, ("seed",), only=done)
+        curves = with_committed(points, curves_csv, ("seed",), only={(s,) for r, s in done if r == row.name})
         if curves or curves_csv.is_file():
             write_table(curves_csv, curves, ["seed", "step", "frames", "train_return", "eval_return", "eval_std"])
     tests = with_committed(tests, out / "tests.csv", ("row", "seed"))
@@ -253,6 +252,11 @@ def report(rows: dict[str, Row], runs: Path, out: Path) -> list[dict[str, object
             committed_figure(mine, out, out / f"{env}.png")
     (out / "table.md").write_text(table(rows, tests, unfinished))
     return tests
+
+
+def finished_runs(tests_csv: Path, key: tuple[str, ...]) -> set[tuple[str, ...]]:
+    """The ``key`` of every run whose final test is committed in ``tests_csv``: the runs that finished."""
+    return {tuple(test[k] for k in key) for test in read_csv(tests_csv)}
 
 
 def with_committed(found: list[dict[str, object]], committed: Path, key: tuple[str, ...],
@@ -282,7 +286,7 @@ def suite_report(suite: Suite, runs: Path, out: Path) -> str:
             curves += [{"env": env, **point} for point in curve(path, seed)]
             if finished(path):
                 tests.append({"env": env, **test_row(row, seed, path)})
-    done = {(t["env"], t["seed"]) for t in read_csv(folder / "tests.csv")}  # finished runs, committed
+    done = finished_runs(folder / "tests.csv", ("env", "seed"))  # read before tests.csv is rewritten
     tests = with_committed(tests, folder / "tests.csv", ("env", "seed"))
     curves = with_committed(curves, folder / "curves.csv", ("env", "seed"), only=done)  # unfinished: while on disk
     if tests:
