@@ -1,6 +1,6 @@
 """A linear layer's three products on a CPU, torch's own kernels against oneDNN's (rlconf.nn.gemm).
 
-    python benchmarks/gemm.py                 # one thread; writes benchmarks/results/gemm.md
+    python benchmarks/gemm.py                 # one thread; writes benchmarks/results/gemm-<capability>.md
     python benchmarks/gemm.py --threads 2 --out /tmp/gemm.md
 
 For square layers of 64 to 512 units and batches of 32 to 1,600 rows, the time of the forward product, the input
@@ -8,8 +8,9 @@ gradient and the weight gradient (the three an update runs per layer), each the 
 of ``--number`` calls, then the layers of rlconf's presets that are not square, then those layers with the
 activation after them, forward and backward, the activation separate (torch) or computed by oneDNN's product
 (rlconf.nn.layers.Layers). ``hardware.cpu_linear=onednn`` sends a product to oneDNN from ``gemm.MIN_UNITS`` units
-and ``gemm.MIN_WORK`` multiply-adds (a layer with its activation from ``MIN_UNITS`` outputs, whatever its inputs):
-this table is where those numbers come from, and where to look on another machine.
+and ``gemm.MIN_WORK`` multiply-adds (a layer with its activation from ``MIN_UNITS`` outputs, whatever its inputs),
+and ``auto`` (the default) does so where torch runs the CPU's AVX-512: these tables are where those rules come
+from (gemm-avx512.md and gemm-avx2.md, one per kind of CPU measured), and where to look on another machine.
 """
 
 from __future__ import annotations
@@ -135,15 +136,18 @@ def table(threads: int, number: int, repeats: int) -> list[str]:
     others = None  # the cores other processes used meanwhile (Linux): is the table fair?
     if busy is not None and (now := busy_cpu_seconds()) is not None:
         others = round(max(0.0, now - busy - (time.process_time() - own)) / (time.perf_counter() - start), 2)
+    capability = gemm.cpu_capability()
+    auto = "oneDNN's where the sizes pay" if gemm.onednn_pays_on(capability) else "torch's throughout"
     return [f"# Linear layers on a CPU: torch's kernels against oneDNN's ({threads} thread{'s' * (threads > 1)})",
-            "", f"Machine: {machine_line(machine_info())}.",
+            "", f"Machine: {machine_line(machine_info())}; torch's CPU capability {capability}.",
             f"Other processes used {others} cores on average meanwhile." if others is not None else "", "",
             "Each row: one layer's forward product, input gradient and weight gradient, summed; each "
             f"product the median of {repeats} means of {number} calls (`python benchmarks/gemm.py`). "
-            f"`hardware.cpu_linear=onednn` (the default) uses oneDNN for layers of at least {gemm.MIN_UNITS} inputs "
+            f"`hardware.cpu_linear=onednn` uses oneDNN for layers of at least {gemm.MIN_UNITS} inputs "
             f"and outputs whose product is at least {gemm.MIN_WORK:,} multiply-adds (rows x inputs x outputs; "
             f"rlconf.nn.gemm); a layer followed by its activation, from {gemm.MIN_UNITS} outputs and as many "
-            "multiply-adds, whatever its inputs.", "", *lines, ""]
+            f"multiply-adds, whatever its inputs. `auto` (the default) uses {auto} on this CPU ({capability}): "
+            "oneDNN's rule where torch runs AVX-512, torch's kernels elsewhere.", "", *lines, ""]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -151,8 +155,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1, as rlconf's runs)")
     parser.add_argument("--number", type=int, default=20, help="calls a timing (default 20)")
     parser.add_argument("--repeats", type=int, default=5, help="timings a product (default 5)")
-    parser.add_argument("--out", type=Path, default=HERE / "results" / "gemm.md", help="the report to write")
+    parser.add_argument("--out", type=Path, help="the report to write (default: benchmarks/results/"
+                        "gemm-<torch's CPU capability>.md, e.g. gemm-avx2.md)")
     args = parser.parse_args(argv)
+    if args.out is None:
+        from rlconf.nn.gemm import cpu_capability
+
+        args.out = HERE / "results" / f"gemm-{cpu_capability().lower()}.md"
     torch.set_num_threads(args.threads)
     report = table(args.threads, args.number, args.repeats)
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -21,7 +21,7 @@ from rlconf.schema import INT64, MAX_SEED, MAX_STEPS, check, require_every, requ
 # simulator's own vector version (native). Environment adapters read the same tuple.
 VECTORIZATION_MODES = ("auto", "sync", "async", "native")
 COMPILE_CHOICES = ("auto", "true", "false")  # hardware.compile (rlconf.approximation.compiled)
-CPU_LINEAR_CHOICES = ("onednn", "torch")  # hardware.cpu_linear (rlconf.nn.gemm)
+CPU_LINEAR_CHOICES = ("auto", "onednn", "torch")  # hardware.cpu_linear (rlconf.nn.gemm)
 SQUASHES = ("clip", "tanh")  # agent.squash: how a Gaussian's sample reaches a bounded Box (rlconf.policies.gaussian)
 # Where a run's training environments step: in this process (serial), in worker processes writing to shared
 # memory (parallel), or in two groups of workers, one stepping while the agent acts on the other (alternating).
@@ -220,9 +220,10 @@ class HardwareSettings:
     # torch.compile the networks (rlconf.approximation.compiled): auto, true or false. auto compiles long
     # CUDA runs (with CUDA graphs) and leaves CPU runs eager.
     compile: str = "auto"
-    # The products of linear layers on a CPU (rlconf.nn.gemm): onednn where that is faster (large layers and
-    # batches), torch's own kernels elsewhere; torch: torch's own throughout.
-    cpu_linear: str = "onednn"
+    # The products of linear layers on a CPU (rlconf.nn.gemm): onednn sends large layers and batches to oneDNN,
+    # torch's own kernels elsewhere; torch: torch's own throughout; auto: onednn's rule where the CPU runs
+    # AVX-512 (there oneDNN was about twice MKL's speed), torch's where it does not (there MKL was the faster).
+    cpu_linear: str = "auto"
 
     def __post_init__(self):
         self.compile = str(self.compile).lower()  # YAML and the command line read true/false as booleans

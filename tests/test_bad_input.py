@@ -179,7 +179,7 @@ CASES = [
     run(*CARTPOLE, "hardware.device=cuda", words="hardware.gpus_per_run"),
     run(*CARTPOLE, "hardware.vectorization=threads", words=("hardware.vectorization", "sync")),
     run(*CARTPOLE, "hardware.compile=maybe", words=("hardware.compile=maybe", "auto, true, false")),
-    run(*CARTPOLE, "hardware.cpu_linear=mkl", words=("hardware.cpu_linear=mkl", "onednn, torch")),
+    run(*CARTPOLE, "hardware.cpu_linear=mkl", words=("hardware.cpu_linear=mkl", "auto, onednn, torch")),
     run("agent=ppo", "env=classic/pendulum", "agent.squash=sigmoid", words=("agent.squash=sigmoid", "clip, tanh")),
     run(*CARTPOLE, "hardware.gpus_per_run=-1", words="hardware.gpus_per_run"),
     run(*CARTPOLE, "hardware.runs_per_gpu=0", words="hardware.runs_per_gpu"),

@@ -335,6 +335,17 @@ def test_once_per_frame_gives_row_by_rows_values_and_gradients_for_a_quarter_of_
 
 
 # -- linear layers' products on a CPU (rlconf.nn.gemm, hardware.cpu_linear) -------------------------------------
+@pytest.fixture
+def onednn():
+    """``hardware.cpu_linear=onednn`` for one test, whatever this CPU's ``auto`` would choose."""
+    from rlconf.nn import gemm
+
+    before = gemm.cpu_linear.choice
+    gemm.configure("onednn")
+    yield gemm
+    gemm.configure(before)
+
+
 def _linear_and_grads(layer: nn.Module, x: torch.Tensor, upstream: torch.Tensor) -> list[torch.Tensor]:
     layer.zero_grad()
     x = x.detach().requires_grad_()
@@ -344,9 +355,8 @@ def _linear_and_grads(layer: nn.Module, x: torch.Tensor, upstream: torch.Tensor)
 
 
 @pytest.mark.parametrize("shape", [(256, 256), (3, 100, 256)])  # a batch, and sequences of batches
-def test_a_large_layer_runs_through_onednn_with_torchs_values_and_gradients(shape):
-    from rlconf.nn import gemm
-
+def test_a_large_layer_runs_through_onednn_with_torchs_values_and_gradients(shape, onednn):
+    gemm = onednn
     torch.manual_seed(0)
     layer, x = Linear(256, 128), torch.randn(*shape)
     upstream = torch.randn(*shape[:-1], 128)
@@ -363,7 +373,7 @@ def test_a_large_layer_runs_through_onednn_with_torchs_values_and_gradients(shap
 
 
 @pytest.mark.parametrize(("inputs", "outputs", "rows"), [(32, 256, 512), (256, 2, 512), (256, 256, 16)])
-def test_small_layers_and_batches_keep_torchs_own_kernels_bit_for_bit(inputs, outputs, rows):
+def test_small_layers_and_batches_keep_torchs_own_kernels_bit_for_bit(inputs, outputs, rows, onednn):
 
     torch.manual_seed(0)
     layer, x = Linear(inputs, outputs), torch.randn(rows, inputs)
@@ -375,7 +385,7 @@ def test_small_layers_and_batches_keep_torchs_own_kernels_bit_for_bit(inputs, ou
 
 
 @pytest.mark.parametrize("act", [Tanh, nn.ReLU])
-def test_layers_run_a_large_linear_layer_and_its_activation_as_one_onednn_product_with_torchs_values(act):
+def test_layers_run_a_large_linear_layer_and_its_activation_as_one_onednn_product_with_torchs_values(act, onednn):
     from rlconf.nn.layers import Layers
 
     torch.manual_seed(0)
@@ -395,7 +405,7 @@ def test_layers_run_a_large_linear_layer_and_its_activation_as_one_onednn_produc
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-4)
 
 
-def test_layers_too_small_for_onednn_compute_exactly_what_a_sequential_does():
+def test_layers_too_small_for_onednn_compute_exactly_what_a_sequential_does(onednn):
     from rlconf.nn.layers import Layers
 
     torch.manual_seed(0)
@@ -420,5 +430,25 @@ def test_cpu_linear_torch_keeps_torchs_kernels_for_every_layer_and_tracing_alway
         gemm.configure(before)
     traced = torch.jit.trace(layer, x)  # what an export records is torch's own operator
     assert "aten::linear" in str(traced.graph) and torch.equal(traced(x), expected)
-    with pytest.raises(ValueError, match="hardware.cpu_linear='mkl'; allowed: onednn, torch"):
+    with pytest.raises(ValueError, match="hardware.cpu_linear='mkl'; allowed: auto, onednn, torch"):
         gemm.configure("mkl")
+
+
+@pytest.mark.parametrize(("capability", "kernels"), [("AVX512", "oneDNN"), ("AVX2", "torch"), ("DEFAULT", "torch")])
+def test_cpu_linear_auto_takes_onednn_only_where_the_cpu_runs_avx512(monkeypatch, capability, kernels):
+    """auto follows the measurements (benchmarks/results/gemm-avx512.md: oneDNN ~2x MKL; gemm-avx2.md: MKL
+    faster): a rule on the CPU, so a run takes the same kernels on the same machine every time."""
+    from rlconf.nn import gemm
+
+    torch.manual_seed(0)
+    layer, x = Linear(256, 256), torch.randn(256, 256)
+    before = gemm.cpu_linear.choice
+    monkeypatch.setattr(gemm, "cpu_capability", lambda: capability)
+    try:
+        gemm.configure("auto")
+        out = layer(x.requires_grad_())
+        assert ("OneDNN" in type(out.grad_fn).__name__) == (kernels == "oneDNN")
+        assert gemm.describe().startswith(f"{kernels}'s"), gemm.describe()
+        assert capability in gemm.describe()
+    finally:
+        gemm.configure(before)

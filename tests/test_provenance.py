@@ -49,6 +49,11 @@ def test_a_run_records_its_code_packages_and_command(run_cli, project, tmp_path)
     for package in ("torch", "gymnasium", "hydra-core", "omegaconf", "numpy"):
         assert record["packages"][package] == metadata.version(package)
     assert record["device"] == "cpu" and record["host"] and record["python"]
+    from rlconf.nn.gemm import cpu_capability, onednn_pays_on
+
+    # hardware.cpu_linear=auto, and what it came to on this CPU
+    kernels = "oneDNN's" if onednn_pays_on(cpu_capability()) else "torch's"
+    assert record["cpu_linear"].startswith(kernels) and "hardware.cpu_linear=auto" in record["cpu_linear"]
     work = record["code"]["workdir"]
     assert work["commit"] == git(project, "rev-parse", "HEAD").strip()
     assert work["dirty"] and work["untracked_files"] == 2  # scratch.py and .gitignore

@@ -2,23 +2,27 @@
 own elsewhere.
 
 torch computes a float32 linear layer on a CPU with its BLAS (MKL in the x86 wheels). torch also ships oneDNN,
-whose matmul it uses for convolutions and for compiled inference but not for eager float32 linear layers. On
-this project's machine (AMD EPYC, AVX-512, one thread) oneDNN does a linear layer's three products (forward,
-input gradient, weight gradient) about twice as fast as MKL on the layers of rlconf's presets: 1.9x for 256 units
-at 256 rows (SAC's and TD3's MuJoCo networks), 2.1x at 1,600 rows (MAPPO's on VMAS), 2.3x for the Nature network's
-3,136 x 512 layer at 32 rows (DQN on Atari). On small products it is slower (64 units at 256 rows: 0.8x), so those
-stay on torch's; ``python benchmarks/gemm.py`` measures both on any machine (benchmarks/results/gemm.md).
+whose matmul it uses for convolutions and for compiled inference but not for eager float32 linear layers. Which
+is faster depends on the CPU. On an AMD EPYC with AVX-512 (one thread) oneDNN did a linear layer's three products
+(forward, input gradient, weight gradient) about twice as fast as MKL on the layers of rlconf's presets: 1.9x for
+256 units at 256 rows (SAC's and TD3's MuJoCo networks), 2.1x at 1,600 rows (MAPPO's on VMAS), 2.3x for the
+Nature network's 3,136 x 512 layer at 32 rows (DQN on Atari); on small products it was slower (64 units at 256
+rows: 0.8x). On an AMD EPYC with AVX2 only, MKL was the faster on nearly every layer (oneDNN 0.6x to 0.9x its
+speed; benchmarks/results/gemm-avx512.md and gemm-avx2.md). ``python benchmarks/gemm.py`` measures both on any
+machine.
 
-``Linear`` (every linear layer rlconf builds) routes a layer through oneDNN when ``hardware.cpu_linear=onednn``
-(the default) and the product is worth it: float32 on a CPU, at least ``MIN_UNITS`` inputs and outputs, at least
-``MIN_WORK`` multiply-adds (so acting on a few environments stays on torch's kernels), and not while tracing,
-exporting or compiling (those see torch's plain ``linear``). Otherwise, and with ``hardware.cpu_linear=torch``,
-it is ``torch.nn.functional.linear``.
+``Linear`` (every linear layer rlconf builds) routes a layer through oneDNN when ``hardware.cpu_linear`` asks for
+it (``onednn``; ``auto``, the default, where the CPU runs AVX-512, as torch reports its capability) and the
+product is worth it: float32 on a CPU, at least ``MIN_UNITS`` inputs and outputs, at least ``MIN_WORK``
+multiply-adds (so acting on a few environments stays on torch's kernels), and not while tracing, exporting or
+compiling (those see torch's plain ``linear``). Otherwise, and with ``hardware.cpu_linear=torch``, it is
+``torch.nn.functional.linear``.
 
 The two compute the same products in a different order, so their results differ in the last bits (about 1e-6
 relative), as results on two machines do: a run repeats itself exactly under one setting on one machine, and a
-run resumed from a checkpoint continues as it would have. Where torch's build has no oneDNN, or its operator
-refuses a first check, torch's own linear serves and ``cpu_linear.reason`` says why.
+run resumed from a checkpoint on the same machine continues as it would have. Where torch's build has no oneDNN,
+or its operator refuses a first check, torch's own linear serves and ``describe()`` says why (a run's
+provenance.json records it).
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ import torch.nn.functional as F
 from rlconf.settings import CPU_LINEAR_CHOICES
 
 # oneDNN pays from a product of about 2 million multiply-adds (rows x inputs x outputs) between layers of at least
-# 64 inputs and outputs; below, torch's kernels were level or faster (benchmarks/results/gemm.md: 64 units at 256
+# 64 inputs and outputs; below, torch's kernels were level or faster (benchmarks/results/gemm-avx512.md: 64 units at 256
 # rows 0.8x, 256 units at 64 rows 1.4x, a 3,136 x 512 layer at 32 rows 2.3x, 512 x 4 at 32 rows 0.3x).
 MIN_UNITS = 64
 MIN_WORK = 2**21
@@ -42,18 +46,35 @@ MIN_WORK = 2**21
 
 @dataclass
 class CpuLinear:
-    """The process's choice (``configure``), and whether oneDNN's operator is there to serve it."""
+    """The process's choice (``configure``), whether it sends products to oneDNN on this CPU (``wanted``), and
+    whether oneDNN's operator is there to serve it."""
 
-    choice: str = "onednn"
+    choice: str = "auto"
+    wanted: bool = False
     available: bool | None = None  # None: not checked yet
     reason: str = ""
 
     def active(self) -> bool:
-        if self.choice != "onednn":
+        if not self.wanted:
             return False
         if self.available is None:
             self.available, self.reason = _check_operator()
         return self.available
+
+
+def onednn_pays_on(capability: str) -> bool:
+    """``auto``'s rule: oneDNN where torch runs the CPU's AVX-512 (its capability ``AVX512``; and any later
+    x86 level named so), MKL elsewhere (``AVX2``: oneDNN was 0.6x to 0.9x MKL's speed on the presets' layers).
+    A rule on the CPU, not a timing: a run takes the same kernels on the same machine every time."""
+    return capability.upper().startswith("AVX512")
+
+
+def cpu_capability() -> str:
+    """The widest vector instructions torch's CPU kernels use here (``AVX2``, ``AVX512``, ``DEFAULT``...)."""
+    try:
+        return torch.backends.cpu.get_cpu_capability()
+    except (AttributeError, RuntimeError):  # an old or unusual build: no claim to AVX-512
+        return "unknown"
 
 
 cpu_linear = CpuLinear()
@@ -64,6 +85,23 @@ def configure(choice: str) -> None:
     if choice not in CPU_LINEAR_CHOICES:
         raise ValueError(f"hardware.cpu_linear={choice!r}; allowed: {', '.join(CPU_LINEAR_CHOICES)}")
     cpu_linear.choice = choice
+    cpu_linear.wanted = choice == "onednn" or (choice == "auto" and onednn_pays_on(cpu_capability()))
+
+
+configure(cpu_linear.choice)  # a process that never configures (a script building rlconf's layers) gets auto's
+
+
+def describe() -> str:
+    """Which kernels this process's linear layers use on a CPU, and why: a run's provenance records it."""
+    setting = f"hardware.cpu_linear={cpu_linear.choice}"
+    if cpu_linear.choice == "torch":
+        return f"torch's ({setting})"
+    if not cpu_linear.wanted:
+        return f"torch's ({setting}: this CPU's capability is {cpu_capability()}, where MKL is the faster)"
+    if not cpu_linear.active():
+        return f"torch's ({setting}: {cpu_linear.reason})"
+    why = f", capability {cpu_capability()}" if cpu_linear.choice == "auto" else ""
+    return f"oneDNN's for the larger products, torch's for the rest ({setting}{why})"
 
 
 def _operator():
@@ -124,10 +162,10 @@ class _OneDNNLinear(torch.autograd.Function):
 
 
 def pays(rows: int, inputs: int, outputs: int, activation: bool = False) -> bool:
-    """Whether a product of this size goes to oneDNN (under ``hardware.cpu_linear=onednn``). With an
+    """Whether a product of this size goes to oneDNN (where ``hardware.cpu_linear`` sends any). With an
     ``activation`` oneDNN computes within it (rlconf.nn.layers.Layers) a layer of few inputs pays too: the
     activation's own passes over the output, which the fused product saves, are then most of the layer's time
-    (MAPPO's first layer, 16 x 256 at 1,600 rows with tanh: 2.5x; benchmarks/results/gemm.md)."""
+    (MAPPO's first layer, 16 x 256 at 1,600 rows with tanh: 2.5x; benchmarks/results/gemm-avx512.md)."""
     return rows * inputs >= _fewest_input_elements((outputs, inputs), activation)
 
 
@@ -147,7 +185,7 @@ def _worth_onednn(x: torch.Tensor, weight: torch.Tensor, activation: bool = Fals
     """The cheap questions first: this runs on every linear layer's every call, acting's included.
     (torch._C._is_tracing is torch.jit.is_tracing without its check for scripting, which rlconf's layers never
     are: a seventh of the cost.)"""
-    if cpu_linear.choice != "onednn" or not x.is_cpu or torch._C._is_tracing() or torch.compiler.is_compiling():
+    if not cpu_linear.wanted or not x.is_cpu or torch._C._is_tracing() or torch.compiler.is_compiling():
         return False  # (before the sizes: a tracer records them as tensors, torch.export as guards on its batch)
     if x.numel() < _fewest_input_elements(weight.shape, activation):
         return False

@@ -72,6 +72,7 @@ def record(device: str, overrides: list[str], rerun_of: str | None = None) -> tu
         "platform": platform.platform(),
         "device": describe_device(device),
         "compile": compilation(),
+        "cpu_linear": cpu_kernels(),
         "cwd": os.getcwd(),
         "command": redact(os.environ.get("RLCONF_COMMAND") or shlex.join(sys.argv)),
         "overrides": redact(list(overrides)),
@@ -97,6 +98,13 @@ def compilation() -> str:
     from rlconf.approximation import compiled
 
     return compiled.active().reason
+
+
+def cpu_kernels() -> str:
+    """Which kernels ``hardware.cpu_linear`` came to on this CPU, and why (rlconf.nn.gemm)."""
+    from rlconf.nn import gemm
+
+    return gemm.describe()
 
 
 def describe_device(device: str) -> str:
