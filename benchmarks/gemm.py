@@ -136,7 +136,7 @@ def table(threads: int, number: int, repeats: int) -> list[str]:
     others = None  # the cores other processes used meanwhile (Linux): is the table fair?
     if busy is not None and (now := busy_cpu_seconds()) is not None:
         others = round(max(0.0, now - busy - (time.process_time() - own)) / (time.perf_counter() - start), 2)
-    capability = gemm.cpu_capability()
+    capability = gemm.cpu_linear.capability
     auto = "oneDNN's where the sizes pay" if gemm.onednn_pays_on(capability) else "torch's throughout"
     return [f"# Linear layers on a CPU: torch's kernels against oneDNN's ({threads} thread{'s' * (threads > 1)})",
             "", f"Machine: {machine_line(machine_info())}; torch's CPU capability {capability}.",
@@ -159,9 +159,9 @@ def main(argv: list[str] | None = None) -> int:
                         "gemm-<torch's CPU capability>.md, e.g. gemm-avx2.md)")
     args = parser.parse_args(argv)
     if args.out is None:
-        from rlconf.nn.gemm import cpu_capability
+        from rlconf.nn.gemm import cpu_linear
 
-        args.out = HERE / "results" / f"gemm-{cpu_capability().lower()}.md"
+        args.out = HERE / "results" / f"gemm-{cpu_linear.capability.lower()}.md"
     torch.set_num_threads(args.threads)
     report = table(args.threads, args.number, args.repeats)
     args.out.parent.mkdir(parents=True, exist_ok=True)

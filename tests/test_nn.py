@@ -336,14 +336,26 @@ def test_once_per_frame_gives_row_by_rows_values_and_gradients_for_a_quarter_of_
 
 # -- linear layers' products on a CPU (rlconf.nn.gemm, hardware.cpu_linear) -------------------------------------
 @pytest.fixture
-def onednn():
+def cpu_linear_setting():
+    """``gemm.configure`` for one test: the process's whole setting (choice, capability, operator check) comes
+    back as it was afterwards, whatever the test configured or patched."""
+    import dataclasses
+
+    from rlconf.nn import gemm
+
+    before = dataclasses.replace(gemm.cpu_linear)
+    yield gemm.configure
+    for field in dataclasses.fields(before):
+        setattr(gemm.cpu_linear, field.name, getattr(before, field.name))
+
+
+@pytest.fixture
+def onednn(cpu_linear_setting):
     """``hardware.cpu_linear=onednn`` for one test, whatever this CPU's ``auto`` would choose."""
     from rlconf.nn import gemm
 
-    before = gemm.cpu_linear.choice
-    gemm.configure("onednn")
-    yield gemm
-    gemm.configure(before)
+    cpu_linear_setting("onednn")
+    return gemm
 
 
 def _linear_and_grads(layer: nn.Module, x: torch.Tensor, upstream: torch.Tensor) -> list[torch.Tensor]:
@@ -416,18 +428,15 @@ def test_layers_too_small_for_onednn_compute_exactly_what_a_sequential_does(oned
     assert "aten::linear" in str(traced.inlined_graph) and "aten::relu" in str(traced.inlined_graph)
 
 
-def test_cpu_linear_torch_keeps_torchs_kernels_for_every_layer_and_tracing_always_does():
+def test_cpu_linear_torch_keeps_torchs_kernels_for_every_layer_and_tracing_always_does(cpu_linear_setting):
     from rlconf.nn import gemm
 
     torch.manual_seed(0)
     layer, x = Linear(256, 256), torch.randn(256, 256)
     expected = F.linear(x, layer.weight, layer.bias)
-    before = gemm.cpu_linear.choice
-    try:
-        gemm.configure("torch")
-        assert torch.equal(layer(x), expected)
-    finally:
-        gemm.configure(before)
+    cpu_linear_setting("torch")
+    assert torch.equal(layer(x), expected)
+    cpu_linear_setting("onednn")  # tracing sees torch's operator whatever the setting
     traced = torch.jit.trace(layer, x)  # what an export records is torch's own operator
     assert "aten::linear" in str(traced.graph) and torch.equal(traced(x), expected)
     with pytest.raises(ValueError, match="hardware.cpu_linear='mkl'; allowed: auto, onednn, torch"):
@@ -435,20 +444,17 @@ def test_cpu_linear_torch_keeps_torchs_kernels_for_every_layer_and_tracing_alway
 
 
 @pytest.mark.parametrize(("capability", "kernels"), [("AVX512", "oneDNN"), ("AVX2", "torch"), ("DEFAULT", "torch")])
-def test_cpu_linear_auto_takes_onednn_only_where_the_cpu_runs_avx512(monkeypatch, capability, kernels):
+def test_cpu_linear_auto_takes_onednn_only_where_the_cpu_runs_avx512(monkeypatch, cpu_linear_setting, capability,
+                                                                     kernels):
     """auto follows the measurements (benchmarks/results/gemm-avx512.md: oneDNN ~2x MKL; gemm-avx2.md: MKL
     faster): a rule on the CPU, so a run takes the same kernels on the same machine every time."""
     from rlconf.nn import gemm
 
     torch.manual_seed(0)
     layer, x = Linear(256, 256), torch.randn(256, 256)
-    before = gemm.cpu_linear.choice
     monkeypatch.setattr(gemm, "cpu_capability", lambda: capability)
-    try:
-        gemm.configure("auto")
-        out = layer(x.requires_grad_())
-        assert ("OneDNN" in type(out.grad_fn).__name__) == (kernels == "oneDNN")
-        assert gemm.describe().startswith(f"{kernels}'s"), gemm.describe()
-        assert capability in gemm.describe()
-    finally:
-        gemm.configure(before)
+    cpu_linear_setting("auto")
+    out = layer(x.requires_grad_())
+    assert ("OneDNN" in type(out.grad_fn).__name__) == (kernels == "oneDNN")
+    assert gemm.describe().startswith(f"{kernels}'s"), gemm.describe()
+    assert capability in gemm.describe()

@@ -46,10 +46,11 @@ MIN_WORK = 2**21
 
 @dataclass
 class CpuLinear:
-    """The process's choice (``configure``), whether it sends products to oneDNN on this CPU (``wanted``), and
-    whether oneDNN's operator is there to serve it."""
+    """The process's choice (``configure``), the CPU it was made on (torch's ``capability``), whether it sends
+    products to oneDNN there (``wanted``: read on every call), and whether oneDNN's operator is there to serve it."""
 
     choice: str = "auto"
+    capability: str = ""
     wanted: bool = False
     available: bool | None = None  # None: not checked yet
     reason: str = ""
@@ -84,8 +85,8 @@ def configure(choice: str) -> None:
     """Set the process's ``hardware.cpu_linear`` before its networks run (as torch's thread count)."""
     if choice not in CPU_LINEAR_CHOICES:
         raise ValueError(f"hardware.cpu_linear={choice!r}; allowed: {', '.join(CPU_LINEAR_CHOICES)}")
-    cpu_linear.choice = choice
-    cpu_linear.wanted = choice == "onednn" or (choice == "auto" and onednn_pays_on(cpu_capability()))
+    cpu_linear.choice, cpu_linear.capability = choice, cpu_capability()
+    cpu_linear.wanted = choice == "onednn" or (choice == "auto" and onednn_pays_on(cpu_linear.capability))
 
 
 configure(cpu_linear.choice)  # a process that never configures (a script building rlconf's layers) gets auto's
@@ -97,10 +98,10 @@ def describe() -> str:
     if cpu_linear.choice == "torch":
         return f"torch's ({setting})"
     if not cpu_linear.wanted:
-        return f"torch's ({setting}: this CPU's capability is {cpu_capability()}, where MKL is the faster)"
+        return f"torch's ({setting}: this CPU's capability is {cpu_linear.capability}, where MKL is the faster)"
     if not cpu_linear.active():
         return f"torch's ({setting}: {cpu_linear.reason})"
-    why = f", capability {cpu_capability()}" if cpu_linear.choice == "auto" else ""
+    why = f", capability {cpu_linear.capability}" if cpu_linear.choice == "auto" else ""
     return f"oneDNN's for the larger products, torch's for the rest ({setting}{why})"
 
 
