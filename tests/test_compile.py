@@ -27,7 +27,7 @@ def test_auto_compiles_long_cuda_runs_and_leaves_cpu_runs_eager():
     long, short = compiled.AUTO_MIN_STEPS, compiled.AUTO_MIN_STEPS - 1
     assert compiled.decide("auto", "cuda", long).mode == "reduce-overhead"  # CUDA graphs
     assert compiled.decide("auto", "cuda:1", short).mode is None
-    assert "200,000" in compiled.decide("auto", "cuda", short).reason
+    assert "50,000" in compiled.decide("auto", "cuda", short).reason
     assert compiled.decide("auto", "cpu", 10**9).mode is None
     assert compiled.decide("true", "cpu", 1).mode == "default"
     assert compiled.decide("true", "cuda", 1).mode == "reduce-overhead"
