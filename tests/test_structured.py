@@ -402,11 +402,16 @@ def test_kill_9_then_resume_of_a_structured_run_loses_no_row(run_cli, workdir, t
 
 @pytest.mark.slow
 @pytest.mark.long
-def test_ppo_reads_every_key_of_the_dict_observation_to_the_optimum(tmp_path):
+def test_ppo_reads_every_key_of_the_dict_observation(tmp_path):
     """Blind to any one key, an agent earns at most half the optimum (test_the_reward_needs_every_key); PPO
-    with the default encoders of each key reaches it (8.0 of 8 measured). About 70 s of one core."""
+    with the default encoders of each key earns well above that. It does not always reach the optimum itself:
+    a puzzle whose answer the policy has settled on wrongly earns 0 every time, which its value baseline
+    learns too, leaving no advantage to move it. Measured (20k steps): seed 0 8.0 with torch's linear kernels and
+    6.75 with oneDNN's, seeds 1 and 2 7.7 and 8.0 (oneDNN's) on an AVX-512 machine; seed 0 6.85 with torch's
+    on an AVX2 one (6.4 the lowest seen, at 40k steps): the same arithmetic in another order is another run.
+    About 70 s of one core."""
     _, summary = structured_run(tmp_path, "agent=ppo", "steps=20000", "hardware.n_envs=8", "agent.n_steps=32",
                                 "agent.batch_size=64", "agent.lr=1e-3", "agent.discount_factor=0.5",
                                 "test_episodes=20")
     assert summary["test_episodes"] == 20
-    assert summary["test_return_mean"] >= 0.9 * OPTIMUM, summary["test_return_mean"]
+    assert summary["test_return_mean"] >= 0.75 * OPTIMUM, summary["test_return_mean"]  # blind: at most 0.5
