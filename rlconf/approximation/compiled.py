@@ -32,8 +32,8 @@ from rlconf.errors import first_line
 
 # auto compiles a CUDA run of at least this many environment steps. On an H200 (2026-12-04,
 # benchmarks/results/speed/gpu-20261204.md) compiling DQN's Nature network took 7.5 s and saved 0.32 ms a step
-# (it updates every 4th step), even at 23k steps; DER's network took 15 s and saved 3.3 ms a step (one update a
-# step), even at 4.5k. From 50k steps compiling pays on both by a clear margin: a 100k-step Atari 100k run
+# (it updates every 4th step), breaking even at 23k steps; DER's network took 15 s and saved 3.3 ms a step (one update a
+# step), breaking even at 4.5k. From 50k steps compiling pays on both by a clear margin: a 100k-step Atari 100k run
 # trains about 1.35x faster, compilation included.
 AUTO_MIN_STEPS = 50_000
 
