@@ -6,11 +6,13 @@ from __future__ import annotations
 import csv
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "learning.py"
 
@@ -213,3 +215,20 @@ def test_a_report_without_the_runs_redraws_each_figure_from_the_committed_curves
         assert {row["seed"] for row in csv.DictReader(f)} == {"0", "1"}
     assert {(p["agent"], p["config"], p["metric"]) for p in curve} == {("dqn", "dqn", "eval")}
     assert (out / "classic-cartpole.png").stat().st_size > 1000
+
+
+def test_the_readme_counts_the_suite_runs_that_are_committed():
+    """The README says how far the Atari 100k suite has come ("N of 78 runs so far") until every run is in; the
+    number is the committed tests.csv's, so a session that commits runs updates the sentence with them."""
+    root = SCRIPT.parents[1]
+    suite = yaml.safe_load((root / "benchmarks" / "learning.yaml").read_text())["suites"]["atari100k-der"]
+    planned = len(suite["envs"]) * len(suite["seeds"])
+    with (root / "benchmarks" / "results" / "learning" / "atari100k-der" / "tests.csv").open() as f:
+        finished = len({(row["env"], row["seed"]) for row in csv.DictReader(f)})
+    said = re.search(r"(\d+) of (\d+) runs so far", (root / "README.md").read_text())
+    if finished == planned:
+        assert said is None, f"every run is committed, yet the README says {said[0]!r}"
+    else:
+        assert said is not None, f"the README does not say how far the suite is ({finished} of {planned} runs)"
+        assert (int(said[1]), int(said[2])) == (finished, planned), \
+            f"the README says {said[0]!r}; benchmarks/results holds {finished} of {planned} runs"
