@@ -232,3 +232,25 @@ def test_the_readme_counts_the_suite_runs_that_are_committed():
         assert said is not None, f"the README does not say how far the suite is ({finished} of {planned} runs)"
         assert (int(said[1]), int(said[2])) == (finished, planned), \
             f"the README says {said[0]!r}; benchmarks/results holds {finished} of {planned} runs"
+
+
+def test_the_report_names_the_games_far_below_the_published_agent_where_it_plays_above_random():
+    """Half of a published score that random play nearly reaches says nothing; half of a real score does."""
+    from rlconf.analysis.references import der_atari100k_reference, human_references
+
+    sys.path.insert(0, str(SCRIPT.parent))  # learning.py's sibling, as learning.py imports it
+    try:
+        from suite import game_lines
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    reference, humans = der_atari100k_reference(), human_references()
+
+    def named(env: str, fraction: float) -> list[str]:
+        """The far games when rlconf scores ``fraction`` of the published normalised score on ``env``."""
+        human = humans[env]
+        score = human.random + fraction * (reference.per_game[env] - human.random)
+        return game_lines([{"env": env, "seed": 0, "test_return_mean": score}], reference, [0])[1]
+
+    assert [line.split(" (")[0] for line in named("atari/amidar", 0.4)] == ["Amidar"]  # published 0.107
+    assert named("atari/amidar", 0.6) == []
+    assert named("atari/boxing", -8.0) == []  # published 0.008: random-level play, -0.7 points here
