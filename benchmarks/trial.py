@@ -115,14 +115,16 @@ def window(step: Callable[[], int], seconds: float) -> float:
             return steps / elapsed
 
 
-def env_rate(env, n_envs: int, space, seconds: float) -> dict[str, Any]:
-    """Random actions, drawn up front so the timed loop measures the environment, not the action sampler."""
+def env_rate(env, n_envs: int, space, seconds: float,
+             as_actions: Callable[[np.ndarray], Any] = lambda row: row) -> dict[str, Any]:
+    """Random actions, drawn up front (and made what the env takes, ``as_actions``: rlconf's take tensors, as its
+    agents give them) so the timed loop measures the environment, not the action sampler or a conversion."""
     rng = np.random.default_rng(0)
     if hasattr(space, "n"):
-        actions = itertools.cycle(rng.integers(0, space.n, size=(4096, n_envs)))
+        drawn = rng.integers(0, space.n, size=(4096, n_envs))
     else:
-        shape = (4096, n_envs, *space.shape)
-        actions = itertools.cycle(rng.uniform(space.low, space.high, size=shape).astype(space.dtype))
+        drawn = rng.uniform(space.low, space.high, size=(4096, n_envs, *space.shape)).astype(space.dtype)
+    actions = itertools.cycle([as_actions(row) for row in drawn])
 
     def step() -> int:
         env.step(next(actions))
@@ -140,18 +142,8 @@ def env_rlconf(name: str, n_envs: int, seconds: float) -> dict[str, Any]:
     env = make_env(load_settings(WORKLOADS[name]), n_envs)
     env.reset(seed=0)
     vectorisation = type(getattr(env, "env", env)).__name__
-    rate = env_rate(_TensorActions(env), n_envs, env.action_space, seconds)
+    rate = env_rate(env, n_envs, env.action_space, seconds, as_actions=torch.from_numpy)
     return {**rate, "vectorisation": vectorisation}
-
-
-class _TensorActions:
-    """rlconf's environments take actions as tensors."""
-
-    def __init__(self, env):
-        self.env = env
-
-    def step(self, actions: np.ndarray):
-        return self.env.step(torch.from_numpy(actions))
 
 
 def env_sb3(name: str, n_envs: int, seconds: float) -> dict[str, Any]:
