@@ -25,9 +25,10 @@ from rlconf.analysis.references import PublishedSuite, human_references
 from rlconf.analysis.runs import Run
 
 REPS = 2000  # bootstrap resamples, as rlconf plot's default
-FAR_BELOW = 0.5  # a game whose mean is below half the published agent's human-normalised score is named ...
-# ... where the published agent plays above random (0.05 of the way from random to human): under that, as on
-# Boxing (0.2 against random's 0.1 and human's 12.1), "half of it" is within the noise of random play.
+# A game whose mean is below FAR_BELOW of the published agent's human-normalised score is named, where that agent
+# plays above random (ABOVE_RANDOM of the way from random to human): under that, as on Boxing (0.2 against
+# random's 0.1 and human's 12.1), "half of it" is within the noise of random play.
+FAR_BELOW = 0.5
 ABOVE_RANDOM = 0.05
 
 

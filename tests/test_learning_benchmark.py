@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "learning.py"
 
@@ -27,8 +26,9 @@ rows:
 """
 
 
-def _script():
-    spec = importlib.util.spec_from_file_location("learning_benchmark", SCRIPT)
+def _script(path: Path = SCRIPT, name: str = "learning_benchmark"):
+    """A module of benchmarks/ (learning.py unless told), loaded from its file: benchmarks/ is no package."""
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses look their module up there
     spec.loader.exec_module(module)
@@ -220,12 +220,12 @@ def test_a_report_without_the_runs_redraws_each_figure_from_the_committed_curves
 def test_the_readme_counts_the_suite_runs_that_are_committed():
     """The README says how far the Atari 100k suite has come ("N of 78 runs so far") until every run is in; the
     number is the committed tests.csv's, so a session that commits runs updates the sentence with them."""
-    root = SCRIPT.parents[1]
-    suite = yaml.safe_load((root / "benchmarks" / "learning.yaml").read_text())["suites"]["atari100k-der"]
-    planned = len(suite["envs"]) * len(suite["seeds"])
-    with (root / "benchmarks" / "results" / "learning" / "atari100k-der" / "tests.csv").open() as f:
+    script = _script()
+    suite = script.load_suites()["atari100k-der"]
+    planned = len(suite.envs) * len(suite.seeds)
+    with (script.RESULTS / suite.name / "tests.csv").open() as f:
         finished = len({(row["env"], row["seed"]) for row in csv.DictReader(f)})
-    said = re.search(r"(\d+) of (\d+) runs so far", (root / "README.md").read_text())
+    said = re.search(r"(\d+) of (\d+) runs so far", (SCRIPT.parents[1] / "README.md").read_text())
     if finished == planned:
         assert said is None, f"every run is committed, yet the README says {said[0]!r}"
     else:
@@ -238,11 +238,7 @@ def test_the_report_names_the_games_far_below_the_published_agent_where_it_plays
     """Half of a published score that random play nearly reaches says nothing; half of a real score does."""
     from rlconf.analysis.references import der_atari100k_reference, human_references
 
-    sys.path.insert(0, str(SCRIPT.parent))  # learning.py's sibling, as learning.py imports it
-    try:
-        from suite import game_lines
-    finally:
-        sys.path.remove(str(SCRIPT.parent))
+    game_lines = _script(SCRIPT.parent / "suite.py", "suite_report").game_lines
     reference, humans = der_atari100k_reference(), human_references()
 
     def named(env: str, fraction: float) -> list[str]:
