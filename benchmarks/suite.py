@@ -114,6 +114,7 @@ def table(name: str, budget: str, tests: list[dict[str, object]], reference: Pub
     games, far = game_lines(tests, reference, seeds)
     done = len({str(t["env"]) for t in tests})
     source = reference.per_game_source.rstrip(".")
+    # The title and a blank line, then the report: docs/algorithms/rainbow.md includes the file from its third line.
     header = [f"# {name}: {len(tests)} finished runs on {done} of {len(reference.per_game)} games, budget {budget}",
               "", f"Final tests (mean return of the test episodes) per seed; published: {source}. "
               "Normalised: (score - random) / (human - random), rlconf/analysis/data/atari_human.csv.", "", *games]
