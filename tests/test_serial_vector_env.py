@@ -119,3 +119,55 @@ def test_discrete_actions_reach_the_copies_as_gymnasium_hands_them():
     assert [copy.types for copy in env.envs] == [copy.types for copy in reference.envs] == [[np.int64] * 2] * 2
     reference.close()
     env.close()
+
+
+def hand_counted(env: GymVectorEnvironment, steps: int, groups: int) -> tuple[list[tuple], list[tuple], int]:
+    """The adapter's finished episodes (copy, return, length) over ``steps`` steps of random actions, one group
+    of copies after the other, beside the same episodes counted by hand from the states it handed over: a copy's
+    step after its episode ended is the simulator's reset (reward 0), which no episode and no step count."""
+    env.reset(seed=3)
+    generator = torch.Generator().manual_seed(0)
+    n = env.n_envs
+    returns, lengths, resetting = [0.0] * n, [0] * n, [False] * n
+    reported, counted, counted_steps = [], [], 0
+    for step in range(steps):
+        group = step % groups
+        copies = env.group_copies(group) if groups > 1 else slice(0, n)
+        actions = torch.randint(0, 2, (copies.stop - copies.start,), generator=generator)
+        if groups > 1:
+            env.step_async(actions, group)
+            state = env.step_wait(group)
+        else:
+            state = env.step(actions)
+        reported += [(e.env_index, e.returns, e.length) for e in env.completed]
+        for row, i in enumerate(range(copies.start, copies.stop)):
+            reward = float(state["reward"][row])
+            if resetting[i]:
+                assert reward == 0 and not state["done"][row]
+                resetting[i] = False
+                continue
+            counted_steps += 1
+            returns[i] += reward
+            lengths[i] += 1
+            if state["done"][row]:
+                counted.append((i, pytest.approx(returns[i], rel=1e-6), lengths[i]))
+                returns[i], lengths[i], resetting[i] = 0.0, 0, True
+    assert env.steps == counted_steps
+    return reported, counted, counted_steps
+
+
+@pytest.mark.parametrize("env_id, sampler", [("CartPole-v1", "serial"), ("MountainCar-v0", "serial"),
+                                             ("CartPole-v1", "alternating")])
+def test_the_adapter_counts_every_episode_and_step_as_a_hand_count_of_its_states(env_id, sampler):
+    """Lengths, returns and the step count through terminations, time-limit truncations and the reset steps
+    after them, with every copy stepping together or in the alternating sampler's two groups (each its own
+    clock). MountainCar's reward is -1 a step, so its returns are the negated lengths."""
+    env = GymVectorEnvironment(env_id, 4, vectorization="sync", max_episode_steps=17, sampler=sampler,
+                               workers=2)
+    try:
+        reported, counted, steps = hand_counted(env, 400, env.groups)
+        assert reported == counted and len(counted) >= 20 and steps > 350 * 4 / env.groups
+        if env_id == "MountainCar-v0":
+            assert all(returns == -length for _, returns, length in reported)
+    finally:
+        env.close()

@@ -106,7 +106,7 @@ class SerialVectorEnv(gym.vector.SyncVectorEnv):
         space = self.single_observation_space
         self._plain = isinstance(space, (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiBinary,
                                          gym.spaces.MultiDiscrete))
-        self._observation_shape = (self.num_envs, *space.shape)
+        self._observation_shape, self._observation_dtype = (self.num_envs, *space.shape), space.dtype
         # Discrete actions go to the copies as numpy integers, as SyncVectorEnv hands them: gymnasium 1.4's
         # Discrete.contains (the check most tasks' step makes) looks up np.iinfo for a Python int, 7 us against
         # 4 for a numpy one here, a tenth of a classic-control step.
@@ -115,13 +115,14 @@ class SerialVectorEnv(gym.vector.SyncVectorEnv):
     def step(self, actions):
         if not self._plain:
             return super().step(actions)
-        observations = np.empty(self._observation_shape, self.single_observation_space.dtype)
-        rewards = np.zeros(self.num_envs)
-        terminated = np.zeros(self.num_envs, dtype=bool)
-        truncated = np.zeros(self.num_envs, dtype=bool)
+        n, resetting = self.num_envs, self._autoreset_envs
+        observations = np.empty(self._observation_shape, self._observation_dtype)
+        rewards = np.zeros(n)
+        terminated = np.zeros(n, dtype=bool)
+        truncated = np.zeros(n, dtype=bool)
         infos: dict[str, Any] = {}
         for i, env in enumerate(self.envs):
-            if self._autoreset_envs[i]:  # ended on the last step: this step starts its next episode
+            if resetting[i]:  # ended on the last step: this step starts its next episode
                 observation, info = env.reset()
             else:
                 observation, rewards[i], terminated[i], truncated[i], info = env.step(actions[i])
@@ -177,8 +178,14 @@ class GymVectorEnvironment(Environment):
         # Continuous actions are clipped to the Box here, the one place every agent's actions pass.
         self._action_bounds = _bounds(self.action_space)
         self._returns = np.zeros(n_envs)
-        self._lengths = np.zeros(n_envs, dtype=np.int64)
-        self._resetting = np.zeros(n_envs, dtype=bool)
+        # Episode lengths are counted by the clock of each group of copies (key: its first copy, None for all the
+        # copies): a copy's length is the clock's reading less the reading its episode began at, a Python
+        # subtraction when it ends instead of a numpy addition on every step.
+        self._clock: dict[int | None, int] = {}
+        self._began = np.zeros(n_envs, dtype=np.int64)
+        self._resets_due: dict[int | None, int] = {}  # copies each group's simulator resets on its next step
+        self._resetting = np.zeros(n_envs, dtype=bool)  # which ones (read by the stall count only)
+        self._on_cpu = self.device == CPU
         self.steps = 0  # environment steps taken (reset steps excluded)
         self.completed: list[Episode] = []  # episodes that ended on the last step
         # Cut an episode short (truncated: done, mask 1, ``Episode.stalled``) after this many steps without a
@@ -204,7 +211,9 @@ class GymVectorEnvironment(Environment):
     def reset(self, seed: int | None = None) -> StateArray:
         observation, info = self.env.reset(seed=None if seed is None else simulator_seed(seed))
         self._returns[:] = 0
-        self._lengths[:] = 0
+        self._clock.clear()
+        self._began[:] = 0
+        self._resets_due.clear()
         self._resetting[:] = False
         self._idle[:] = 0
         self._restart[:] = False
@@ -253,17 +262,17 @@ class GymVectorEnvironment(Environment):
 
     def _stepped(self, copies: slice, observation, reward, terminated, truncated, info: dict) -> StateArray:
         """The bookkeeping of a step of ``copies``: steps, returns, lengths, ``completed``; their states.
-        Written for one or a few copies as much as for many: every line is one numpy call on the copies."""
-        resetting = self._resetting[copies]  # views: the updates below land in the adapter's arrays
-        returns, lengths = self._returns[copies], self._lengths[copies]
-        n_resetting = int(np.count_nonzero(resetting))
-        self.steps += len(resetting) - n_resetting
-        returns += reward  # a reset step's reward is 0
-        lengths += 1
-        if n_resetting:  # a reset step is not counted
-            lengths[resetting] -= 1
+        Written for one or a few copies as much as for many: on a step where no episode ends or restarts, two
+        numpy calls on the copies (the return's sum, the done flags) and two counts."""
+        group = copies.start
+        clock = self._clock[group] = self._clock.get(group, 0) + 1
+        resets = self._resets_due.pop(group, 0)  # reset steps (their reward is 0) are not counted
+        self.steps += len(reward) - resets
+        returns = self._returns[copies]  # a view: the sum lands in the adapter's array
+        returns += reward
         stalled = None  # only tests of some families cut episodes short
         if self.stall_steps is not None:
+            resetting = self._resetting[copies]
             stalled = self._stalled(copies, np.asarray(reward), resetting, terminated | truncated)
             truncated = truncated | stalled
             self._restart[copies] = stalled
@@ -271,15 +280,20 @@ class GymVectorEnvironment(Environment):
         ended = np.count_nonzero(done)  # numpy's fastest "any" on a few elements
         self.completed = []
         if ended:
-            first = copies.start or 0
-            self.completed = [Episode(first + int(i), float(returns[i]), int(lengths[i]),
+            first, began = copies.start or 0, self._began[copies]
+            self.completed = [Episode(first + int(i), float(returns[i]), clock - int(began[i]),
                                       stalled is not None and bool(stalled[i])) for i in np.flatnonzero(done)]
             returns[done] = 0
-            lengths[done] = 0
-        if ended or n_resetting:
             # The simulator resets what it ended on the next step (its action ignored, not counted); a copy cut
             # short here is reset before that step instead, so the step is its next episode's first, counted.
-            resetting[:] = done if stalled is None else done & ~stalled
+            began[done] = clock + 1
+            if stalled is not None:
+                began[stalled] = clock
+                resetting[:] = done & ~stalled
+                ended -= np.count_nonzero(stalled)
+            self._resets_due[group] = int(ended)
+        elif stalled is not None and resets:
+            resetting[:] = False
         return self._state(observation, reward, terminated, done, info, copies)
 
     def _stalled(self, copies: slice, reward: np.ndarray, resetting: np.ndarray, done: np.ndarray) -> np.ndarray:
@@ -298,13 +312,13 @@ class GymVectorEnvironment(Environment):
             "observation": torch.from_numpy(np.asarray(observation, dtype=self._row_dtype)),
             "reward": torch.from_numpy(np.asarray(reward, dtype=np.float32)),
             "done": torch.from_numpy(done),
-            "mask": torch.from_numpy((~terminated).astype(np.float32)),
+            "mask": torch.from_numpy(np.logical_not(terminated).astype(np.float32)),
         }
         if self.masks_actions:
             self._unpack_mask(x)
         state = StateArray(x, (len(reward),))  # built where numpy's arrays are, then moved: labelled cuda,
         # .to() would not move it; on the CPU (most runs) not even asked to, a call less per step
-        return state if self.device == CPU else state.to(self.device)
+        return state if self._on_cpu else state.to(self.device)
 
     def _unpack_mask(self, x: dict[str, torch.Tensor]) -> None:
         """Split packed rows into the observation agents read and the ``action_mask`` (True: legal)."""
