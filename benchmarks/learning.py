@@ -30,7 +30,7 @@ a row per game, trained, skipped and continued as rows are, its runs in RUNS/<en
 go to benchmarks/results/learning/<suite>/: ``tests.csv`` (every run's final test), ``curves.csv`` (every run's
 curve) and, drawn from tests.csv alone by suite.py (so ``--report`` works on a fresh clone), ``table.md`` (each
 game's tests beside the published means, and the aggregates of human-normalised scores beside the published
-ones) and ``aggregate.png``.
+ones) and ``aggregate.png``; the README shows both, rewritten with them.
 
 These runs take from tens of minutes to hours each on 2 CPU cores: they are never a CI step.
 """
@@ -53,6 +53,7 @@ import yaml
 HERE = Path(__file__).resolve().parent
 ROWS_FILE = HERE / "learning.yaml"
 RESULTS = HERE / "results" / "learning"
+README = HERE.parent / "README.md"
 TRAIN_WINDOW = 20  # training episodes in the curve's running mean
 CURVE_POINTS = 100  # training-return points per seed in <row>.csv
 
@@ -296,7 +297,27 @@ def suite_report(suite: Suite, runs: Path, out: Path) -> str:
     if curves:
         write_table(folder / "curves.csv", curves, ["env", "seed", "step", "frames", "train_return", "eval_return",
                                                     "eval_std"])
-    return report_of_suite.write(suite.name, suite.budget, tests, suite.published(), list(suite.seeds), folder)
+    text = report_of_suite.write(suite.name, suite.budget, tests, suite.published(), list(suite.seeds), folder)
+    if out.resolve() == RESULTS:  # the committed results: the README shows them
+        show_in_readme(suite.name, text, folder / "aggregate.png")
+    return text
+
+
+def show_in_readme(name: str, text: str, png: Path, readme: Path = README) -> None:
+    """Put the suite's report ``text`` and figure ``png`` in the README, between its markers (suite.py); say so
+    in a line where the README has none. Written whole or not at all, as the results beside it."""
+    import suite as report_of_suite
+
+    current = readme.read_text()
+    block = report_of_suite.readme_block(name, text, png.relative_to(readme.parent).as_posix())
+    updated = report_of_suite.with_readme_block(current, name, block)
+    if updated is None:
+        print(f"learning: {readme.name} has no place for the {name} report (its markers: "
+              f"{' ... '.join(report_of_suite.readme_markers(name))}); not shown there", file=sys.stderr)
+    elif updated != current:
+        partial = readme.with_name(readme.name + ".partial")
+        partial.write_text(updated)
+        os.replace(partial, readme)
 
 
 def seeds_on_disk(row: Row, runs: Path) -> list[int]:

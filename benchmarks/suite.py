@@ -4,7 +4,9 @@ performance profile) beside the published agent's, as Agarwal et al. (2021) repo
 
 learning.py trains a suite (``python benchmarks/learning.py --suite atari100k-der``) and calls ``write`` with
 the final tests of every run it has, from the run directories or from the committed tests.csv: the report
-is drawn from the tests alone, so ``--report`` rebuilds it on a fresh clone, where no run directory is.
+is drawn from the tests alone, so ``--report`` rebuilds it on a fresh clone, where no run directory is. Where it
+writes the committed results it also rewrites the README's copy of the report (``readme_block``), between two
+markers that the README's hand-written text keeps around it.
 
 The published agent's per-game means (one number a game: no interval) enter the aggregate as one run a game,
 so that the same statistics are computed the same way on both; the aggregates the sources publish themselves
@@ -159,3 +161,28 @@ def write(name: str, budget: str, tests: list[dict[str, object]], reference: Pub
     text = table(name, budget, tests, reference, seeds, result)
     (out / "table.md").write_text(text)
     return text
+
+
+def readme_markers(name: str) -> tuple[str, str]:
+    """The lines that open and close the README's copy of suite ``name``'s report."""
+    return (f"<!-- the {name} report: written by python benchmarks/learning.py --suite {name} --report -->",
+            f"<!-- end of the {name} report -->")
+
+
+def readme_block(name: str, table_text: str, figure: str) -> str:
+    """The README's copy of the report ``table_text`` (table.md): its title as a bold line, the rest as it is,
+    then the figure (``figure``: its path from the README), between the markers."""
+    title, _, report = table_text.partition("\n\n")
+    begin, end = readme_markers(name)
+    return (f"{begin}\n**{title.removeprefix('# ')}**\n\n{report.rstrip()}\n\n"
+            f"![{name}: aggregates of human-normalised scores, rlconf and the published agent]({figure})\n{end}")
+
+
+def with_readme_block(readme: str, name: str, block: str) -> str | None:
+    """The README text ``readme`` with its copy of suite ``name``'s report replaced by ``block``; None where the
+    README has no place for it (its markers)."""
+    begin, end = readme_markers(name)
+    start, stop = readme.find(begin), readme.find(end)
+    if start < 0 or stop < start:
+        return None
+    return readme[:start] + block + readme[stop + len(end):]

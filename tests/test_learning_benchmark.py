@@ -6,7 +6,6 @@ from __future__ import annotations
 import csv
 import importlib.util
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -217,21 +216,37 @@ def test_a_report_without_the_runs_redraws_each_figure_from_the_committed_curves
     assert (out / "classic-cartpole.png").stat().st_size > 1000
 
 
-def test_the_readme_counts_the_suite_runs_that_are_committed():
-    """The README says how far the Atari 100k suite has come ("N of 78 runs so far") until every run is in; the
-    number is the committed tests.csv's, so a session that commits runs updates the sentence with them."""
-    script = _script()
+def test_the_readme_shows_the_suite_report_of_the_committed_runs(tmp_path):
+    """The README's copy of the Atari 100k report is the one the committed final tests give (learning.py writes
+    both when runs land): drawn again here from tests.csv alone, as on a fresh clone."""
+    script, report = _script(), _script(SCRIPT.parent / "suite.py", "suite_report")
     suite = script.load_suites()["atari100k-der"]
-    planned = len(suite.envs) * len(suite.seeds)
-    with (script.RESULTS / suite.name / "tests.csv").open() as f:
-        finished = len({(row["env"], row["seed"]) for row in csv.DictReader(f)})
-    said = re.search(r"(\d+) of (\d+) runs so far", (SCRIPT.parents[1] / "README.md").read_text())
-    if finished == planned:
-        assert said is None, f"every run is committed, yet the README says {said[0]!r}"
-    else:
-        assert said is not None, f"the README does not say how far the suite is ({finished} of {planned} runs)"
-        assert (int(said[1]), int(said[2])) == (finished, planned), \
-            f"the README says {said[0]!r}; benchmarks/results holds {finished} of {planned} runs"
+    folder = script.RESULTS / suite.name
+    tests = script.read_csv(folder / "tests.csv")
+    text = report.write(suite.name, suite.budget, tests, suite.published(), list(suite.seeds), tmp_path)
+    assert text == (folder / "table.md").read_text(), "table.md is not the report of the committed tests.csv"
+    readme = script.README.read_text()
+    block = report.readme_block(suite.name, text, (folder / "aggregate.png").relative_to(SCRIPT.parents[1]).as_posix())
+    assert block in readme, "the README's copy of the report is not the committed one: run learning.py --report"
+    assert f"**{suite.name}: {len(tests)} finished runs" in block
+
+
+def test_the_readme_block_is_replaced_between_its_markers_and_a_readme_without_them_is_left_alone(tmp_path, capsys,
+                                                                                                monkeypatch):
+    monkeypatch.syspath_prepend(str(SCRIPT.parent))  # learning.py imports suite.py from beside it, as a script
+    script, report = _script(), _script(SCRIPT.parent / "suite.py", "suite_report")
+    begin, end = report.readme_markers("tiny")
+    readme = tmp_path / "README.md"
+    readme.write_text(f"before\n{begin}\nold report\n{end}\nafter\n")
+    script.show_in_readme("tiny", "# tiny: 2 finished runs\n\n| a | b |\n", tmp_path / "r" / "tiny" / "a.png",
+                          readme)
+    assert readme.read_text() == (f"before\n{begin}\n**tiny: 2 finished runs**\n\n| a | b |\n\n"
+                                  f"![tiny: aggregates of human-normalised scores, rlconf and the published agent]"
+                                  f"(r/tiny/a.png)\n{end}\nafter\n")
+    readme.write_text("no markers\n")
+    script.show_in_readme("tiny", "# tiny\n\nx\n", tmp_path / "a.png", readme)
+    assert readme.read_text() == "no markers\n" and not list(tmp_path.glob("*.partial"))
+    assert "README.md has no place for the tiny report" in capsys.readouterr().err
 
 
 def test_the_report_names_the_games_far_below_the_published_agent_where_it_plays_above_random():
