@@ -262,8 +262,8 @@ class GymVectorEnvironment(Environment):
 
     def _stepped(self, copies: slice, observation, reward, terminated, truncated, info: dict) -> StateArray:
         """The bookkeeping of a step of ``copies``: steps, returns, lengths, ``completed``; their states.
-        Written for one or a few copies as much as for many: on a step where no episode ends or restarts, two
-        numpy calls on the copies (the return's sum, the done flags) and two counts."""
+        Written for one or a few copies as much as for many: on a step where no episode ends or restarts, three
+        numpy calls on the copies (the returns' sum, the done flags and their count)."""
         group = copies.start
         clock = self._clock[group] = self._clock.get(group, 0) + 1
         resets = self._resets_due.pop(group, 0)  # reset steps (their reward is 0) are not counted
