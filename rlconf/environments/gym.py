@@ -184,7 +184,6 @@ class GymVectorEnvironment(Environment):
         self._clock: dict[int | None, int] = {}
         self._began = np.zeros(n_envs, dtype=np.int64)
         self._resets_due: dict[int | None, int] = {}  # copies each group's simulator resets on its next step
-        self._resetting = np.zeros(n_envs, dtype=bool)  # which ones (read by the stall count only)
         self._on_cpu = self.device == CPU
         self.steps = 0  # environment steps taken (reset steps excluded)
         self.completed: list[Episode] = []  # episodes that ended on the last step
@@ -214,7 +213,6 @@ class GymVectorEnvironment(Environment):
         self._clock.clear()
         self._began[:] = 0
         self._resets_due.clear()
-        self._resetting[:] = False
         self._idle[:] = 0
         self._restart[:] = False
         n = self.n_envs
@@ -272,7 +270,7 @@ class GymVectorEnvironment(Environment):
         returns += reward
         stalled = None  # only tests of some families cut episodes short
         if self.stall_steps is not None:
-            resetting = self._resetting[copies]
+            resetting = self._began[copies] == clock  # reset by the simulator now: their episodes begin after
             stalled = self._stalled(copies, np.asarray(reward), resetting, terminated | truncated)
             truncated = truncated | stalled
             self._restart[copies] = stalled
@@ -289,11 +287,8 @@ class GymVectorEnvironment(Environment):
             began[done] = clock + 1
             if stalled is not None:
                 began[stalled] = clock
-                resetting[:] = done & ~stalled
                 ended -= np.count_nonzero(stalled)
             self._resets_due[group] = int(ended)
-        elif stalled is not None and resets:
-            resetting[:] = False
         return self._state(observation, reward, terminated, done, info, copies)
 
     def _stalled(self, copies: slice, reward: np.ndarray, resetting: np.ndarray, done: np.ndarray) -> np.ndarray:
