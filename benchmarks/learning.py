@@ -305,8 +305,10 @@ def suite_report(suite: Suite, runs: Path, out: Path) -> str:
 
 def show_in_readme(name: str, text: str, png: Path, readme: Path = README) -> None:
     """Put the suite's report ``text`` and figure ``png`` in the README, between its markers (suite.py); say so
-    in a line where the README has none. Written whole or not at all, as the results beside it."""
+    in a line where the README has none. Written whole or not at all (rlconf.files.write_text)."""
     import suite as report_of_suite
+
+    from rlconf.files import write_text
 
     current = readme.read_text()
     block = report_of_suite.readme_block(name, text, png.relative_to(readme.parent).as_posix())
@@ -315,9 +317,7 @@ def show_in_readme(name: str, text: str, png: Path, readme: Path = README) -> No
         print(f"learning: {readme.name} has no place for the {name} report (its markers: "
               f"{' ... '.join(report_of_suite.readme_markers(name))}); not shown there", file=sys.stderr)
     elif updated != current:
-        partial = readme.with_name(readme.name + ".partial")
-        partial.write_text(updated)
-        os.replace(partial, readme)
+        write_text(readme, updated)
 
 
 def seeds_on_disk(row: Row, runs: Path) -> list[int]:
