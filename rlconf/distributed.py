@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime
 import functools
+import importlib
 import os
 import re
 import socket
@@ -109,6 +110,12 @@ def join(rank: int, world_size: int, meeting: str, device: str) -> None:
     machine takes a GPU of its own: the one its local rank names."""
     if str(device) == "cuda" and torch.cuda.is_available():
         torch.cuda.set_device(local_rank(rank) % torch.cuda.device_count())
+    # torch.distributed.nn's functions take ``group=group.WORLD`` as a default argument, evaluated when the module
+    # is first imported (torch.optim imports it through torch._dynamo on its first use). Imported after the group
+    # is made, they would keep the group alive past ``leave``: its gloo threads would outlive the interpreter, and
+    # one still releasing the last collective's tensors aborts the process as it exits ("terminate called without
+    # an active exception"). Imported before, they hold None.
+    importlib.import_module("torch.distributed.nn")
     dist.init_process_group(backend(device), init_method=meeting, rank=rank, world_size=world_size, timeout=TIMEOUT)
 
 

@@ -207,3 +207,29 @@ def test_a_backends_error_is_said_in_a_few_words():
     assert distributed.why(ConnectionResetError()) == "ConnectionResetError"
     nccl = RuntimeError("NCCL error: remote process exited\nmore")
     assert distributed.why(nccl) == "NCCL error: remote process exited"
+
+
+LEAVE_SCRIPT = """
+import os
+from rlconf import distributed
+def threads():
+    return len(os.listdir("/proc/self/task"))
+before = threads()
+distributed.join(0, 1, f"tcp://127.0.0.1:{distributed.free_port()}", "cpu")
+during = threads()
+import torch._dynamo  # what torch.optim imports on its first use, as every learner's optimiser does
+distributed.leave()
+print(before, during, threads())
+"""
+
+
+def test_leaving_the_group_ends_its_threads():
+    """After ``distributed.leave`` the process group is gone, its gloo threads with it, even when torch modules that
+    take the group as a default argument (torch.distributed.nn, imported by torch.optim's first use) are imported
+    while it exists. A group kept alive into the interpreter's exit made a learner abort as it ended, now and
+    then ("terminate called without an active exception": a gloo thread releasing tensors after Python's end)."""
+    result = subprocess.run([sys.executable, "-c", LEAVE_SCRIPT], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    before, during, after = map(int, result.stdout.split())
+    assert during > before, "the group runs threads of its own"
+    assert after == before, f"{after - before} threads of the group outlived leave()"
