@@ -6,6 +6,7 @@
     python benchmarks/learning.py --report                    # rewrite the results from the runs on disk
     nox -s learning -- dqn-pong
     python benchmarks/learning.py --suite atari100k-der --jobs 2           # every game x 3 seeds, resumable
+    python benchmarks/learning.py --suite atari100k-der --list             # each game's tests, runs under way
     python benchmarks/learning.py --suite atari100k-der --games pong --seeds 0
     python benchmarks/learning.py --suite atari100k-der --report           # the suite's table and figure
 
@@ -26,7 +27,9 @@ After every row it writes, into benchmarks/results/learning/ (committed with the
 - ``table.md``: the README's table of every row, its final tests, target and reference.
 
 A suite (``suites:`` in benchmarks/learning.yaml) is one experiment on every game of a benchmark, 3 seeds each:
-a row per game, trained, skipped and continued as rows are, its runs in RUNS/<env>/<suite>-<game>/. Its results
+a row per game, trained, skipped and continued as rows are, its runs in RUNS/<env>/<suite>-<game>/; a run whose
+test its tests.csv records is finished wherever it ran (a suite outlives machines: it is not trained again on a
+fresh clone; another --out starts the suite afresh). Its results
 go to benchmarks/results/learning/<suite>/: ``tests.csv`` (every run's final test), ``curves.csv`` (every run's
 curve) and, drawn from tests.csv alone by suite.py (so ``--report`` works on a fresh clone), ``table.md`` (each
 game's tests beside the published means, and the aggregates of human-normalised scores beside the published
@@ -125,6 +128,12 @@ def run_dir(row: Row, seed: int, runs: Path) -> Path | None:
 
 def finished(path: Path | None) -> bool:
     return path is not None and (path / "summary.json").is_file()
+
+
+def steps_done(path: Path) -> int:
+    """The agent steps an unfinished run had taken when it last wrote its status."""
+    status = path / "status.json"
+    return int(json.loads(status.read_text()).get("steps") or 0) if status.is_file() else 0
 
 
 def command(row: Row, seed: int, runs: Path, threads: int = 1) -> list[str]:
@@ -231,9 +240,7 @@ def report(rows: dict[str, Row], runs: Path, out: Path) -> list[dict[str, object
             if finished(path):
                 tests.append(test_row(row, seed, path))
             else:
-                status = json.loads((path / "status.json").read_text()) if (path / "status.json").is_file() else {}
-                unfinished.setdefault(row.name, []).append(
-                    f"s{seed}: unfinished at {int(status.get('steps') or 0):,} steps")
+                unfinished.setdefault(row.name, []).append(f"s{seed}: unfinished at {steps_done(path):,} steps")
         # Seeds whose runs are elsewhere (another --runs folder, or gone) keep their committed curve if they
         # finished; an unfinished run's curve lasts as long as its run, so an abandoned one leaves no trace.
         curves_csv = out / f"{row.name}.csv"
@@ -433,6 +440,38 @@ def show(rows: dict[str, Row], runs: Path) -> None:
         print(f"{'':18} on disk: {state or 'nothing yet'}")
 
 
+def show_suite(suite: Suite, runs: Path, out: Path) -> None:
+    """A suite's progress, a line a game: the published mean, then each seed's committed test, or how far its run
+    in RUNS has come."""
+    published = suite.published()
+    tests = {(t["env"], int(t["seed"])): float(t["test_return_mean"])
+             for t in read_csv(out / suite.name / "tests.csv")}
+    print(f"{suite.name}: experiment={suite.experiment} on {len(suite.envs)} games x seeds "
+          f"{' '.join(map(str, suite.seeds))}, {suite.budget} a run")
+    print(f"published means: {published.per_game_source}")
+    print(f"{'game':18} {'published':>10}" + "".join(f"  {f's{seed}':16}" for seed in suite.seeds).rstrip())
+    counts = {"tested": 0, "under way": 0, "to train": 0}
+    for env, row in suite.rows().items():
+        cells = []
+        for seed in suite.seeds:
+            path = run_dir(row, seed, runs)
+            if (env, seed) in tests:
+                cell, kind = f"{tests[env, seed]:,.1f}", "tested"
+            elif finished(path):
+                cell, kind = "done (--report)", "tested"
+            elif path is not None:
+                cell, kind = f"at {steps_done(path):,} steps", "under way"
+            else:
+                cell, kind = "-", "to train"
+            cells.append(cell)
+            counts[kind] += 1
+        line = f"{env.split('/', 1)[1]:18} {published.per_game[env]:>10,.1f}" + "".join(f"  {c:16}" for c in cells)
+        print(line.rstrip())
+    print(f"{counts['tested']} of {len(suite.envs) * len(suite.seeds)} runs tested (their tests: "
+          f"{out / suite.name / 'tests.csv'}), {counts['under way']} under way in {runs}, "
+          f"{counts['to train']} to train")
+
+
 def parse(argv: list[str] | None) -> tuple[argparse.Namespace, dict[str, Row]]:
     """The arguments, checked against the rows of the ``--rows`` file (read first)."""
     first = argparse.ArgumentParser(add_help=False)
@@ -446,7 +485,9 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, dict[str, Row]]:
         description=__doc__.split("\n\n", 1)[0],
         epilog="rows: " + ", ".join(rows) + "\n\nTo re-run one row: python benchmarks/learning.py ROW [--seeds S ...]. "
                "A seed that finished is skipped\n(delete RUNS/<env>/<row>/ or pass another --runs folder to train "
-               "it again); one that was interrupted\ncontinues from its checkpoint. Then the results are written.")
+               "it again); one that was interrupted\ncontinues from its checkpoint. Then the results are written.\n\n"
+               "A suite's run whose test its tests.csv (in --out) records is not trained again, wherever it\n"
+               "ran: another --out starts the suite afresh.")
     parser.add_argument("rows", nargs="*", metavar="ROW", help="rows of benchmarks/learning.yaml to train")
     parser.add_argument("--seeds", type=int, nargs="+", metavar="S",
                         help="seeds (default: 0; a suite's: its own, 0 1 2)")
@@ -497,12 +538,16 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, dict[str, Row]]:
 def main(argv: list[str] | None = None) -> int:
     args, rows = parse(argv)
     if args.list:
-        show(rows, args.runs)
+        show_suite(args.suite, args.runs, args.out) if args.suite else show(rows, args.runs)
         return 0
     # A suite's every game before its next seed: the first pass already spans the suite.
     order = ((name, seed) for seed in args.seeds for name in args.rows) if args.suite else \
         ((name, seed) for name in args.rows for seed in args.seeds)
-    jobs = [(rows[name], seed) for name, seed in order if not finished(run_dir(rows[name], seed, args.runs))]
+    # A suite's tests.csv records the runs it has finished wherever they ran (a suite outlives machines), so a
+    # run tested there is not trained again; another --out starts the suite afresh.
+    tested = finished_runs(args.out / args.suite.name / "tests.csv", ("env", "seed")) if args.suite else set()
+    jobs = [(rows[name], seed) for name, seed in order
+            if not finished(run_dir(rows[name], seed, args.runs)) and (name, str(seed)) not in tested]
     # The cores divided among the runs trained at once: a row trained alone gets the whole machine.
     threads = args.threads or max(1, (os.cpu_count() or 1) // min(args.jobs, max(1, len(jobs))))
     if args.dry_run:

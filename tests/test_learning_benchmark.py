@@ -147,6 +147,12 @@ def test_a_suite_trains_its_games_and_reports_them_beside_the_published_agent(tm
     committed.write_text("env,seed,steps,frames,test_return_mean,test_return_std,test_episodes,wall_minutes,"
                          "steps_per_second,device\natari/breakout,0,100000,400000,12.0,3.0,100,20.0,83.0,cpu\n")
     where = ["--rows", str(rows_file), "--runs", str(runs), "--out", str(out)]
+    planned = learning("--suite", "tiny-der", "--dry-run", *where, cwd=tmp_path)
+    assert planned.returncode == 0, planned.stderr
+    assert [line for line in planned.stdout.splitlines() if "rlconf" in line] == \
+        [line for line in planned.stdout.splitlines() if "env=atari/pong" in line], \
+        "the whole suite's commands leave out Breakout, whose test tests.csv records"
+    assert "env=atari/pong" in planned.stdout
     trained = learning("--suite", "tiny-der", "--games", "pong", *where, cwd=tmp_path)
     assert trained.returncode == 0, trained.stderr
     assert "tiny-der-pong seed 0: done" in trained.stdout
@@ -169,6 +175,15 @@ def test_a_suite_trains_its_games_and_reports_them_beside_the_published_agent(tm
     assert rlconf_line.split(" | ")[1].startswith(f"{sum(scores) / 2:.3f} [")
     assert any(line.startswith("| DER (published means) (2 runs, 2 games)") for line in table.splitlines())
     assert "| published: van Hasselt" in table
+
+    listed = learning("--suite", "tiny-der", "--list", *where, cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    games = {line.split()[0]: line.split()[1:] for line in listed.stdout.splitlines()[3:-1]}
+    assert games == {"pong": [f"{published['atari/pong']:,.1f}", f"{pong:,.1f}"],
+                     "breakout": [f"{published['atari/breakout']:,.1f}", "12.0"]}
+    assert listed.stdout.splitlines()[-1].startswith("2 of 2 runs tested")
+    again = learning("--suite", "tiny-der", "--dry-run", *where, cwd=tmp_path)
+    assert again.returncode == 0 and "rlconf" not in again.stdout, "nothing is left to train"
 
     # On a fresh clone there is no run directory: the committed tests give the same report.
     again = learning("--suite", "tiny-der", "--report", "--rows", str(rows_file), "--runs", str(tmp_path / "none"),
