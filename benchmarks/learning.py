@@ -14,7 +14,8 @@ Each row of benchmarks/learning.yaml is one ``rlconf run`` of a preset at a budg
 must reach and the published figure it reproduces. A row's runs live in RUNS/<env>/<row>/ (RUNS defaults to
 benchmarks/results/learning/runs, not committed). Running a row again skips the seeds that finished, and
 continues an interrupted one from its checkpoint (``rlconf run resume=DIR``), so a row that takes hours can
-be stopped with Ctrl-C and picked up later.
+be stopped with Ctrl-C, or SIGTERM (a scheduler's preemption), and picked up later: the runs in progress get the
+signal, write their checkpoints with their replay, and no run starts after it.
 
 After every row it writes, into benchmarks/results/learning/ (committed with the code that made them):
 
@@ -45,8 +46,10 @@ import csv
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -149,15 +152,57 @@ def command(row: Row, seed: int, runs: Path, threads: int = 1) -> list[str]:
     return [*rlconf, "run", *row.overrides, f"seed={seed}", f"logdir={row.folder(runs)}", *common]
 
 
-def train(row: Row, seed: int, runs: Path, threads: int) -> tuple[str, int, int]:
-    """Train one seed to the end of its budget, the console going to RUNS/<env>/<row>/s<seed>.log."""
+class Stopping:
+    """A stop signal to the runner (SIGTERM: a scheduler's preemption, ``kill PID``; SIGINT: Ctrl-C) goes to the
+    runs in progress, once each, and no run starts after it: each writes its checkpoint, replay included, and
+    the same command continues them. The runs are sessions of their own, so that a Ctrl-C at the terminal
+    reaches them through the runner only, not twice."""
+
+    SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self.running: set[subprocess.Popen] = set()
+        self.lock = threading.Lock()
+
+    def __enter__(self) -> Stopping:
+        self.previous = {signum: signal.signal(signum, self.stop) for signum in self.SIGNALS}
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for signum, handler in self.previous.items():
+            signal.signal(signum, handler)
+
+    def stop(self, signum: int, frame=None) -> None:
+        with self.lock:
+            self.signum = signum
+            for process in self.running:
+                process.send_signal(signum)
+
+    def run(self, argv: list[str], log) -> int | None:
+        """``argv``'s exit status, or None where a stop came before it started."""
+        with self.lock:
+            if self.signum is not None:
+                return None
+            process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                       start_new_session=True)
+            self.running.add(process)
+        code = process.wait()
+        with self.lock:
+            self.running.discard(process)
+        return code
+
+
+def train(row: Row, seed: int, runs: Path, threads: int, stopping: Stopping) -> tuple[str, int, int | None]:
+    """Train one seed to the end of its budget (or until ``stopping``), the console going to
+    RUNS/<env>/<row>/s<seed>.log; its exit status, None if it never started."""
     row.folder(runs).mkdir(parents=True, exist_ok=True)
     log = row.folder(runs) / f"s{seed}.log"
     argv = command(row, seed, runs, threads)
     with log.open("a") as out:
         out.write(f"$ {' '.join(argv)}\n")
         out.flush()
-        code = subprocess.call(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        code = stopping.run(argv, out)
     return row.name, seed, code
 
 
@@ -555,18 +600,35 @@ def main(argv: list[str] | None = None) -> int:
             print(" ".join(command(row, seed, args.runs, threads)))
         return 0
     failed = 0
-    if jobs and not args.report:
-        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-            for name, seed, code in pool.map(lambda job: train(*job, args.runs, threads), jobs):
-                print(f"learning: {name} seed {seed}: " + ("done" if code == 0 else f"exit status {code}"), flush=True)
-                failed += code != 0
-    if args.suite:
-        print(suite_report(args.suite, args.runs, args.out), end="")
-        return 1 if failed else 0
-    for t in report(rows, args.runs, args.out):
-        print(f"learning: {t['row']} seed {t['seed']}: test {t['test_return_mean']} ± {t['test_return_std']} "
-              f"(target {float(t['target']):g}: {'met' if str(t['met']) == 'True' else 'MISSED'})")
+    with Stopping() as stopping:  # to the end of the report: a stop signal does not cut its files short
+        if jobs and not args.report:
+            with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+                for name, seed, code in pool.map(lambda job: train(*job, args.runs, threads, stopping), jobs):
+                    print(f"learning: {name} seed {seed}: {ended(code, stopping.signum)}", flush=True)
+                    failed += code != 0 and stopping.signum is None
+        if args.suite:
+            print(suite_report(args.suite, args.runs, args.out), end="")
+        else:
+            for t in report(rows, args.runs, args.out):
+                print(f"learning: {t['row']} seed {t['seed']}: test {t['test_return_mean']} ± "
+                      f"{t['test_return_std']} (target {float(t['target']):g}: "
+                      f"{'met' if str(t['met']) == 'True' else 'MISSED'})")
+    if stopping.signum is not None:
+        print(f"learning: stopped by {signal.Signals(stopping.signum).name}: the same command continues the runs "
+              "from their checkpoints", file=sys.stderr)
+        return 128 + stopping.signum
     return 1 if failed else 0
+
+
+def ended(code: int | None, signum: int | None) -> str:
+    """How a run ended, for its line: done, stopped (by the runner's stop signal), not started, or its status."""
+    if code == 0:
+        return "done"
+    if code is None:
+        return "not started (stopped)"
+    if signum is not None:
+        return "stopped with its checkpoint" if code == 128 + signum else f"exit status {code} while stopping"
+    return f"exit status {code}"
 
 
 if __name__ == "__main__":

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from test_resume import checkpoint_steps, wait_for_checkpoint
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "learning.py"
 
@@ -120,6 +123,44 @@ def test_help_says_how_to_rerun_a_row_and_bad_rows_are_one_line(rows_file, tmp_p
     unknown = learning("nope", "--rows", str(rows_file), cwd=tmp_path)
     assert unknown.returncode == 2
     assert unknown.stderr.strip() == "learning: unknown row 'nope'; rows: tiny-cartpole"
+
+
+LONG = """\
+rows:
+  long-cartpole:
+    overrides: [agent=dqn, env=classic/cartpole, steps=1000000, eval_every=0, checkpoint_every=500,
+                agent.replay_start_size=200]
+    budget: 1M steps
+    target: 5
+    reference: {figure: any return above 5, source: this test}
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_signal_reaches_the_runs_which_keep_their_checkpoints(signum, tmp_path):
+    """SIGTERM (a preemption, kill PID) or Ctrl-C to the runner: the run in progress gets it once, writes its
+    checkpoint and stops; the runner says so, starts nothing more, and the same command would continue it."""
+    rows_file, runs, out = tmp_path / "rows.yaml", tmp_path / "runs", tmp_path / "out"
+    rows_file.write_text(LONG)
+    where = ["long-cartpole", "--seeds", "0", "1", "--rows", str(rows_file), "--runs", str(runs), "--out", str(out)]
+    runner = subprocess.Popen([sys.executable, str(SCRIPT), *where], cwd=tmp_path, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    run_dir = wait_for_checkpoint(runs, runner, 500, timeout=300)
+    training = json.loads((run_dir / "status.json").read_text())["pid"]
+    runner.send_signal(signum)
+    stdout, stderr = runner.communicate(timeout=300)
+    assert runner.returncode == 128 + signum, stderr
+    name = signal.Signals(signum).name
+    assert f"stopped by {name}: the same command continues" in stderr
+    assert "long-cartpole seed 0: stopped with its checkpoint" in stdout
+    assert "long-cartpole seed 1: not started (stopped)" in stdout
+    assert not Path(f"/proc/{training}").exists(), "the run ended with the runner"
+    status = json.loads((run_dir / "status.json").read_text())
+    assert status["state"] == "stopped" and status["signal"] == name
+    assert checkpoint_steps(run_dir) == status["steps"] > 500, "its checkpoint is the step it stopped at"
+    assert not list((runs / "classic-cartpole" / "long-cartpole").glob("*_s1")), "seed 1 never started"
+    again = learning(*where, "--dry-run", cwd=tmp_path).stdout.splitlines()
+    assert f"run resume={run_dir} " in again[0] and "seed=1" in again[1]
 
 
 SUITE = """\
