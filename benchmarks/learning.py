@@ -50,7 +50,7 @@ import signal
 import subprocess
 import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -603,21 +603,28 @@ def main(argv: list[str] | None = None) -> int:
     with Stopping() as stopping:  # to the end of the report: a stop signal does not cut its files short
         if jobs and not args.report:
             with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-                for name, seed, code in pool.map(lambda job: train(*job, args.runs, threads, stopping), jobs):
+                running = [pool.submit(train, row, seed, args.runs, threads, stopping) for row, seed in jobs]
+                for landed in as_completed(running):
+                    name, seed, code = landed.result()
                     print(f"learning: {name} seed {seed}: {ended(code, stopping.signum)}", flush=True)
                     failed += code != 0 and stopping.signum is None
-        if args.suite:
-            print(suite_report(args.suite, args.runs, args.out), end="")
-        else:
-            for t in report(rows, args.runs, args.out):
-                print(f"learning: {t['row']} seed {t['seed']}: test {t['test_return_mean']} ± "
-                      f"{t['test_return_std']} (target {float(t['target']):g}: "
-                      f"{'met' if str(t['met']) == 'True' else 'MISSED'})")
+                    if code == 0 and not all(job.done() for job in running):
+                        write_results(args, rows)  # each run's results as it lands, not after the last run
+        print(write_results(args, rows), end="")
     if stopping.signum is not None:
         print(f"learning: stopped by {signal.Signals(stopping.signum).name}: the same command continues the runs "
               "from their checkpoints", file=sys.stderr)
         return 128 + stopping.signum
     return 1 if failed else 0
+
+
+def write_results(args: argparse.Namespace, rows: dict[str, Row]) -> str:
+    """Rewrite the results (a suite's, or the rows') from the runs on disk; returns what to print of them."""
+    if args.suite:
+        return suite_report(args.suite, args.runs, args.out)
+    return "".join(f"learning: {t['row']} seed {t['seed']}: test {t['test_return_mean']} ± {t['test_return_std']} "
+                   f"(target {float(t['target']):g}: {'met' if str(t['met']) == 'True' else 'MISSED'})\n"
+                   for t in report(rows, args.runs, args.out))
 
 
 def ended(code: int | None, signum: int | None) -> str:

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import wait_while_running
 from test_resume import checkpoint_steps, wait_for_checkpoint
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "learning.py"
@@ -70,7 +71,7 @@ def rows_file(tmp_path: Path) -> Path:
 def test_a_row_is_trained_reported_and_skipped_once_finished(rows_file, tmp_path):
     runs, out = tmp_path / "runs", tmp_path / "out"
     where = ["--rows", str(rows_file), "--runs", str(runs), "--out", str(out)]
-    first = learning("tiny-cartpole", *where, cwd=tmp_path)
+    first = learning("tiny-cartpole", *where, "--threads", "1", cwd=tmp_path)  # not the cores: xdist shares them
     assert first.returncode == 0, first.stderr
     assert "tiny-cartpole seed 0: done" in first.stdout
     run_dirs = list((runs / "classic-cartpole" / "tiny-cartpole").glob("dqn_*_s0"))
@@ -125,8 +126,7 @@ def test_help_says_how_to_rerun_a_row_and_bad_rows_are_one_line(rows_file, tmp_p
     assert unknown.stderr.strip() == "learning: unknown row 'nope'; rows: tiny-cartpole"
 
 
-LONG = """\
-rows:
+LONG = ROWS + """\
   long-cartpole:
     overrides: [agent=dqn, env=classic/cartpole, steps=1000000, eval_every=0, checkpoint_every=500,
                 agent.replay_start_size=200]
@@ -137,15 +137,21 @@ rows:
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-def test_a_stop_signal_reaches_the_runs_which_keep_their_checkpoints(signum, tmp_path):
-    """SIGTERM (a preemption, kill PID) or Ctrl-C to the runner: the run in progress gets it once, writes its
-    checkpoint and stops; the runner says so, starts nothing more, and the same command would continue it."""
+def test_runs_land_as_they_finish_and_a_stop_signal_reaches_the_runs_in_progress(signum, tmp_path):
+    """A short row's results are written as soon as it finishes, while the next row trains. Then SIGTERM (a
+    preemption, kill PID) or Ctrl-C to the runner: the run in progress gets it once, writes its checkpoint and
+    stops; the runner says so, starts nothing more, and the same command would continue it."""
     rows_file, runs, out = tmp_path / "rows.yaml", tmp_path / "runs", tmp_path / "out"
     rows_file.write_text(LONG)
-    where = ["long-cartpole", "--seeds", "0", "1", "--rows", str(rows_file), "--runs", str(runs), "--out", str(out)]
+    where = ["tiny-cartpole", "long-cartpole", "--seeds", "0", "1", "--threads", "1", "--rows", str(rows_file),
+             "--runs", str(runs), "--out", str(out)]
     runner = subprocess.Popen([sys.executable, str(SCRIPT), *where], cwd=tmp_path, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
-    run_dir = wait_for_checkpoint(runs, runner, 500, timeout=300)
+    long_runs = runs / "classic-cartpole" / "long-cartpole"
+    run_dir = wait_for_checkpoint(long_runs, runner, 500, timeout=300)
+    landed = wait_while_running(runner, lambda: {(t["row"], t["seed"]) for t in
+                                                 _script().read_csv(out / "tests.csv")}, "the short row's tests")
+    assert landed == {("tiny-cartpole", "0"), ("tiny-cartpole", "1")}, "written before the runner's end"
     training = json.loads((run_dir / "status.json").read_text())["pid"]
     runner.send_signal(signum)
     stdout, stderr = runner.communicate(timeout=300)
@@ -158,9 +164,9 @@ def test_a_stop_signal_reaches_the_runs_which_keep_their_checkpoints(signum, tmp
     status = json.loads((run_dir / "status.json").read_text())
     assert status["state"] == "stopped" and status["signal"] == name
     assert checkpoint_steps(run_dir) == status["steps"] > 500, "its checkpoint is the step it stopped at"
-    assert not list((runs / "classic-cartpole" / "long-cartpole").glob("*_s1")), "seed 1 never started"
+    assert not list(long_runs.glob("*_s1")), "seed 1 never started"
     again = learning(*where, "--dry-run", cwd=tmp_path).stdout.splitlines()
-    assert f"run resume={run_dir} " in again[0] and "seed=1" in again[1]
+    assert len(again) == 2 and f"run resume={run_dir} " in again[0] and "seed=1" in again[1]
 
 
 SUITE = """\
@@ -194,7 +200,7 @@ def test_a_suite_trains_its_games_and_reports_them_beside_the_published_agent(tm
         [line for line in planned.stdout.splitlines() if "env=atari/pong" in line], \
         "the whole suite's commands leave out Breakout, whose test tests.csv records"
     assert "env=atari/pong" in planned.stdout
-    trained = learning("--suite", "tiny-der", "--games", "pong", *where, cwd=tmp_path)
+    trained = learning("--suite", "tiny-der", "--games", "pong", "--threads", "1", *where, cwd=tmp_path)
     assert trained.returncode == 0, trained.stderr
     assert "tiny-der-pong seed 0: done" in trained.stdout
     with committed.open() as f:
