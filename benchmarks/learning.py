@@ -633,9 +633,9 @@ def ended(code: int | None, signum: int | None) -> str:
         return "done"
     if code is None:
         return "not started (stopped)"
-    if signum is not None:
-        return "stopped with its checkpoint" if code == 128 + signum else f"exit status {code} while stopping"
-    return f"exit status {code}"
+    if signum is not None and code == 128 + signum:
+        return "stopped (the same command continues it)"
+    return f"exit status {code}" + (" while stopping" if signum is not None else "")
 
 
 if __name__ == "__main__":

@@ -158,7 +158,7 @@ def test_runs_land_as_they_finish_and_a_stop_signal_reaches_the_runs_in_progress
     assert runner.returncode == 128 + signum, stderr
     name = signal.Signals(signum).name
     assert f"stopped by {name}: the same command continues" in stderr
-    assert "long-cartpole seed 0: stopped with its checkpoint" in stdout
+    assert "long-cartpole seed 0: stopped (the same command continues it)" in stdout
     assert "long-cartpole seed 1: not started (stopped)" in stdout
     assert not Path(f"/proc/{training}").exists(), "the run ended with the runner"
     status = json.loads((run_dir / "status.json").read_text())
