@@ -542,7 +542,8 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, dict[str, Row]]:
     parser.add_argument("--jobs", type=int, default=1, metavar="N", help="seeds and rows trained at once "
                         "(default 1); the machine's cores are divided among them")
     parser.add_argument("--threads", type=int, metavar="N", help="torch threads a run (default: the machine's "
-                        "cores divided among the runs trained at once)")
+                        "cores divided among the runs trained at once; 1 on a busy machine, where threads that "
+                        "share a core stall each other)")
     parser.add_argument("--runs", type=Path, default=RESULTS / "runs", metavar="DIR",
                         help="where the run directories go (default: %(default)s)")
     parser.add_argument("--out", type=Path, default=RESULTS, metavar="DIR",
