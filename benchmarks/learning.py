@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
 import math
 import os
@@ -55,6 +56,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+
+from rlconf.files import write_text
 
 HERE = Path(__file__).resolve().parent
 ROWS_FILE = HERE / "learning.yaml"
@@ -262,11 +265,13 @@ def test_row(row: Row, seed: int, path: Path) -> dict[str, object]:
 
 
 def write_table(path: Path, rows: list[dict[str, object]], fields: list[str]) -> None:
+    """A CSV of ``rows``, written whole or not at all: a runner stopped mid-write leaves the last one."""
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=fields, extrasaction="ignore")
+    writer.writeheader()
+    writer.writerows(rows)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(rows)
+    write_text(path, text.getvalue())
 
 
 def report(rows: dict[str, Row], runs: Path, out: Path) -> list[dict[str, object]]:
@@ -303,7 +308,7 @@ def report(rows: dict[str, Row], runs: Path, out: Path) -> list[dict[str, object
             figure(runs / env, out / f"{env}.png")
         elif any(committed.values()):  # some of its curves come from runs not on disk: drawn from the files
             committed_figure(mine, out, out / f"{env}.png")
-    (out / "table.md").write_text(table(rows, tests, unfinished))
+    write_text(out / "table.md", table(rows, tests, unfinished))
     return tests
 
 
@@ -359,8 +364,6 @@ def show_in_readme(name: str, text: str, png: Path, readme: Path = README) -> No
     """Put the suite's report ``text`` and figure ``png`` in the README, between its markers (suite.py); say so
     in a line where the README has none. Written whole or not at all (rlconf.files.write_text)."""
     import suite as report_of_suite
-
-    from rlconf.files import write_text
 
     current = readme.read_text()
     block = report_of_suite.readme_block(name, text, png.relative_to(readme.parent).as_posix())

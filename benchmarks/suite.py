@@ -25,6 +25,7 @@ import numpy as np
 from rlconf.analysis.aggregate import Aggregate, aggregate
 from rlconf.analysis.references import PublishedSuite, human_references
 from rlconf.analysis.runs import Run
+from rlconf.files import write_text
 
 REPS = 2000  # bootstrap resamples, as rlconf plot's default
 # A game whose mean is below FAR_BELOW of the published agent's human-normalised score is named, where that agent
@@ -159,7 +160,7 @@ def write(name: str, budget: str, tests: list[dict[str, object]], reference: Pub
             figure(result, reference, f"{name}: rlconf and the published {reference.agent.upper()}",
                    out / "aggregate.png")
     text = table(name, budget, tests, reference, seeds, result)
-    (out / "table.md").write_text(text)
+    write_text(out / "table.md", text)
     return text
 
 
