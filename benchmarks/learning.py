@@ -178,6 +178,8 @@ class Stopping:
 
     def stop(self, signum: int, frame=None) -> None:
         with self.lock:
+            if self.signum is not None:  # a scheduler repeats its signal while the runs write their checkpoints
+                return
             self.signum = signum
             for process in self.running:
                 process.send_signal(signum)
