@@ -57,6 +57,7 @@ from pathlib import Path
 
 import yaml
 
+from rlconf.experiments.rundir.saved import STATUS_SCHEMA, read_record
 from rlconf.files import write_text
 
 HERE = Path(__file__).resolve().parent
@@ -137,9 +138,10 @@ def finished(path: Path | None) -> bool:
 
 
 def steps_done(path: Path) -> int:
-    """The agent steps an unfinished run had taken when it last wrote its status."""
-    status = path / "status.json"
-    return int(json.loads(status.read_text()).get("steps") or 0) if status.is_file() else 0
+    """The agent steps an unfinished run had taken when it last wrote its status (read as ``rlconf status``
+    reads it: a status.json that is not what rlconf writes is one line, not a traceback)."""
+    status = read_record(path / "status.json", STATUS_SCHEMA)
+    return int(status.get("steps") or 0) if status else 0
 
 
 def command(row: Row, seed: int, runs: Path, threads: int = 1) -> list[str]:
