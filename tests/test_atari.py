@@ -68,12 +68,14 @@ def test_observations_are_single_uint8_frames(vectorization):
     assert env.steps == 60
 
 
-def test_both_simulators_play_the_same_game_frame_for_frame():
+@pytest.mark.parametrize("noop_max", [0, 2])
+def test_both_simulators_play_the_same_game_frame_for_frame(noop_max):
     """Without randomness (no sticky actions, no no-op resets) gymnasium's preprocessing and ale-py's
-    vector env are the same function: same frames, rewards, ends and life losses, across a reset."""
+    vector env are the same function: same frames, rewards, ends and life losses, across a reset. With
+    noop_max 2 both resets draw 0 or 1 frames, which in Breakout is the one FIRE frame either way."""
     runs = {}
     for vectorization in SIMULATORS:
-        env = make(1, vectorization, **DETERMINISTIC)
+        env = make(1, vectorization, **{**DETERMINISTIC, "noop_max": noop_max})
         try:
             states = play(env, 400, seed=3)
         finally:
@@ -84,6 +86,43 @@ def test_both_simulators_play_the_same_game_frame_for_frame():
     assert int(sync["done"].sum()) >= 1, "the game should end (and restart) within 400 random steps"
     for key in sync:
         assert torch.equal(sync[key], native[key]), key
+
+
+class ActionRecorder(gym.Wrapper):
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        self.actions: list[int] = []
+
+    def step(self, action):
+        self.actions.append(int(action))
+        return self.env.step(action)
+
+
+@pytest.mark.parametrize("game, fire", [("ALE/Breakout-v5", 1), ("ALE/Freeway-v5", None)])
+def test_the_gymnasium_reset_plays_ale_pys_fire_then_no_ops(game, fire):
+    """ale-py's vector env resets with FIRE (where the game has it) and then no-ops, d frames in all for d
+    drawn from 0..noop_max-1 (at least the FIRE); the sync simulator's NoopFireReset plays the same."""
+    import ale_py
+
+    from rlconf.environments.atari import NoopFireReset
+
+    gym.register_envs(ale_py)
+    recorder = ActionRecorder(gym.make(game, frameskip=1, repeat_action_probability=0.0))
+    env = NoopFireReset(recorder, noop_max=30)
+    lengths = set()
+    try:
+        for seed in range(40):
+            recorder.actions = []
+            env.reset(seed=seed)
+            played = recorder.actions
+            lengths.add(len(played))
+            if fire is None:
+                assert played == [0] * len(played)
+            else:
+                assert played == [fire] + [0] * (len(played) - 1)
+    finally:
+        env.close()
+    assert min(lengths) >= (1 if fire else 0) and max(lengths) <= 29 and len(lengths) > 10, sorted(lengths)
 
 
 @pytest.mark.parametrize("vectorization", SIMULATORS)

@@ -2,8 +2,9 @@
 
 What the agent gets per environment and step: one 84x84 grayscale uint8 frame of shape (1, 84, 84), the
 maximum of the last two of ``frame_skip`` emulator frames. Frames are not stacked here: the body stacks
-them (``rlconf.bodies.FrameStack``), so a replay buffer can store each frame once. A reset waits 1 to
-``noop_max`` frames, the last of which is FIRE in games that need it to start. Sticky actions
+them (``rlconf.bodies.FrameStack``), so a replay buffer can store each frame once. A reset plays FIRE for one
+frame in games that have it, then no-ops: ale-py's reset, d frames in all for d drawn from 0 to ``noop_max`` - 1
+(at least the FIRE). Sticky actions
 (``repeat_action_probability``) are on by default, as in ALE v5. A lost life does not end the episode: the
 state's ``life_lost`` says it happened, and the body decides what it means to the agent. Rewards and
 episode returns are raw game scores (all lives); clipping them is the body's business too. Tests (an env built
@@ -67,7 +68,7 @@ class AtariSettings:
     full_action_space: bool = field(default=False, metadata={
         "doc": "false: the game's minimal action set; true: all 18 actions"})
     noop_max: int = field(default=30, metadata={
-        "doc": "a reset waits 1..noop_max frames, the last one FIRE where the game has it"})
+        "doc": "a reset plays FIRE (where the game has it), then no-ops: 0..noop_max-1 frames in all"})
     frame_skip: int = field(default=4, metadata={
         "doc": "emulator frames per agent step, the last two max-pooled"})
     max_num_frames_per_episode: int = field(default=108_000, metadata={
@@ -294,8 +295,9 @@ def make_preprocessed_env(env_id: str, settings: AtariSettings, episode_steps: i
 
 
 class NoopFireReset(gym.Wrapper):
-    """ale-py's vector env reset, frame by frame, so that both simulators start games alike: 1..noop_max
-    frames, the last of which is FIRE in games whose action set has it (Breakout's ball waits for it)."""
+    """ale-py's vector env reset (v0.12, preprocessed_env.cpp), frame by frame, so that both simulators start
+    games alike: d frames for d drawn from 0 to ``noop_max`` - 1, the first of them FIRE in games whose action
+    set has it (one FIRE frame at least: Breakout's ball waits for it), the others no-ops."""
 
     def __init__(self, env: gym.Env, noop_max: int):
         super().__init__(env)
@@ -306,10 +308,10 @@ class NoopFireReset(gym.Wrapper):
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         observation, info = self.env.reset(seed=seed, options=options)
-        frames = int(self.env.unwrapped.np_random.integers(1, self.noop_max + 1)) if self.noop_max else 0
+        frames = int(self.env.unwrapped.np_random.integers(0, self.noop_max)) if self.noop_max else 0
         actions = [0] * frames
         if self.fire is not None:
-            actions[-1:] = [self.fire]
+            actions[:1] = [self.fire]
         for action in actions:
             observation, _, terminated, truncated, info = self.env.step(action)
             if terminated or truncated:
