@@ -186,13 +186,17 @@ class Stopping:
             for process in self.running:
                 process.send_signal(signum)
 
-    def run(self, argv: list[str], log) -> int | None:
-        """``argv``'s exit status, or None where a stop came before it started."""
+    def run(self, argv: list[str], log_path: Path) -> int | None:
+        """``argv``'s exit status, its console appended to ``log_path`` under the command's line; None where a
+        stop came before it started (its log then untouched: a run that never started leaves no line)."""
         with self.lock:
             if self.signum is not None:
                 return None
-            process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                       start_new_session=True)
+            with log_path.open("a") as log:
+                log.write(f"$ {' '.join(argv)}\n")
+                log.flush()
+                process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                           start_new_session=True)
             self.running.add(process)
         code = process.wait()
         with self.lock:
@@ -204,12 +208,7 @@ def train(row: Row, seed: int, runs: Path, threads: int, stopping: Stopping) -> 
     """Train one seed to the end of its budget (or until ``stopping``), the console going to
     RUNS/<env>/<row>/s<seed>.log; its exit status, None if it never started."""
     row.folder(runs).mkdir(parents=True, exist_ok=True)
-    log = row.folder(runs) / f"s{seed}.log"
-    argv = command(row, seed, runs, threads)
-    with log.open("a") as out:
-        out.write(f"$ {' '.join(argv)}\n")
-        out.flush()
-        code = stopping.run(argv, out)
+    code = stopping.run(command(row, seed, runs, threads), row.folder(runs) / f"s{seed}.log")
     return row.name, seed, code
 
 

@@ -166,6 +166,7 @@ def test_runs_land_as_they_finish_and_a_stop_signal_reaches_the_runs_in_progress
     assert status["state"] == "stopped" and status["signal"] == name
     assert checkpoint_steps(run_dir) == status["steps"] > 500, "its checkpoint is the step it stopped at"
     assert not list(long_runs.glob("*_s1")), "seed 1 never started"
+    assert not (long_runs / "s1.log").exists(), "nor did its log say it had"
     again = learning(*where, "--dry-run", cwd=tmp_path).stdout.splitlines()
     assert len(again) == 2 and f"run resume={run_dir} " in again[0] and "seed=1" in again[1]
 
