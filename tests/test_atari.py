@@ -17,7 +17,7 @@ from rlconf.agents import ParallelAgent, TestAgent  # noqa: E402
 from rlconf.bodies import Body, ClipRewards, DeepmindAtariBody, EpisodicLives, FrameStack, body_options  # noqa: E402
 from rlconf.config import BodySettings  # noqa: E402
 from rlconf.core import StateArray  # noqa: E402
-from rlconf.environments.atari import AtariEnvironment, write_configs  # noqa: E402
+from rlconf.environments.atari import AtariEnvironment, NoopFireReset, _import_ale, write_configs  # noqa: E402
 from rlconf.errors import ConfigError  # noqa: E402
 from rlconf.paths import config_dir  # noqa: E402
 
@@ -102,11 +102,7 @@ class ActionRecorder(gym.Wrapper):
 def test_the_gymnasium_reset_plays_ale_pys_fire_then_no_ops(game, fire):
     """ale-py's vector env resets with FIRE (where the game has it) and then no-ops, d frames in all for d
     drawn from 0..noop_max-1 (at least the FIRE); the sync simulator's NoopFireReset plays the same."""
-    import ale_py
-
-    from rlconf.environments.atari import NoopFireReset
-
-    gym.register_envs(ale_py)
+    _import_ale()  # registers the ALE/ ids, as every Atari env's construction does
     recorder = ActionRecorder(gym.make(game, frameskip=1, repeat_action_probability=0.0))
     env = NoopFireReset(recorder, noop_max=30)
     lengths = set()
