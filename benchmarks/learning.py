@@ -206,10 +206,10 @@ class Stopping:
 
 def train(row: Row, seed: int, runs: Path, threads: int, stopping: Stopping) -> tuple[str, int, int | None]:
     """Train one seed to the end of its budget (or until ``stopping``), the console going to
-    RUNS/<env>/<row>/s<seed>.log; its exit status, None if it never started."""
-    row.folder(runs).mkdir(parents=True, exist_ok=True)
-    code = stopping.run(command(row, seed, runs, threads), row.folder(runs) / f"s{seed}.log")
-    return row.name, seed, code
+    RUNS/<env>/<row>/s<seed>.log; the row, the seed and the exit status (None if it never started)."""
+    folder = row.folder(runs)
+    folder.mkdir(parents=True, exist_ok=True)
+    return row.name, seed, stopping.run(command(row, seed, runs, threads), folder / f"s{seed}.log")
 
 
 # -- results ----------------------------------------------------------------------------------------------
