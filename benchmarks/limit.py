@@ -262,7 +262,7 @@ def project(support: torch.Tensor, rewards: torch.Tensor, discounts: torch.Tenso
 def rainbow(settings: Settings, seed: int, test_episodes: int) -> dict[str, Any]:
     """Hessel et al. 2018's update at the workload's settings: distributional (C51) double Q-learning on n-step
     returns from proportional prioritized replay, the dueling noisy network exploring (with the workload's
-    epsilon-greedy schedule on top: DER's is 1 to 0.01 over its warm-up, Rainbow's 0). The network
+    epsilon-greedy schedule on top: DER's a constant 0.01, Rainbow's 0). The network
     is rlconf's own modules (its builder: the convolutions of ``approximation.convs``, dueling noisy streams),
     so the comparison measures everything around the arithmetic; the memory holds the whole run (DER's)."""
     a, steps = settings.agent, settings.run.steps

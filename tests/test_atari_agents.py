@@ -63,7 +63,7 @@ def test_atari100k_der_carries_the_papers_settings():
     assert (agent.target_update_frequency, agent.replay_buffer_size) == (2000, 100_000)
     assert (agent.replay, agent.alpha, agent.beta, agent.double_q) == ("prioritized", 0.5, 0.4, True)
     assert (agent.atoms, agent.v_min, agent.v_max) == (51, -10.0, 10.0)
-    assert (agent.epsilon, agent.epsilon_final, agent.epsilon_decay_steps) == (1.0, 0.01, 3600)
+    assert (agent.epsilon, agent.epsilon_final) == (0.01, 0.01)  # Dopamine's constant epsilon
     assert agent.eval_epsilon == 0.001
     assert (net.hidden, net.dueling, net.noisy, net.noisy_sigma) == (256, True, True, 0.1)
     assert dict(cfg.body) == {"name": "atari", "frame_stack": 4, "clip_rewards": True, "episodic_lives": True}
